@@ -1,0 +1,3 @@
+module gort/bench/spawn
+
+go 1.19

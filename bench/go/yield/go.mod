@@ -1,0 +1,3 @@
+module gort/bench/yield
+
+go 1.19

@@ -1,0 +1,141 @@
+/*
+ * x86_64.S - goroutine context switch for x86-64 System V.
+ *
+ * A saved context is a stack pointer.  At it and above it, on the suspended
+ * stack:
+ *
+ *     sp+0   x87 control word (2 bytes, slot of 8)
+ *     sp+8   MXCSR (4 bytes, slot of 8)
+ *     sp+16  r15
+ *     sp+24  r14
+ *     sp+32  r13
+ *     sp+40  r12
+ *     sp+48  rbx
+ *     sp+56  rbp
+ *     sp+64  resume address
+ *
+ * Only the callee-saved registers and the floating-point control state are
+ * saved: every caller of gort__ctx_switch is a C call site, so the compiler
+ * already treats the other registers as clobbered.  The resume address is
+ * popped and reached with an indirect jmp rather than `ret`, since a `ret`
+ * onto another stack always misses the return-stack predictor.
+ *
+ * void *gort__ctx_switch(void **save_sp, void *to_sp, void *arg)
+ *     rdi = where to save this context's sp, rsi = the context to resume,
+ *     rdx = value that gort__ctx_switch returns in the resumed context.
+ *
+ * void *gort__ctx_make(void *stack_top, void (*entry)(void *))
+ *     Builds a context on a fresh stack that, when first switched to,
+ *     calls entry(arg) on a 16-byte aligned stack.  Returns its sp.
+ */
+        .text
+
+        .globl  gort__ctx_switch
+        .hidden gort__ctx_switch
+        .type   gort__ctx_switch, @function
+        .p2align 4
+gort__ctx_switch:
+        .cfi_startproc
+        pushq   %rbp
+        .cfi_adjust_cfa_offset 8
+        .cfi_rel_offset rbp, 0
+        pushq   %rbx
+        .cfi_adjust_cfa_offset 8
+        .cfi_rel_offset rbx, 0
+        pushq   %r12
+        .cfi_adjust_cfa_offset 8
+        .cfi_rel_offset r12, 0
+        pushq   %r13
+        .cfi_adjust_cfa_offset 8
+        .cfi_rel_offset r13, 0
+        pushq   %r14
+        .cfi_adjust_cfa_offset 8
+        .cfi_rel_offset r14, 0
+        pushq   %r15
+        .cfi_adjust_cfa_offset 8
+        .cfi_rel_offset r15, 0
+        subq    $16, %rsp
+        .cfi_adjust_cfa_offset 16
+        stmxcsr 8(%rsp)
+        fnstcw  (%rsp)
+        movq    %rsp, (%rdi)
+        /*
+         * From here on rsp is the resumed context's, whose frame has the
+         * same layout and is complete, so the CFI above describes it: an
+         * unwinder stopping at any instruction below walks into the resumed
+         * context.
+         */
+        movq    %rsi, %rsp
+        ldmxcsr 8(%rsp)
+        fldcw   (%rsp)
+        addq    $16, %rsp
+        .cfi_adjust_cfa_offset -16
+        popq    %r15
+        .cfi_adjust_cfa_offset -8
+        .cfi_restore r15
+        popq    %r14
+        .cfi_adjust_cfa_offset -8
+        .cfi_restore r14
+        popq    %r13
+        .cfi_adjust_cfa_offset -8
+        .cfi_restore r13
+        popq    %r12
+        .cfi_adjust_cfa_offset -8
+        .cfi_restore r12
+        popq    %rbx
+        .cfi_adjust_cfa_offset -8
+        .cfi_restore rbx
+        popq    %rbp
+        .cfi_adjust_cfa_offset -8
+        .cfi_restore rbp
+        popq    %rcx
+        .cfi_adjust_cfa_offset -8
+        .cfi_register rip, rcx  /* the resume address is now in rcx */
+        movq    %rdx, %rax
+        jmpq    *%rcx
+        .cfi_endproc
+        .size   gort__ctx_switch, .-gort__ctx_switch
+
+/*
+ * First code of a new context, reached at .Lctx_trampoline_resume: rbx holds
+ * entry, rax the switch argument.  The nop is never executed: it puts the
+ * resume address minus one (where unwinders look up the frame of a return
+ * address) inside this function's CFI, which says that the unwind ends here.
+ */
+        .type   gort__ctx_trampoline, @function
+        .p2align 4
+gort__ctx_trampoline:
+        .cfi_startproc
+        .cfi_undefined rip      /* the bottom frame: unwinders stop here */
+        nop
+.Lctx_trampoline_resume:
+        movq    %rax, %rdi
+        callq   *%rbx
+        ud2                     /* entry must not return */
+        .cfi_endproc
+        .size   gort__ctx_trampoline, .-gort__ctx_trampoline
+
+        .globl  gort__ctx_make
+        .hidden gort__ctx_make
+        .type   gort__ctx_make, @function
+        .p2align 4
+gort__ctx_make:
+        .cfi_startproc
+        movq    %rdi, %rax
+        andq    $-16, %rax              /* align the top down to 16 */
+        subq    $88, %rax               /* sp + 72 is 16-aligned at entry */
+        leaq    .Lctx_trampoline_resume(%rip), %rcx
+        movq    %rcx, 64(%rax)          /* resume address */
+        movq    $0, 56(%rax)            /* rbp = 0 ends frame-pointer chains */
+        movq    %rsi, 48(%rax)          /* rbx = entry */
+        movq    $0, 40(%rax)
+        movq    $0, 32(%rax)
+        movq    $0, 24(%rax)
+        movq    $0, 16(%rax)
+        stmxcsr 8(%rax)                 /* inherit the creator's FP modes */
+        fnstcw  (%rax)
+        ret
+        .cfi_endproc
+        .size   gort__ctx_make, .-gort__ctx_make
+
+        .section .note.GNU-stack,"",@progbits

@@ -1,0 +1,323 @@
+/*
+ * debug.c - fatal errors, goroutine dumps and schedtrace/scheddetail.
+ *
+ * Output formats are Go's, so that people and tools that read Go's output
+ * read ours:
+ *
+ *   gort: fatal error: all goroutines are asleep - deadlock!
+ *
+ *   goroutine 1 [sync.WaitGroup.Wait]:
+ *   created by main at 0x401136 (main+0x16)
+ *
+ *   SCHED 14ms: gomaxprocs=4 idleprocs=4 threads=5 spinningthreads=0
+ *     needspinning=0 idlethreads=3 runqueue=0 [ 0 0 0 0 ] schedticks=[ 1 0 2 3 ]
+ *
+ * (the SCHED line is one line; with scheddetail=1 it is followed by one
+ * line per P, M and G, as schedtrace(true) prints them in proc.go).
+ *
+ * Everything here reads scheduler state without taking sched.lock: the
+ * values are a racy snapshot, as in Go.  Structures are never freed while
+ * the runtime runs, so the racy reads are safe (relaxed atomics).
+ *
+ * Invariants:
+ *   - A second fatal error while printing the first aborts at once.
+ *   - Printing never allocates (fixed stack buffers), so it works when
+ *     malloc is broken or the fatal error is "out of memory".
+ */
+#include "runtime.h"
+
+#include <dlfcn.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static uint32_t dying; /* atomic: a fatal error is being reported */
+
+void gort__printf(int fd, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    size_t len = (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1;
+    size_t off = 0;
+    while (off < len) {
+        ssize_t w = write(fd, buf + off, len - off);
+        if (w <= 0)
+            break;
+        off += (size_t)w;
+    }
+}
+
+const char *gort__gstatus_name(uint32_t s)
+{
+    switch (s) {
+    case G_IDLE: return "idle";
+    case G_RUNNABLE: return "runnable";
+    case G_RUNNING: return "running";
+    case G_SYSCALL: return "syscall";
+    case G_WAITING: return "waiting";
+    case G_DEAD: return "dead";
+    case G_PREEMPTED: return "preempted";
+    default: return "???";
+    }
+}
+
+const char *gort__waitreason_name(uint32_t r)
+{
+    static const char *const names[WAIT_NREASONS] = {
+        [WAIT_ZERO] = "",
+        [WAIT_SYNC_WAITGROUP_WAIT] = "sync.WaitGroup.Wait",
+        [WAIT_SEMACQUIRE] = "semacquire",
+        [WAIT_GOEXIT_MAIN] = "main called Goexit",
+        [WAIT_TEST_PARK] = "test park",
+    };
+    return r < WAIT_NREASONS && names[r] ? names[r] : "???";
+}
+
+/* Name a code address: "sym+0xoff" from the dynamic symbol table, or the
+ * bare address when it has no exported symbol. */
+static void symbolize(uintptr_t pc, char *buf, size_t len)
+{
+    Dl_info info;
+    if (pc && dladdr((void *)pc, &info) && info.dli_sname)
+        snprintf(buf, len, "%s+0x%lx", info.dli_sname,
+                 (unsigned long)(pc - (uintptr_t)info.dli_saddr));
+    else
+        snprintf(buf, len, "?");
+}
+
+static void dumpg(int fd, struct g *gp, int64_t now)
+{
+    uint32_t s = gort__readgstatus(gp);
+    if (s == G_DEAD || s == G_IDLE)
+        return;
+    const char *what = s == G_WAITING ? gort__waitreason_name(gp->waitreason)
+                                      : gort__gstatus_name(s);
+    int64_t since = load_relaxed(&gp->waitsince);
+    int64_t mins = s == G_WAITING && since ? (now - since) / 60000000000LL : 0;
+    if (mins > 0)
+        gort__printf(fd, "goroutine %lld [%s, %lld minutes]:\n",
+                     (long long)gp->goid, what, (long long)mins);
+    else
+        gort__printf(fd, "goroutine %lld [%s]:\n", (long long)gp->goid, what);
+    char fnname[256], site[256];
+    symbolize((uintptr_t)gp->startfn, fnname, sizeof fnname);
+    symbolize(gp->gopc, site, sizeof site);
+    if (gp->is_main)
+        gort__printf(fd, "main goroutine running %p (%s)\n\n",
+                     (void *)(uintptr_t)gp->startfn, fnname);
+    else
+        gort__printf(fd, "started as %p (%s), created at %p (%s)\n\n",
+                     (void *)(uintptr_t)gp->startfn, fnname,
+                     (void *)gp->gopc, site);
+}
+
+void gort__dumpgoroutines(int fd)
+{
+    /* Acquire: pairs with allgadd's release, so entries below the length
+     * are initialised.  No lock: this runs on fatal paths. */
+    uint32_t n = load_acq(&gort__allglen);
+    int64_t now = gort_nanotime();
+    struct g *cur = gort__getg();
+    if (cur)
+        dumpg(fd, cur, now);
+    for (uint32_t i = 0; i < n; i++)
+        if (gort__allgs[i] != cur)
+            dumpg(fd, gort__allgs[i], now);
+}
+
+static GORT_NORETURN void die(const char *fmt, va_list ap)
+{
+    if (xadd_acqrel(&dying, 1) > 1) {
+        /* A fatal error while reporting one: stop here. */
+        signal(SIGABRT, SIG_DFL);
+        abort();
+    }
+    char msg[768];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    gort__printf(2, "gort: fatal error: %s\n\n", msg);
+    gort__dumpgoroutines(2);
+    signal(SIGABRT, SIG_DFL);
+    abort();
+}
+
+void gort__throw(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    die(fmt, ap);
+}
+
+void gort__fatal(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    die(fmt, ap);
+}
+
+void gort__throw_assert(const char *cond, const char *file, int line)
+{
+    gort__throw("assertion failed: %s (%s:%d)", cond, file, line);
+}
+
+/* ---------------------------------------------------------------------------
+ * schedtrace.  Mirrors schedtrace (proc.go).
+ * ------------------------------------------------------------------------- */
+
+/* Append to a fixed line buffer; long lines are cut, never overflowed. */
+struct line {
+    char buf[8192];
+    size_t len;
+};
+
+static void lput(struct line *l, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void lput(struct line *l, const char *fmt, ...)
+{
+    if (l->len >= sizeof l->buf - 1)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(l->buf + l->len, sizeof l->buf - l->len, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        l->len += (size_t)n < sizeof l->buf - l->len ? (size_t)n
+                                                     : sizeof l->buf - 1 - l->len;
+}
+
+static void lflush(struct line *l)
+{
+    gort__printf(2, "%s", l->buf);
+    l->len = 0;
+    l->buf[0] = 0;
+}
+
+static void trace_p(struct line *l, struct p *pp, bool detail, int32_t i,
+                    int32_t n)
+{
+    uint32_t h = load_relaxed(&pp->runqhead);
+    uint32_t t = load_relaxed(&pp->runqtail);
+    if (!detail) {
+        lput(l, " %s%u%s", i == 0 ? "[ " : "", t - h, i == n - 1 ? " ]" : "");
+        return;
+    }
+    struct m *mp = load_relaxed(&pp->m);
+    lput(l, "  P%d: status=%u schedtick=%u syscalltick=%u m=", i,
+         load_relaxed(&pp->status), load_relaxed(&pp->schedtick),
+         load_relaxed(&pp->syscalltick));
+    if (mp)
+        lput(l, "%lld", (long long)mp->id);
+    else
+        lput(l, "nil");
+    lput(l, " runqsize=%u gfreecnt=%d timerslen=0\n", t - h, pp->gfree.n);
+    lflush(l);
+}
+
+static void trace_ms(struct line *l)
+{
+    for (struct m *mp = load_acq(&gort__allm); mp; mp = mp->alllink) {
+        struct p *pp = load_relaxed(&mp->p);
+        struct g *cg = load_relaxed(&mp->curg);
+        lput(l, "  M%lld: p=", (long long)mp->id);
+        if (pp)
+            lput(l, "%d", pp->id);
+        else
+            lput(l, "nil");
+        lput(l, " curg=");
+        if (cg)
+            lput(l, "%lld", (long long)cg->goid);
+        else
+            lput(l, "nil");
+        lput(l, " mallocing=0 throwing=%d preemptoff= locks=%d dying=%d "
+                "spinning=%s blocked=%s lockedg=nil\n",
+             load_relaxed(&dying) ? 1 : 0, mp->locks,
+             load_relaxed(&dying) ? 1 : 0, mp->spinning ? "true" : "false",
+             mp->nextp == NULL && pp == NULL && mp->curg == NULL ? "true"
+                                                                 : "false");
+        lflush(l);
+    }
+}
+
+static void trace_gs(struct line *l)
+{
+    uint32_t n = load_acq(&gort__allglen);
+    for (uint32_t i = 0; i < n; i++) {
+        struct g *gp = gort__allgs[i];
+        uint32_t s = gort__readgstatus(gp);
+        struct m *mp = load_relaxed(&gp->m);
+        lput(l, "  G%lld: status=%u(%s) m=", (long long)gp->goid, s,
+             s == G_WAITING ? gort__waitreason_name(gp->waitreason) : "");
+        if (mp)
+            lput(l, "%lld", (long long)mp->id);
+        else
+            lput(l, "nil");
+        lput(l, " lockedm=nil\n");
+        lflush(l);
+    }
+}
+
+void gort__schedtrace(bool detail)
+{
+    static struct line l; /* sysmon or a G calls this: serialised below */
+    static gort_lock tracelock;
+    gort__lock(&tracelock);
+    int64_t now = gort_nanotime();
+    lput(&l, "SCHED %lldms: gomaxprocs=%d idleprocs=%d threads=%d "
+             "spinningthreads=%d needspinning=%u idlethreads=%d runqueue=%d",
+         (long long)((now - gort__runtime_init_time) / 1000000),
+         load_relaxed(&gort__gomaxprocs), load_relaxed(&gort__sched.npidle),
+         gort__mcount(), load_relaxed(&gort__sched.nmspinning),
+         load_relaxed(&gort__sched.needspinning),
+         load_relaxed(&gort__sched.nmidle),
+         load_relaxed(&gort__sched.runqsize));
+    if (detail) {
+        lput(&l, " gcwaiting=%s nmidlelocked=%d stopwait=%d sysmonwait=%s\n",
+             load_relaxed(&gort__sched.gcwaiting) ? "true" : "false",
+             load_relaxed(&gort__sched.nmidlelocked),
+             load_relaxed(&gort__sched.stopwait),
+             load_relaxed(&gort__sched.sysmonwait) ? "true" : "false");
+        lflush(&l);
+    }
+    gort__lock(&gort__allplock);
+    int32_t n = load_acq(&gort__gomaxprocs);
+    for (int32_t i = 0; i < n; i++)
+        trace_p(&l, gort__allp[i], detail, i, n);
+    if (!detail) {
+        lput(&l, " schedticks=[ ");
+        for (int32_t i = 0; i < n; i++)
+            lput(&l, "%u ", load_relaxed(&gort__allp[i]->schedtick));
+        lput(&l, "]\n");
+        lflush(&l);
+    }
+    gort__unlock(&gort__allplock);
+    if (detail) {
+        trace_ms(&l);
+        trace_gs(&l);
+    }
+    gort__unlock(&tracelock);
+}
+
+void gort_schedtrace(int detail)
+{
+    if (load_relaxed(&gort__main_started))
+        gort__schedtrace(detail != 0);
+}
+
+int gort_sched_ticks(uint32_t *ticks, int n)
+{
+    if (!load_relaxed(&gort__main_started))
+        return 0;
+    gort__lock(&gort__allplock);
+    int32_t procs = load_acq(&gort__gomaxprocs);
+    for (int32_t i = 0; i < procs && i < n; i++)
+        ticks[i] = load_relaxed(&gort__allp[i]->schedtick);
+    gort__unlock(&gort__allplock);
+    return procs;
+}

@@ -1,0 +1,201 @@
+/*
+ * os_linux.c - threads, clocks and signals on Linux.
+ *
+ * Ms are pthreads created joinable with a modest stack (their g0 stack runs
+ * only the scheduler and runtime code).  Every M gets an alternate signal
+ * stack so that a goroutine stack overflow, which faults with the stack
+ * pointer inside the guard page, can still be reported.  The size comes
+ * from getauxval(AT_MINSIGSTKSZ) at run time: an AVX-512 signal frame is
+ * about 3.4 KB and AMX machines need over 8 KB.
+ *
+ * The SIGSEGV/SIGBUS handler reports a fault in the running goroutine's
+ * guard page as "stack overflow" naming the goroutine, and hands any other
+ * fault to the handler that was installed before gort (or to the default
+ * action, by restoring it and returning so the instruction faults again).
+ *
+ * Invariants:
+ *   - Signal handlers call only async-signal-safe functions until they
+ *     decide the process is dying.
+ *   - gort__signals_install/restore bracket one gort_main.
+ */
+#include "runtime.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef AT_MINSIGSTKSZ
+#define AT_MINSIGSTKSZ 51
+#endif
+
+/* g0 stacks of new Ms: the scheduler, the runtime's C code and the dump
+ * printer run there; 256 KiB of address space, committed as touched. */
+#define GORT_G0_STACK_SIZE (256 * 1024)
+
+static struct sigaction old_segv, old_bus;
+static bool signals_installed;
+
+int32_t gort__gettid(void)
+{
+    return (int32_t)syscall(SYS_gettid);
+}
+
+int64_t gort_nanotime(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void gort__osyield(void)
+{
+    sched_yield();
+}
+
+void gort__usleep(int64_t us)
+{
+    struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+int gort__newosproc(struct m *mp, void *(*start)(void *))
+{
+    pthread_attr_t attr;
+    if (pthread_attr_init(&attr))
+        return -ENOMEM;
+    pthread_attr_setstacksize(&attr, GORT_G0_STACK_SIZE);
+    /* Block all signals while the thread starts: it must not run a handler
+     * before minit has set up its signal stack and TLS.  The new thread
+     * inherits the mask and restores it in minit. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int err = pthread_create(&mp->thread, &attr, start, mp);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&attr);
+    return err ? -err : 0;
+}
+
+static size_t sigaltstack_size(void)
+{
+    size_t min = (size_t)getauxval(AT_MINSIGSTKSZ);
+    if (min < (size_t)MINSIGSTKSZ)
+        min = (size_t)MINSIGSTKSZ;
+    /* Room for the kernel frame plus the handler's own frames (it may
+     * print and dump goroutines before aborting). */
+    return (min + 64 * 1024 + 4095) & ~(size_t)4095;
+}
+
+/* Per-thread set-up, on the new thread.  Mirrors minit (os_linux.go). */
+int gort__minit(struct m *mp)
+{
+    mp->procid = gort__gettid();
+    size_t sz = sigaltstack_size();
+    void *mem = mmap(NULL, sz, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (mem == MAP_FAILED)
+        return -ENOMEM;
+    stack_t ss = {.ss_sp = mem, .ss_size = sz, .ss_flags = 0};
+    if (sigaltstack(&ss, NULL) < 0) {
+        munmap(mem, sz);
+        return -errno;
+    }
+    mp->sigaltstack_mem = mem;
+    mp->sigaltstack_size = sz;
+    /* Record the thread's stack bounds as the g0 "stack" (sanitizers). */
+    pthread_attr_t attr;
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+        void *addr;
+        size_t size;
+        if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
+            mp->g0->stack.lo = (uintptr_t)addr;
+            mp->g0->stack.hi = (uintptr_t)addr + size;
+        }
+        pthread_attr_destroy(&attr);
+    }
+    sigset_t none;
+    sigemptyset(&none);
+    if (!mp->is_m0)
+        pthread_sigmask(SIG_SETMASK, &none, NULL);
+    return 0;
+}
+
+/* Undo minit before the thread exits or gort_main returns. */
+void gort__unminit(struct m *mp)
+{
+    if (!mp->sigaltstack_mem)
+        return;
+    stack_t ss = {.ss_sp = NULL, .ss_size = 0, .ss_flags = SS_DISABLE};
+    sigaltstack(&ss, NULL);
+    munmap(mp->sigaltstack_mem, mp->sigaltstack_size);
+    mp->sigaltstack_mem = NULL;
+}
+
+/* Give the fault to whoever handled it before gort. */
+static void chain(int sig, siginfo_t *info, void *uctx)
+{
+    struct sigaction *old = sig == SIGSEGV ? &old_segv : &old_bus;
+    if (old->sa_flags & SA_SIGINFO) {
+        if (old->sa_sigaction) {
+            old->sa_sigaction(sig, info, uctx);
+            return;
+        }
+    } else if (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN) {
+        old->sa_handler(sig);
+        return;
+    }
+    /* Default action: restore it; returning re-executes the faulting
+     * instruction, which now kills the process with the right signal. */
+    signal(sig, SIG_DFL);
+}
+
+static void fault_handler(int sig, siginfo_t *info, void *uctx)
+{
+    struct m *mp = gort__getm();
+    struct g *gp = mp ? mp->curg : NULL;
+    uintptr_t addr = (uintptr_t)info->si_addr;
+    if (gp && gort__stack_is_guard(gp, addr)) {
+        gort__printf(2, "gort: fatal error: stack overflow in goroutine %lld"
+                        " (stack [%p, %p), fault at %p; raise GORTSTACKSIZE)\n",
+                     (long long)gp->goid, (void *)gp->stack.lo,
+                     (void *)gp->stack.hi, (void *)addr);
+        gort__dumpgoroutines(2);
+        signal(SIGABRT, SIG_DFL);
+        abort();
+    }
+    chain(sig, info, uctx);
+}
+
+int gort__signals_install(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = fault_handler;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGSEGV, &sa, &old_segv) < 0)
+        return -errno;
+    if (sigaction(SIGBUS, &sa, &old_bus) < 0) {
+        int e = -errno;
+        sigaction(SIGSEGV, &old_segv, NULL);
+        return e;
+    }
+    signals_installed = true;
+    return 0;
+}
+
+void gort__signals_restore(void)
+{
+    if (!signals_installed)
+        return;
+    sigaction(SIGSEGV, &old_segv, NULL);
+    sigaction(SIGBUS, &old_bus, NULL);
+    signals_installed = false;
+}

@@ -1,0 +1,1565 @@
+/*
+ * proc.c - the scheduler: G, M and P, schedule/findrunnable, spinning,
+ * stop-the-world, GOMAXPROCS, and the lifecycle of gort_main.
+ *
+ * Design (Go's, from proc.go's header): an M runs Go code only while it
+ * holds a P.  When an M's G blocks or ends, the M switches to its g0 and
+ * runs schedule(), which finds the next runnable G: every 61st tick from
+ * the global queue, then runnext and the local ring, then findrunnable's
+ * slow path (global batch, stealing from other Ps, and finally parking the
+ * M).  A new G goes into runnext, so a spawner hands the CPU to its newest
+ * child when it blocks.  Idle Ps are woken sparingly: at most one M spins
+ * looking for work at a time from wakep, and at most half the busy Ps'
+ * worth of Ms spin at all (2*nmspinning < gomaxprocs-npidle).  The last M
+ * to stop spinning re-checks every queue, so no work is stranded while Ps
+ * sit idle ("the delicate dance" in proc.go).
+ *
+ * Stacks and switching: a G switches only to its M's g0 (mcall), and g0
+ * switches only to a G (run_g).  The G -> g0 switch saves the G's context
+ * first; only then does g0 publish the G (make it runnable, release the
+ * park lock), so no other M can resume a G whose registers are still
+ * being saved.
+ *
+ * Invariants:
+ *   - mp->p != NULL iff the M may run Gs; pp->m == mp for the P it holds.
+ *   - A G in G_RUNNING has gp->m set and is mp->curg of that M.
+ *   - nmspinning counts Ms with m->spinning set (plus wakep's reservation
+ *     between its CAS and the woken M taking over the count).
+ *   - sched.npidle equals the length of sched.pidle; idlepmask mirrors it.
+ *   - Runtime code reaches the current M through gort__getm() after every
+ *     switch, never through a cached TLS address.
+ *
+ * Not here: run queues (runq.c), stacks (stack.c), sysmon (sysmon.c),
+ * schedtrace and fatal errors (debug.c).
+ */
+#include "runtime.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifdef GORT_ASAN
+#include <sanitizer/common_interface_defs.h>
+#endif
+#ifdef GORT_TSAN
+void *__tsan_get_current_fiber(void);
+void *__tsan_create_fiber(unsigned flags);
+void __tsan_destroy_fiber(void *fiber);
+void __tsan_switch_to_fiber(void *fiber, unsigned flags);
+#endif
+
+struct schedt gort__sched;
+struct p **gort__allp;
+int32_t gort__gomaxprocs;
+int32_t gort__ncpu = 1;
+struct m *gort__allm;
+gort_lock gort__allglock;
+gort_lock gort__allplock;
+struct g **gort__allgs;
+uint32_t gort__allglen;
+uint32_t gort__idlepmask[GORT_MAX_PROCS / 32];
+int64_t gort__runtime_init_time;
+uint32_t gort__main_started;
+struct gort_debugvars gort__debug;
+
+static uint32_t allgcap;
+static int32_t allp_len;       /* entries of gort__allp allocated (>= procs) */
+static uint32_t gort_running;  /* atomic: a gort_main is in progress */
+static struct m *m0;           /* the thread that called gort_main */
+static int32_t newprocs;       /* GOMAXPROCS wanted by the next STW start */
+static int main_status;
+
+/* The current M.  initial-exec TLS: one %fs-relative load, also in the
+ * shared library (static TLS is reserved for libraries loaded at start). */
+static __thread struct m *tls_m __attribute__((tls_model("initial-exec")));
+
+GORT_NOINLINE struct m *gort__getm(void)
+{
+    struct m *mp = tls_m;
+    /* Keep the compiler from treating this as a pure function whose
+     * result can be reused across a context switch. */
+    __asm__ __volatile__("" : "+r"(mp)::"memory");
+    return mp;
+}
+
+GORT_NOINLINE void gort__setm(struct m *mp)
+{
+    tls_m = mp;
+}
+
+/* errno's address must be recomputed after a switch (glibc declares
+ * __errno_location const, so a cached result would name the old thread). */
+static GORT_NOINLINE int *errno_ptr(void)
+{
+    int *p = &errno;
+    __asm__ __volatile__("" : "+r"(p)::"memory");
+    return p;
+}
+
+/* ---------------------------------------------------------------------------
+ * Random numbers: per-M xorshift64+ (Go's fastrand).
+ * ------------------------------------------------------------------------- */
+
+uint32_t gort__fastrand(void)
+{
+    struct m *mp = gort__getm();
+    uint32_t s1 = mp->fastrand[0], s0 = mp->fastrand[1];
+    s1 ^= s1 << 17;
+    s1 = s1 ^ s0 ^ (s1 >> 7) ^ (s0 >> 16);
+    mp->fastrand[0] = s0;
+    mp->fastrand[1] = s1;
+    return s0 + s1;
+}
+
+uint32_t gort__fastrandn(uint32_t n)
+{
+    return (uint32_t)(((uint64_t)gort__fastrand() * n) >> 32);
+}
+
+/* ---------------------------------------------------------------------------
+ * G status.  Mirrors casgstatus (proc.go).
+ * ------------------------------------------------------------------------- */
+
+static bool legal_transition(uint32_t from, uint32_t to)
+{
+    switch (from) {
+    case G_IDLE: return to == G_DEAD;
+    case G_DEAD: return to == G_RUNNABLE;
+    case G_RUNNABLE: return to == G_RUNNING;
+    case G_RUNNING:
+        return to == G_RUNNABLE || to == G_WAITING || to == G_SYSCALL ||
+               to == G_PREEMPTED || to == G_DEAD;
+    case G_SYSCALL: return to == G_RUNNING || to == G_RUNNABLE;
+    case G_WAITING: return to == G_RUNNABLE;
+    case G_PREEMPTED: return to == G_RUNNABLE;
+    default: return false;
+    }
+}
+
+void gort__casgstatus(struct g *gp, uint32_t oldval, uint32_t newval)
+{
+    if (GORT_UNLIKELY(!legal_transition(oldval, newval)))
+        gort__throw("casgstatus: bad transition of goroutine %lld from %s "
+                    "to %s", (long long)gp->goid, gort__gstatus_name(oldval),
+                    gort__gstatus_name(newval));
+    /* Acq-rel: the release publishes everything done to the G before the
+     * change (its saved context, queue links) to whoever next observes
+     * the new status with an acquire load or CAS. */
+    if (GORT_UNLIKELY(!cas_acqrel(&gp->atomicstatus, oldval, newval)))
+        gort__throw("casgstatus: goroutine %lld is %s, not %s (wanted %s)",
+                    (long long)gp->goid,
+                    gort__gstatus_name(gort__readgstatus(gp)),
+                    gort__gstatus_name(oldval), gort__gstatus_name(newval));
+}
+
+/* ---------------------------------------------------------------------------
+ * Context switching with the sanitizers told about it.
+ * ------------------------------------------------------------------------- */
+
+/* Switch from `from` (the running context) to `to`, passing arg.  When
+ * `from` will never run again (it is exiting), dying tells ASan to drop
+ * its fake stack.  Returns the arg of whoever switches back to `from`. */
+static inline void *gogo(struct g *from, struct g *to, void *arg, bool dying)
+{
+#ifdef GORT_ASAN
+    __sanitizer_start_switch_fiber(dying ? NULL : &from->asan_fake_stack,
+                                   (void *)to->stack.lo,
+                                   to->stack.hi - to->stack.lo);
+#else
+    (void)dying;
+#endif
+#ifdef GORT_TSAN
+    __tsan_switch_to_fiber(to->tsan_fiber, 0);
+#endif
+    int saved_errno = *errno_ptr();
+    void *ret = gort__ctx_switch(&from->sched_sp, to->sched_sp, arg);
+    *errno_ptr() = saved_errno;
+#ifdef GORT_ASAN
+    __sanitizer_finish_switch_fiber(from->asan_fake_stack, NULL, NULL);
+#endif
+    return ret;
+}
+
+/* Run fn(gp) on g0 with gp's context saved: the G -> g0 half of a switch.
+ * fn returns NULL to go back to schedule(), or a G to run next at once.
+ * Returns when gp is resumed, possibly on another M.  Mirrors mcall. */
+static void mcall(struct g *(*fn)(struct g *), bool dying)
+{
+    struct m *mp = gort__getm();
+    struct g *gp = mp->curg;
+    GORT_DASSERT(gp != NULL && mp->locks == 0);
+    mp->mcall_fn = fn;
+    gogo(gp, mp->g0, gp, dying);
+}
+
+static void dropg(struct m *mp)
+{
+    struct g *gp = mp->curg;
+    /* Relaxed stores: sysmon and schedtrace read these racily. */
+    store_relaxed(&gp->m, NULL);
+    store_relaxed(&mp->curg, NULL);
+}
+
+/* ---------------------------------------------------------------------------
+ * P ownership.
+ * ------------------------------------------------------------------------- */
+
+void gort__setidlep(int32_t id, bool idle)
+{
+    uint32_t bit = 1u << (id % 32);
+    if (idle)
+        or_relaxed(&gort__idlepmask[id / 32], bit);
+    else
+        and_relaxed(&gort__idlepmask[id / 32], ~bit);
+}
+
+/* Associate pp with mp.  Mirrors acquirep/wirep (proc.go). */
+static void acquirep(struct m *mp, struct p *pp)
+{
+    if (mp->p || pp->m)
+        gort__throw("acquirep: M%lld already has P%d or P%d has an M",
+                    (long long)mp->id, mp->p ? mp->p->id : -1, pp->id);
+    if (pp->status != P_IDLE)
+        gort__throw("acquirep: P%d has status %u, want idle", pp->id,
+                    pp->status);
+    store_relaxed(&mp->p, pp);
+    store_relaxed(&pp->m, mp);
+    store_relaxed(&pp->status, P_RUNNING);
+    /* sysmon sleeps deeply while every P is idle; work has resumed. */
+    if (load_relaxed(&gort__sched.sysmonwait))
+        gort__sysmon_wake();
+}
+
+/* Disassociate mp's P from it and return the P, now idle.  Mirrors
+ * releasep (proc.go). */
+static struct p *releasep(struct m *mp)
+{
+    struct p *pp = mp->p;
+    if (!pp || pp->m != mp)
+        gort__throw("releasep: M%lld has P%d whose M is %lld",
+                    (long long)mp->id, pp ? pp->id : -1,
+                    pp && pp->m ? (long long)pp->m->id : -1LL);
+    store_relaxed(&mp->p, NULL);
+    store_relaxed(&pp->m, NULL);
+    store_relaxed(&pp->status, P_IDLE);
+    return pp;
+}
+
+/* Idle P list; sched.lock held.  Mirrors pidleput/pidleget. */
+static void pidleput_locked(struct p *pp)
+{
+    if (!gort__runqempty(pp))
+        gort__throw("pidleput: P%d has a non-empty run queue", pp->id);
+    pp->link = gort__sched.pidle;
+    gort__sched.pidle = pp;
+    gort__setidlep(pp->id, true);
+    /* Acq-rel: readers of npidle outside the lock (wakep, the spinning
+     * limit) see the P on the list once they see the count. */
+    xadd_acqrel(&gort__sched.npidle, 1);
+}
+
+static struct p *pidleget_locked(void)
+{
+    struct p *pp = gort__sched.pidle;
+    if (pp) {
+        gort__sched.pidle = pp->link;
+        pp->link = NULL;
+        gort__setidlep(pp->id, false);
+        xadd_acqrel(&gort__sched.npidle, -1);
+    }
+    return pp;
+}
+
+/* As pidleget, but if no P is idle, record that a spinning M was wanted
+ * so that the next M releasing its P spins instead.  Mirrors
+ * pidlegetSpinning (proc.go). */
+static struct p *pidlegetspinning_locked(void)
+{
+    struct p *pp = pidleget_locked();
+    if (!pp)
+        store_relaxed(&gort__sched.needspinning, 1);
+    return pp;
+}
+
+/* ---------------------------------------------------------------------------
+ * M lifecycle.
+ * ------------------------------------------------------------------------- */
+
+static int32_t mcount_locked(void)
+{
+    return (int32_t)(gort__sched.mnext - gort__sched.nmfreed);
+}
+
+/* Threads the runtime has made (racy outside sched.lock; for reports). */
+int32_t gort__mcount(void)
+{
+    return (int32_t)(load_relaxed(&gort__sched.mnext) -
+                     load_relaxed(&gort__sched.nmfreed));
+}
+
+/* Fatal if one more M would pass the thread limit.  sched.lock held.
+ * Mirrors checkmcount (proc.go). */
+static void checkmcount_locked(void)
+{
+    if (mcount_locked() > gort__sched.maxmcount) {
+        gort__printf(2, "gort: program exceeds %d-thread limit\n",
+                     gort__sched.maxmcount);
+        gort__fatal("thread exhaustion");
+    }
+}
+
+static struct m *allocm(void)
+{
+    struct m *mp = calloc(1, sizeof *mp);
+    struct g *g0 = calloc(1, sizeof *g0);
+    if (!mp || !g0) {
+        free(mp);
+        free(g0);
+        return NULL;
+    }
+    mp->g0 = g0;
+    g0->atomicstatus = G_RUNNING;
+    return mp;
+}
+
+static void freem(struct m *mp)
+{
+    free(mp->g0);
+    free(mp);
+}
+
+/* Give mp an id, seed its random state and publish it on allm.
+ * sched.lock held.  Mirrors mcommoninit (proc.go). */
+static void mcommoninit_locked(struct m *mp)
+{
+    mp->id = gort__sched.mnext++;
+    checkmcount_locked();
+    uint64_t seed = (uint64_t)gort_nanotime() ^ ((uint64_t)mp->id << 32) ^
+                    (uint64_t)(uintptr_t)mp;
+    mp->fastrand[0] = (uint32_t)(seed | 1);
+    mp->fastrand[1] = (uint32_t)(seed >> 32) | 0x9e3779b9u;
+    mp->alllink = gort__allm;
+    /* Release: schedtrace walks allm without the lock. */
+    store_rel(&gort__allm, mp);
+}
+
+static void schedule(void);
+
+/* An M for a runtime thread that runs without a P (sysmon): counted in
+ * nmsys so that deadlock detection ignores it. */
+struct m *gort__allocm_sys(void)
+{
+    struct m *mp = allocm();
+    if (!mp)
+        return NULL;
+    gort__lock(&gort__sched.lock);
+    mcommoninit_locked(mp);
+    gort__sched.nmsys++;
+    gort__unlock(&gort__sched.lock);
+    return mp;
+}
+
+/* Set up the current thread as mp: TLS, signal stack, sanitizer fiber. */
+static int mstart_common(struct m *mp)
+{
+    gort__setm(mp);
+    int err = gort__minit(mp);
+    if (err)
+        return err;
+#ifdef GORT_TSAN
+    mp->g0->tsan_fiber = __tsan_get_current_fiber();
+#endif
+    return 0;
+}
+
+/* Thread entry of every M but M0.  Mirrors mstart1 (proc.go). */
+static void *mstart(void *arg)
+{
+    struct m *mp = arg;
+    if (mstart_common(mp) != 0)
+        gort__throw("mstart: could not set up thread for M%lld",
+                    (long long)mp->id);
+    /* A spinning start (wakep) set mp->spinning before the thread
+     * existed; nmspinning already counts it (Go's mspinning). */
+    struct p *pp = mp->nextp;
+    mp->nextp = NULL;
+    acquirep(mp, pp);
+    schedule();
+    gort__unminit(mp);
+    gort__setm(NULL);
+    return NULL;
+}
+
+/* Create a new M to run pp.  Mirrors newm (proc.go). */
+static void newm(struct p *pp, bool spinning)
+{
+    struct m *mp = allocm();
+    if (!mp)
+        gort__fatal("out of memory allocating an M");
+    gort__lock(&gort__sched.lock);
+    mcommoninit_locked(mp);
+    gort__unlock(&gort__sched.lock);
+    mp->nextp = pp;
+    mp->spinning = spinning;
+    int err = gort__newosproc(mp, mstart);
+    if (err)
+        gort__fatal("newosproc: cannot create a thread (%s; threads=%d)",
+                    strerror(-err), (int)mcount_locked());
+}
+
+/* Put mp on the idle list and check for deadlock.  sched.lock held. */
+static void mput_locked(struct m *mp)
+{
+    mp->schedlink = gort__sched.midle;
+    gort__sched.midle = mp;
+    gort__sched.nmidle++;
+    gort__checkdead_locked();
+}
+
+static struct m *mget_locked(void)
+{
+    struct m *mp = gort__sched.midle;
+    if (mp) {
+        gort__sched.midle = mp->schedlink;
+        gort__sched.nmidle--;
+        mp->schedlink = NULL;
+    }
+    return mp;
+}
+
+/* Park the current M until startm hands it a P (or shutdown).  Returns
+ * false when the M must exit.  Mirrors stopm (proc.go). */
+static bool stopm(struct m *mp)
+{
+    if (mp->locks)
+        gort__throw("stopm: holding locks");
+    if (mp->p)
+        gort__throw("stopm: holding P%d", mp->p->id);
+    if (mp->spinning)
+        gort__throw("stopm: spinning");
+    gort__lock(&gort__sched.lock);
+    mput_locked(mp);
+    gort__unlock(&gort__sched.lock);
+    gort__notesleep(&mp->park);
+    gort__noteclear(&mp->park);
+    if (mp->exiting)
+        return false;
+    acquirep(mp, mp->nextp);
+    mp->nextp = NULL;
+    return true;
+}
+
+/* Run some M on pp (an idle P taken from the list when pp is NULL),
+ * waking an idle M or creating one.  With spinning, the caller has
+ * already counted the M in nmspinning.  Mirrors startm (proc.go). */
+static void startm(struct p *pp, bool spinning, bool lockheld)
+{
+    if (!lockheld)
+        gort__lock(&gort__sched.lock);
+    if (!pp) {
+        if (spinning)
+            gort__throw("startm: P required for spinning M");
+        pp = pidleget_locked();
+        if (!pp) {
+            if (!lockheld)
+                gort__unlock(&gort__sched.lock);
+            return;
+        }
+    }
+    struct m *nmp = mget_locked();
+    if (!nmp) {
+        gort__unlock(&gort__sched.lock);
+        newm(pp, spinning);
+        if (lockheld)
+            gort__lock(&gort__sched.lock);
+        return;
+    }
+    if (!lockheld)
+        gort__unlock(&gort__sched.lock);
+    if (nmp->spinning)
+        gort__throw("startm: M is spinning");
+    if (nmp->nextp)
+        gort__throw("startm: M has P");
+    if (spinning && !gort__runqempty(pp))
+        gort__throw("startm: P has runnable Gs");
+    nmp->spinning = spinning;
+    nmp->nextp = pp;
+    gort__notewakeup(&nmp->park);
+}
+
+/* Hand off pp from an M that is blocking or exiting: start an M for it if
+ * there is work, else put it on the idle list.  Mirrors handoffp. */
+void gort__handoffp(struct p *pp)
+{
+    if (!gort__runqempty(pp) || load_relaxed(&gort__sched.runqsize) != 0) {
+        startm(pp, false, false);
+        return;
+    }
+    /* No local work: if nobody spins or idles, start a spinning M so that
+     * work arriving later is found. */
+    if (load_relaxed(&gort__sched.nmspinning) +
+                load_relaxed(&gort__sched.npidle) == 0 &&
+        cas_acqrel(&gort__sched.nmspinning, 0, 1)) {
+        store_relaxed(&gort__sched.needspinning, 0);
+        startm(pp, true, false);
+        return;
+    }
+    gort__lock(&gort__sched.lock);
+    if (load_relaxed(&gort__sched.gcwaiting)) {
+        pp->status = P_GCSTOP;
+        if (--gort__sched.stopwait == 0)
+            gort__notewakeup(&gort__sched.stopnote);
+        gort__unlock(&gort__sched.lock);
+        return;
+    }
+    if (gort__sched.runqsize != 0) {
+        gort__unlock(&gort__sched.lock);
+        startm(pp, false, false);
+        return;
+    }
+    pidleput_locked(pp);
+    gort__unlock(&gort__sched.lock);
+}
+
+/* Try to put one more P to work, with a spinning M.  Mirrors wakep. */
+void gort__wakep(void)
+{
+    /* No idle P: nothing to wake (Go 1.19's early exit; a busy M will
+     * find the work itself). */
+    if (load_relaxed(&gort__sched.npidle) == 0)
+        return;
+    /* Only one M spins up from wakep at a time: the CAS reserves the
+     * spinning slot that the started M then owns. */
+    if (load_relaxed(&gort__sched.nmspinning) != 0 ||
+        !cas_acqrel(&gort__sched.nmspinning, 0, 1))
+        return;
+    struct m *mp = gort__getm();
+    mp->locks++;
+    gort__lock(&gort__sched.lock);
+    struct p *pp = pidlegetspinning_locked();
+    if (!pp) {
+        if (xadd_acqrel(&gort__sched.nmspinning, -1) < 0)
+            gort__throw("wakep: negative nmspinning");
+        gort__unlock(&gort__sched.lock);
+        mp->locks--;
+        return;
+    }
+    gort__unlock(&gort__sched.lock);
+    startm(pp, true, false);
+    mp->locks--;
+}
+
+static void become_spinning(struct m *mp)
+{
+    mp->spinning = true;
+    xadd_acqrel(&gort__sched.nmspinning, 1);
+    store_relaxed(&gort__sched.needspinning, 0);
+}
+
+/* The current M found work and stops spinning; if it was the last
+ * spinning M, start another so that more work is looked for.  Mirrors
+ * resetspinning (proc.go). */
+static void resetspinning(struct m *mp)
+{
+    mp->spinning = false;
+    if (xadd_acqrel(&gort__sched.nmspinning, -1) < 0)
+        gort__throw("resetspinning: negative nmspinning");
+    gort__wakep();
+}
+
+/* ---------------------------------------------------------------------------
+ * Stop-the-world.
+ * ------------------------------------------------------------------------- */
+
+/* Stop the current M's P for a pending stop-the-world.  Mirrors gcstopm. */
+static bool gcstopm(struct m *mp)
+{
+    if (mp->spinning) {
+        mp->spinning = false;
+        if (xadd_acqrel(&gort__sched.nmspinning, -1) < 0)
+            gort__throw("gcstopm: negative nmspinning");
+    }
+    struct p *pp = releasep(mp);
+    gort__lock(&gort__sched.lock);
+    pp->status = P_GCSTOP;
+    if (--gort__sched.stopwait == 0)
+        gort__notewakeup(&gort__sched.stopnote);
+    gort__unlock(&gort__sched.lock);
+    return stopm(mp);
+}
+
+/* Ask every running G to yield at its next runtime call. */
+static void preemptall(void)
+{
+    for (int32_t i = 0; i < gort__gomaxprocs; i++) {
+        struct p *pp = gort__allp[i];
+        if (load_relaxed(&pp->status) != P_RUNNING)
+            continue;
+        struct m *mp = load_relaxed(&pp->m);
+        struct g *gp = mp ? load_relaxed(&mp->curg) : NULL;
+        if (gp)
+            store_relaxed(&gp->preempt, 1);
+    }
+}
+
+/* Stop every P but the caller's.  Runs on any stack of an M holding a P;
+ * on return the caller's P is P_GCSTOP and all others are stopped.
+ * Mirrors stopTheWorldWithSema (proc.go). */
+static void stw_stop(struct m *mp)
+{
+    gort__lock(&gort__sched.lock);
+    gort__sched.stopwait = gort__gomaxprocs;
+    store_relaxed(&gort__sched.gcwaiting, 1);
+    preemptall();
+    mp->p->status = P_GCSTOP;
+    gort__sched.stopwait--;
+    struct p *pp;
+    while ((pp = pidleget_locked())) {
+        pp->status = P_GCSTOP;
+        gort__sched.stopwait--;
+    }
+    bool wait = gort__sched.stopwait > 0;
+    gort__unlock(&gort__sched.lock);
+    if (wait) {
+        /* Re-ask every 100 us: a G may have been scheduled after the
+         * first request (Go's stopTheWorldWithSema loop). */
+        while (!gort__notetsleep(&gort__sched.stopnote, 100 * 1000))
+            preemptall();
+        gort__noteclear(&gort__sched.stopnote);
+    }
+    for (int32_t i = 0; i < gort__gomaxprocs; i++)
+        if (gort__allp[i]->status != P_GCSTOP)
+            gort__throw("stopTheWorld: P%d not stopped (status %u)", i,
+                        gort__allp[i]->status);
+}
+
+static struct p *procresize(struct m *mp, int32_t nprocs);
+static void steal_order_reset(uint32_t count);
+
+/* Restart after stw_stop, applying a pending GOMAXPROCS change.  Mirrors
+ * startTheWorldWithSema (proc.go). */
+static void stw_start(struct m *mp)
+{
+    gort__lock(&gort__sched.lock);
+    int32_t procs = newprocs ? newprocs : gort__gomaxprocs;
+    newprocs = 0;
+    struct p *runnable = procresize(mp, procs);
+    store_relaxed(&gort__sched.gcwaiting, 0);
+    if (load_relaxed(&gort__sched.sysmonwait))
+        gort__sysmon_wake();
+    gort__unlock(&gort__sched.lock);
+    while (runnable) {
+        struct p *pp = runnable;
+        runnable = pp->link;
+        pp->link = NULL;
+        struct m *nmp = pp->m;
+        if (nmp) {
+            pp->m = NULL;
+            if (nmp->nextp)
+                gort__throw("startTheWorld: inconsistent M->nextp");
+            nmp->nextp = pp;
+            gort__notewakeup(&nmp->park);
+        } else {
+            newm(pp, false);
+        }
+    }
+    gort__wakep();
+}
+
+void gort__stop_the_world(const char *why)
+{
+    (void)why;
+    struct m *mp = gort__getm();
+    mp->locks++; /* no preemption while the world is stopped */
+    stw_stop(mp);
+}
+
+void gort__start_the_world(void)
+{
+    struct m *mp = gort__getm();
+    stw_start(mp);
+    mp->locks--;
+}
+
+/* ---------------------------------------------------------------------------
+ * GOMAXPROCS.  Mirrors procresize (proc.go).
+ * ------------------------------------------------------------------------- */
+
+static struct p *newp(int32_t id)
+{
+    struct p *pp = calloc(1, sizeof *pp);
+    if (!pp)
+        gort__fatal("out of memory allocating P%d", id);
+    pp->id = id;
+    pp->status = P_GCSTOP;
+    return pp;
+}
+
+/* Return a dead P's free Gs to the global list (gfpurge). */
+static void gfpurge(struct p *pp)
+{
+    gort__lock(&gort__sched.gfree_lock);
+    struct g *gp;
+    while ((gp = glist_pop(&pp->gfree)))
+        glist_push(&gort__sched.gfree, gp);
+    gort__unlock(&gort__sched.gfree_lock);
+}
+
+static void destroyp_locked(struct p *pp)
+{
+    gort__runqdrain_to_global_locked(pp);
+    gfpurge(pp);
+    pp->status = P_DEAD;
+}
+
+/* Grow gort__allp to hold n Ps, keeping the Ps it has (dead ones are
+ * revived when GOMAXPROCS grows again, as in Go). */
+static void growallp(int32_t n)
+{
+    if (n <= allp_len)
+        return;
+    /* allplock: sysmon walks allp without sched.lock. */
+    gort__lock(&gort__allplock);
+    struct p **na = calloc((size_t)n, sizeof *na);
+    if (!na)
+        gort__fatal("out of memory growing allp to %d", n);
+    if (gort__allp)
+        memcpy(na, gort__allp, (size_t)allp_len * sizeof *na);
+    for (int32_t i = allp_len; i < n; i++)
+        na[i] = newp(i);
+    free(gort__allp);
+    gort__allp = na;
+    allp_len = n;
+    gort__unlock(&gort__allplock);
+}
+
+/* Change the number of Ps to nprocs.  The world is stopped (or not yet
+ * started) and sched.lock is held.  Returns the Ps with local work, each
+ * with an idle M reserved in p->m (or NULL), linked through p->link; the
+ * caller must start them.  The current M keeps (or gets) a running P. */
+static struct p *procresize(struct m *mp, int32_t nprocs)
+{
+    int32_t old = gort__gomaxprocs;
+    if (nprocs <= 0 || nprocs > GORT_MAX_PROCS)
+        gort__throw("procresize: invalid arg %d", nprocs);
+    growallp(nprocs);
+    for (int32_t i = old; i < nprocs; i++)
+        gort__allp[i]->status = P_GCSTOP;
+    if (mp->p && mp->p->id < nprocs) {
+        mp->p->status = P_RUNNING;
+    } else {
+        if (mp->p) {
+            mp->p->m = NULL;
+            mp->p->status = P_IDLE;
+            mp->p = NULL;
+        }
+        struct p *pp = gort__allp[0];
+        pp->m = NULL;
+        pp->status = P_IDLE;
+        acquirep(mp, pp);
+    }
+    for (int32_t i = nprocs; i < old; i++)
+        destroyp_locked(gort__allp[i]);
+    for (int32_t i = nprocs; i < GORT_MAX_PROCS && i < allp_len; i++)
+        gort__setidlep(i, false);
+    store_rel(&gort__gomaxprocs, nprocs);
+    steal_order_reset((uint32_t)nprocs); /* no M is stealing: STW */
+    struct p *runnable = NULL;
+    for (int32_t i = nprocs - 1; i >= 0; i--) {
+        struct p *pp = gort__allp[i];
+        if (mp->p == pp)
+            continue;
+        pp->status = P_IDLE;
+        if (gort__runqempty(pp)) {
+            pidleput_locked(pp);
+        } else {
+            pp->m = mget_locked();
+            pp->link = runnable;
+            runnable = pp;
+        }
+    }
+    return runnable;
+}
+
+int gort_gomaxprocs(int n)
+{
+    int32_t cur = load_relaxed(&gort__gomaxprocs);
+    if (n <= 0 || !gort__getg())
+        return cur;
+    if (n > GORT_MAX_PROCS)
+        n = GORT_MAX_PROCS;
+    if (n == cur)
+        return cur;
+    gort__stop_the_world("GOMAXPROCS");
+    newprocs = n;
+    gort__start_the_world();
+    gort__preempt_check();
+    return cur;
+}
+
+/* ---------------------------------------------------------------------------
+ * Finding work.
+ * ------------------------------------------------------------------------- */
+
+/* Steal order: all Ps visited once in a random order generated by a
+ * random start and a stride coprime to the count.  Mirrors randomOrder. */
+static uint32_t coprimes[GORT_MAX_PROCS];
+static uint32_t ncoprimes, coprime_count;
+
+static uint32_t gcd(uint32_t a, uint32_t b)
+{
+    while (b) {
+        uint32_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+static void steal_order_reset(uint32_t count)
+{
+    coprime_count = count;
+    ncoprimes = 0;
+    for (uint32_t i = 1; i <= count; i++)
+        if (gcd(i, count) == 1)
+            coprimes[ncoprimes++] = i;
+}
+
+/* Look for a G to steal: 4 passes over all Ps in random order, taking
+ * half of a victim's ring; the last pass may take its runnext.  Sets
+ * *newwork when a stop-the-world is pending.  Mirrors stealWork. */
+static struct g *stealwork(struct m *mp, struct p *pp, bool *newwork)
+{
+    uint32_t n = (uint32_t)load_relaxed(&gort__gomaxprocs);
+    if (n != coprime_count)
+        return NULL; /* resizing; the caller re-checks */
+    for (int i = 0; i < GORT_STEAL_TRIES; i++) {
+        bool last = i == GORT_STEAL_TRIES - 1;
+        uint32_t r = gort__fastrand();
+        uint32_t pos = r % n, inc = coprimes[r % ncoprimes];
+        for (uint32_t k = 0; k < n; k++, pos = (pos + inc) % n) {
+            if (load_relaxed(&gort__sched.gcwaiting)) {
+                *newwork = true;
+                return NULL;
+            }
+            struct p *p2 = gort__allp[pos];
+            if (p2 == pp || gort__isidlep((int32_t)pos))
+                continue;
+            struct g *gp = gort__runqsteal(pp, p2, last);
+            if (gp) {
+                pp->nsteals++;
+                return gp;
+            }
+        }
+    }
+    (void)mp;
+    return NULL;
+}
+
+/* With no P of our own: is there a non-idle P with local work?  If so
+ * take an idle P to go steal it.  Mirrors checkRunqsNoP (proc.go). */
+static struct p *checkrunqsnop(void)
+{
+    int32_t n = load_relaxed(&gort__gomaxprocs);
+    for (int32_t i = 0; i < n; i++) {
+        struct p *p2 = gort__allp[i];
+        if (!gort__isidlep(i) && !gort__runqempty(p2)) {
+            gort__lock(&gort__sched.lock);
+            struct p *pp = pidlegetspinning_locked();
+            gort__unlock(&gort__sched.lock);
+            return pp;
+        }
+    }
+    return NULL;
+}
+
+/* The part of findrunnable that looks without giving up the P.  Returns a
+ * G, or NULL with *again set when the search must restart. */
+static struct g *findrunnable_fast(struct m *mp, struct p *pp, bool *inherit,
+                                   bool *again)
+{
+    struct g *gp;
+    *inherit = false;
+    /* Fairness: every 61st tick take from the global queue first, so
+     * that Gs that keep re-spawning each other cannot starve it. */
+    if (pp->schedtick % GORT_GLOBAL_CHECK_TICKS == 0 &&
+        load_relaxed(&gort__sched.runqsize) > 0) {
+        gort__lock(&gort__sched.lock);
+        gp = gort__globrunqget_locked(pp, 1);
+        gort__unlock(&gort__sched.lock);
+        if (gp)
+            return gp;
+    }
+    if ((gp = gort__runqget(pp, inherit)))
+        return gp;
+    if (load_relaxed(&gort__sched.runqsize) != 0) {
+        gort__lock(&gort__sched.lock);
+        gp = gort__globrunqget_locked(pp, 0);
+        gort__unlock(&gort__sched.lock);
+        if (gp)
+            return gp;
+    }
+    /* Netpoll hook: a non-blocking network poll goes here (netpoll.c),
+     * before stealing, as in Go's findRunnable. */
+    int32_t procs = load_relaxed(&gort__gomaxprocs);
+    if (mp->spinning || 2 * load_relaxed(&gort__sched.nmspinning) <
+                            procs - load_relaxed(&gort__sched.npidle)) {
+        if (!mp->spinning)
+            become_spinning(mp);
+        bool newwork = false;
+        if ((gp = stealwork(mp, pp, &newwork)))
+            return gp;
+        if (newwork) {
+            *again = true;
+            return NULL;
+        }
+    }
+    return NULL;
+}
+
+/* Give up the P and park, re-checking for work on the way so none is
+ * stranded.  Returns a G (with the M holding a P again), or NULL with the
+ * M either holding a P to search again or told to exit (*exit). */
+static struct g *findrunnable_drop(struct m *mp, struct p *pp, bool *exit)
+{
+    gort__lock(&gort__sched.lock);
+    if (load_relaxed(&gort__sched.gcwaiting)) {
+        gort__unlock(&gort__sched.lock);
+        return NULL;
+    }
+    if (gort__sched.runqsize != 0) {
+        struct g *gp = gort__globrunqget_locked(pp, 0);
+        gort__unlock(&gort__sched.lock);
+        return gp;
+    }
+    if (!mp->spinning && load_relaxed(&gort__sched.needspinning)) {
+        /* A wakep found no idle P: spin instead of idling (the delicate
+         * dance in proc.go). */
+        become_spinning(mp);
+        gort__unlock(&gort__sched.lock);
+        return NULL;
+    }
+    releasep(mp);
+    pidleput_locked(pp);
+    gort__unlock(&gort__sched.lock);
+
+    if (mp->spinning) {
+        /* The last M to stop spinning re-checks every queue: a G may have
+         * been queued after our checks while wakep saw us spinning and did
+         * nothing. */
+        mp->spinning = false;
+        if (xadd_acqrel(&gort__sched.nmspinning, -1) < 0)
+            gort__throw("findrunnable: negative nmspinning");
+        gort__lock(&gort__sched.lock);
+        if (gort__sched.runqsize != 0) {
+            struct p *p2 = pidlegetspinning_locked();
+            if (p2) {
+                struct g *gp = gort__globrunqget_locked(p2, 0);
+                gort__unlock(&gort__sched.lock);
+                acquirep(mp, p2);
+                become_spinning(mp);
+                return gp;
+            }
+        }
+        gort__unlock(&gort__sched.lock);
+        struct p *p2 = checkrunqsnop();
+        if (p2) {
+            acquirep(mp, p2);
+            become_spinning(mp);
+            return NULL;
+        }
+    }
+    /* Netpoll hook: a blocking poll until the next timer goes here. */
+    if (!stopm(mp))
+        *exit = true;
+    return NULL;
+}
+
+/* Find a runnable G, parking the M while there is none.  Returns NULL
+ * only when the M must exit.  Mirrors findRunnable (proc.go). */
+static struct g *findrunnable(struct m *mp, bool *inherit)
+{
+    for (;;) {
+        if (load_relaxed(&gort__sched.exiting) && !mp->p)
+            return NULL;
+        if (load_relaxed(&gort__sched.gcwaiting)) {
+            if (!gcstopm(mp))
+                return NULL;
+            continue;
+        }
+        struct p *pp = mp->p;
+        /* Timer hook: run this P's expired timers here (time.c). */
+        bool again = false;
+        struct g *gp = findrunnable_fast(mp, pp, inherit, &again);
+        if (gp || again) {
+            if (gp)
+                return gp;
+            continue;
+        }
+        bool exit = false;
+        *inherit = false;
+        gp = findrunnable_drop(mp, pp, &exit);
+        if (exit)
+            return NULL;
+        if (gp)
+            return gp;
+    }
+}
+
+/* ---------------------------------------------------------------------------
+ * Running Gs on g0.
+ * ------------------------------------------------------------------------- */
+
+/* Run gp on the current M, and whatever its mcall functions hand back
+ * directly, until one returns to the scheduler.  g0 only.  Mirrors
+ * execute (proc.go). */
+static void run_g(struct m *mp, struct g *gp, bool inherit)
+{
+    for (;;) {
+        store_relaxed(&mp->curg, gp);
+        store_relaxed(&gp->m, mp);
+        gort__casgstatus(gp, G_RUNNABLE, G_RUNNING);
+        gp->waitsince = 0;
+        store_relaxed(&gp->preempt, 0);
+        if (!inherit)
+            store_relaxed(&mp->p->schedtick, mp->p->schedtick + 1);
+        struct g *from = gogo(mp->g0, gp, gp, false);
+        gort__stack_check(from);
+        struct g *(*fn)(struct g *) = mp->mcall_fn;
+        mp->mcall_fn = NULL;
+        gp = fn(from);
+        if (!gp)
+            return;
+        inherit = true;
+    }
+}
+
+/* One round of scheduling after another, on g0, until shutdown.
+ * Mirrors schedule (proc.go). */
+static void schedule(void)
+{
+    struct m *mp = gort__getm(); /* g0 never changes thread */
+    for (;;) {
+        if (mp->locks)
+            gort__throw("schedule: holding locks");
+        bool inherit = false;
+        struct g *gp = findrunnable(mp, &inherit);
+        if (!gp)
+            return;
+        if (mp->spinning)
+            resetspinning(mp);
+        run_g(mp, gp, inherit);
+    }
+}
+
+/* ---------------------------------------------------------------------------
+ * Goroutine creation and exit.
+ * ------------------------------------------------------------------------- */
+
+static void allgadd(struct g *gp)
+{
+    gort__lock(&gort__allglock);
+    if (gort__allglen == allgcap) {
+        uint32_t cap = allgcap ? allgcap * 2 : 1024;
+        struct g **na = realloc(gort__allgs, cap * sizeof *na);
+        if (!na)
+            gort__fatal("out of memory growing allgs to %u", cap);
+        gort__allgs = na;
+        allgcap = cap;
+    }
+    gp->allgs_index = gort__allglen;
+    gort__allgs[gort__allglen] = gp;
+    /* Release: the dump reads allglen then the entries without the lock. */
+    store_rel(&gort__allglen, gort__allglen + 1);
+    gort__unlock(&gort__allglock);
+}
+
+/* A new G with a stack, status DEAD, on allgs.  Mirrors malg. */
+static struct g *malg(void)
+{
+    struct g *gp = calloc(1, sizeof *gp);
+    if (!gp)
+        return NULL;
+    if (gort__stackalloc(&gp->stack) != 0) {
+        free(gp);
+        return NULL;
+    }
+#ifdef GORT_TSAN
+    gp->tsan_fiber = __tsan_create_fiber(0);
+#endif
+    allgadd(gp);
+    gort__casgstatus(gp, G_IDLE, G_DEAD);
+    return gp;
+}
+
+/* Put a dead G on pp's free list, spilling to the global list at 64.
+ * Mirrors gfput (proc.go). */
+static void gfput(struct p *pp, struct g *gp)
+{
+    glist_push(&pp->gfree, gp);
+    if (pp->gfree.n >= GORT_GFREE_MAX) {
+        gort__lock(&gort__sched.gfree_lock);
+        while (pp->gfree.n >= GORT_GFREE_KEEP)
+            glist_push(&gort__sched.gfree, glist_pop(&pp->gfree));
+        gort__unlock(&gort__sched.gfree_lock);
+    }
+}
+
+/* Take a dead G from pp's free list, refilling it from the global list.
+ * Mirrors gfget (proc.go). */
+static struct g *gfget(struct p *pp)
+{
+    if (!pp->gfree.head && load_relaxed(&gort__sched.gfree.n) > 0) {
+        gort__lock(&gort__sched.gfree_lock);
+        while (pp->gfree.n < GORT_GFREE_KEEP) {
+            struct g *gp = glist_pop(&gort__sched.gfree);
+            if (!gp)
+                break;
+            glist_push(&pp->gfree, gp);
+        }
+        gort__unlock(&gort__sched.gfree_lock);
+    }
+    return glist_pop(&pp->gfree);
+}
+
+static void goexit1(struct g *gp);
+
+/* First code of every goroutine, on its own stack. */
+static void gostart(void *arg)
+{
+    struct g *gp = arg;
+#ifdef GORT_ASAN
+    __sanitizer_finish_switch_fiber(NULL, NULL, NULL);
+#endif
+    *errno_ptr() = 0;
+    gp->fn(gp->arg);
+    goexit1(gp);
+}
+
+static int64_t newgoid(struct p *pp)
+{
+    if (pp->goidcache == pp->goidcacheend) {
+        /* Relaxed: goids need only be unique, not ordered. */
+        uint64_t end = xadd_relaxed(&gort__sched.goidgen, GORT_GOID_BATCH);
+        pp->goidcache = (int64_t)(end - GORT_GOID_BATCH) + 1;
+        pp->goidcacheend = (int64_t)end + 1;
+    }
+    return pp->goidcache++;
+}
+
+/* Make gp (DEAD) ready to run fn(arg) and queue it on pp.  Returns its
+ * goid.  Mirrors newproc1 (proc.go). */
+static int64_t newproc1(struct p *pp, struct g *gp, void (*fn)(void *),
+                        void *arg, uintptr_t pc)
+{
+    gp->sched_sp = gort__ctx_make((void *)gp->stack.hi, gostart);
+    gp->fn = fn;
+    gp->arg = arg;
+    gp->startfn = fn;
+    gp->gopc = pc;
+    gp->defers = NULL;
+    gp->param = NULL;
+    gp->waitreason = WAIT_ZERO;
+    gp->goid = newgoid(pp);
+    int64_t goid = gp->goid;
+    gort__casgstatus(gp, G_DEAD, G_RUNNABLE);
+    gort__runqput(pp, gp, true);
+    return goid;
+}
+
+int64_t gort_go(void (*fn)(void *), void *arg)
+{
+    struct m *mp = gort__getm();
+    if (!fn)
+        return -EINVAL;
+    if (!mp || !mp->p || !mp->curg)
+        return -EPERM; /* not on a goroutine */
+    mp->locks++; /* keep our P while we use its caches */
+    struct p *pp = mp->p;
+    struct g *newg = gfget(pp);
+    if (!newg && !(newg = malg())) {
+        mp->locks--;
+        return -ENOMEM;
+    }
+    int64_t goid = newproc1(pp, newg, fn, arg,
+                            (uintptr_t)__builtin_return_address(0));
+    if (load_relaxed(&gort__main_started))
+        gort__wakep();
+    mp->locks--;
+    gort__preempt_check();
+    return goid;
+}
+
+/* On g0: the G is finished; recycle it.  Mirrors goexit0/gdestroy. */
+static struct g *goexit0(struct g *gp)
+{
+    struct m *mp = gort__getm();
+    gort__casgstatus(gp, G_RUNNING, G_DEAD);
+    dropg(mp);
+    gp->fn = NULL;
+    gp->arg = NULL;
+    gp->goid = 0;
+    gp->is_main = false;
+    gp->waitreason = WAIT_ZERO;
+#ifdef GORT_ASAN
+    ASAN_UNPOISON_MEMORY_REGION((void *)gp->stack.lo,
+                                gp->stack.hi - gp->stack.lo);
+#endif
+    gfput(mp->p, gp);
+    return NULL;
+}
+
+static struct g *main_exit_m(struct g *gp);
+
+/* Run the G's deferred handlers, LIFO.  A handler may defer more. */
+static void rundefers(struct g *gp)
+{
+    struct gort_defer_rec *d;
+    while ((d = gp->defers)) {
+        gp->defers = d->next;
+        d->fn(d->arg);
+        free(d);
+    }
+}
+
+static GORT_NORETURN void goexit1(struct g *gp)
+{
+    rundefers(gp);
+    if (gp->is_main && !load_relaxed(&gort__sched.main_goexited))
+        mcall(main_exit_m, true);
+    else
+        mcall(goexit0, true);
+    gort__throw("goexit: dead goroutine resumed");
+}
+
+int gort_defer(void (*fn)(void *), void *arg)
+{
+    struct g *gp = gort__getg();
+    if (!gp || !fn)
+        return gp ? -EINVAL : -EPERM;
+    struct gort_defer_rec *d = malloc(sizeof *d);
+    if (!d)
+        return -ENOMEM;
+    d->fn = fn;
+    d->arg = arg;
+    d->next = gp->defers;
+    gp->defers = d;
+    return 0;
+}
+
+void gort_goexit(void)
+{
+    struct g *gp = gort__getg();
+    if (!gp)
+        gort__fatal("gort_goexit called outside a goroutine");
+    if (gp->is_main)
+        /* Go: the main goroutine ends but the program goes on; when no
+         * goroutine is left, checkdead reports it. */
+        store_relaxed(&gort__sched.main_goexited, 1);
+    goexit1(gp);
+}
+
+int64_t gort_goid(void)
+{
+    struct g *gp = gort__getg();
+    return gp ? gp->goid : 0;
+}
+
+int64_t gort_numgoroutine(void)
+{
+    int64_t n = 0;
+    gort__lock(&gort__allglock);
+    for (uint32_t i = 0; i < gort__allglen; i++) {
+        uint32_t s = gort__readgstatus(gort__allgs[i]);
+        if (s != G_DEAD && s != G_IDLE)
+            n++;
+    }
+    gort__unlock(&gort__allglock);
+    return n;
+}
+
+/* ---------------------------------------------------------------------------
+ * Parking, readying, yielding.
+ * ------------------------------------------------------------------------- */
+
+static struct g *park_m(struct g *gp)
+{
+    struct m *mp = gort__getm();
+    gort__casgstatus(gp, G_RUNNING, G_WAITING);
+    dropg(mp);
+    bool (*fn)(struct g *, void *) = mp->waitunlockf;
+    if (fn) {
+        void *lock = mp->waitlock;
+        mp->waitunlockf = NULL;
+        mp->waitlock = NULL;
+        if (!fn(gp, lock)) {
+            gort__casgstatus(gp, G_WAITING, G_RUNNABLE);
+            return gp; /* resume it at once, same time slice */
+        }
+    }
+    return NULL;
+}
+
+void gort__park(bool (*unlockf)(struct g *, void *), void *lock,
+                uint32_t reason)
+{
+    struct m *mp = gort__getm();
+    struct g *gp = mp->curg;
+    if (GORT_UNLIKELY(!gp))
+        gort__throw("park: not on a goroutine");
+    gp->waitreason = reason;
+    gp->waitsince = gort_nanotime();
+    mp->waitunlockf = unlockf;
+    mp->waitlock = lock;
+    /* Not mcall: the caller may hold the lock that unlockf releases on
+     * g0, so m->locks may be raised here. */
+    mp->mcall_fn = park_m;
+    gogo(gp, mp->g0, gp, false);
+}
+
+void gort__ready(struct g *gp, bool next)
+{
+    struct m *mp = gort__getm();
+    mp->locks++;
+    gort__casgstatus(gp, G_WAITING, G_RUNNABLE);
+    gort__runqput(mp->p, gp, next);
+    gort__wakep();
+    mp->locks--;
+}
+
+/* On g0: put the G at the tail of the global queue.  Mirrors goschedImpl,
+ * used by Gosched and by cooperative preemption (gopreempt_m). */
+static struct g *gosched_m(struct g *gp)
+{
+    struct m *mp = gort__getm();
+    gort__casgstatus(gp, G_RUNNING, G_RUNNABLE);
+    dropg(mp);
+    gort__lock(&gort__sched.lock);
+    gort__globrunqput_locked(gp);
+    gort__unlock(&gort__sched.lock);
+    if (load_relaxed(&gort__main_started))
+        gort__wakep();
+    return NULL;
+}
+
+void gort_gosched(void)
+{
+    struct m *mp = gort__getm();
+    if (!mp || !mp->curg) {
+        gort__osyield();
+        return;
+    }
+    mcall(gosched_m, false);
+}
+
+void gort__preempt_check(void)
+{
+    struct m *mp = gort__getm();
+    struct g *gp = mp ? mp->curg : NULL;
+    /* Relaxed: a late sighting only delays the preemption a little. */
+    if (gp && load_relaxed(&gp->preempt) && mp->locks == 0) {
+        store_relaxed(&gp->preempt, 0);
+        mcall(gosched_m, false);
+    }
+}
+
+/* ---------------------------------------------------------------------------
+ * Deadlock detection.  Mirrors checkdead (proc.go).
+ * ------------------------------------------------------------------------- */
+
+void gort__checkdead_locked(void)
+{
+    if (gort__debug.checkdeadoff || load_relaxed(&gort__sched.exiting))
+        return;
+    int32_t run = mcount_locked() - gort__sched.nmidle -
+                  gort__sched.nmidlelocked - gort__sched.nmsys;
+    if (run > 0)
+        return;
+    if (run < 0)
+        gort__throw("checkdead: inconsistent counts: run=%d nmidle=%d "
+                    "mcount=%d nmsys=%d", run, gort__sched.nmidle,
+                    mcount_locked(), gort__sched.nmsys);
+    int32_t waiting = 0;
+    uint32_t n = load_acq(&gort__allglen);
+    for (uint32_t i = 0; i < n; i++) {
+        struct g *gp = gort__allgs[i];
+        uint32_t s = gort__readgstatus(gp);
+        if (s == G_WAITING || s == G_PREEMPTED)
+            waiting++;
+        else if (s == G_RUNNABLE || s == G_RUNNING || s == G_SYSCALL)
+            gort__throw("checkdead: runnable goroutine %lld (status %s)",
+                        (long long)gp->goid, gort__gstatus_name(s));
+    }
+    if (waiting == 0 && load_relaxed(&gort__sched.main_goexited))
+        gort__fatal("no goroutines (main called runtime.Goexit) - deadlock!");
+    /* Timers and netpoll waiters can still wake someone: checked here
+     * once those exist (time.c, netpoll.c). */
+    gort__fatal("all goroutines are asleep - deadlock!");
+}
+
+/* ---------------------------------------------------------------------------
+ * Boot and shutdown.
+ * ------------------------------------------------------------------------- */
+
+/* On g0 of the M that ran the main goroutine when it returned: stop the
+ * world, then tell every M to exit; M0 frees everything in gort_main. */
+static struct g *main_exit_m(struct g *gp)
+{
+    struct m *mp = gort__getm();
+    gort__casgstatus(gp, G_RUNNING, G_DEAD);
+    dropg(mp);
+    store_relaxed(&gort__sched.exiting, 1);
+    stw_stop(mp);
+    gort__lock(&gort__sched.lock);
+    struct m *idle;
+    while ((idle = mget_locked())) {
+        idle->exiting = true;
+        gort__notewakeup(&idle->park);
+    }
+    gort__unlock(&gort__sched.lock);
+    /* Our own P stays with us; we exit through findrunnable's check. */
+    mp->p->m = NULL;
+    mp->p = NULL;
+    return NULL;
+}
+
+static void reset_globals(void)
+{
+    memset(&gort__sched, 0, sizeof gort__sched);
+    gort__sched.maxmcount = gort__sched.maxmcount ? gort__sched.maxmcount
+                                                  : GORT_DEFAULT_MAX_THREADS;
+    gort__allp = NULL;
+    allp_len = 0;
+    gort__gomaxprocs = 0;
+    gort__allm = NULL;
+    gort__allgs = NULL;
+    gort__allglen = 0;
+    allgcap = 0;
+    newprocs = 0;
+    memset(gort__idlepmask, 0, sizeof gort__idlepmask);
+}
+
+static int32_t max_threads_setting = GORT_DEFAULT_MAX_THREADS;
+
+int gort_set_max_threads(int n)
+{
+    if (n < 1)
+        return -EINVAL;
+    int32_t old = max_threads_setting;
+    max_threads_setting = n;
+    if (load_relaxed(&gort_running)) {
+        gort__lock(&gort__sched.lock);
+        gort__sched.maxmcount = n;
+        checkmcount_locked();
+        gort__unlock(&gort__sched.lock);
+    }
+    return old;
+}
+
+/* Free every G, M and P after all threads have exited. */
+static void teardown(void)
+{
+    for (uint32_t i = 0; i < gort__allglen; i++) {
+        struct g *gp = gort__allgs[i];
+        struct gort_defer_rec *d = gp->defers;
+        while (d) {
+            struct gort_defer_rec *next = d->next;
+            free(d);
+            d = next;
+        }
+        gort__stackfree(&gp->stack);
+#ifdef GORT_TSAN
+        if (gp->tsan_fiber)
+            __tsan_destroy_fiber(gp->tsan_fiber);
+#endif
+        free(gp);
+    }
+    free(gort__allgs);
+    for (int32_t i = 0; i < allp_len; i++)
+        free(gort__allp[i]);
+    free(gort__allp);
+    struct m *mp = gort__allm;
+    while (mp) {
+        struct m *next = mp->alllink;
+        freem(mp);
+        mp = next;
+    }
+    gort__semafini();
+    gort__stackfini();
+    reset_globals();
+}
+
+/* Wait for every M thread but the caller's to end. */
+static void join_ms(struct m *self)
+{
+    for (struct m *mp = gort__allm; mp; mp = mp->alllink)
+        if (mp != self && mp->thread)
+            pthread_join(mp->thread, NULL);
+}
+
+static int boot(struct m *mp, void (*fn)(void *), void *arg)
+{
+    gort__read_env();
+    int err = gort__stackinit();
+    if (err)
+        return err;
+    gort__lock(&gort__sched.lock);
+    gort__sched.maxmcount = max_threads_setting;
+    mcommoninit_locked(mp);
+    int32_t procs = gort__gomaxprocs; /* from the environment */
+    gort__gomaxprocs = 0;
+    procresize(mp, procs);
+    gort__unlock(&gort__sched.lock);
+    struct g *gp = malg();
+    if (!gp)
+        return -ENOMEM;
+    gp->is_main = true;
+    newproc1(mp->p, gp, fn, arg, (uintptr_t)__builtin_return_address(0));
+    return 0;
+}
+
+int gort_main(void (*fn)(void *), void *arg)
+{
+    if (!fn)
+        return -EINVAL;
+    if (!cas_acqrel(&gort_running, 0, 1))
+        return -EBUSY;
+    reset_globals();
+    gort__runtime_init_time = gort_nanotime();
+    struct m *mp = allocm();
+    if (!mp) {
+        store_rel(&gort_running, 0);
+        return -ENOMEM;
+    }
+    mp->is_m0 = true;
+    mp->thread = 0;
+    m0 = mp;
+    int err = mstart_common(mp);
+    if (!err)
+        err = gort__signals_install();
+    if (!err)
+        err = boot(mp, fn, arg);
+    if (!err)
+        err = gort__sysmon_start();
+    if (err) {
+        gort__signals_restore();
+        gort__unminit(mp);
+        gort__setm(NULL);
+        teardown();
+        store_rel(&gort_running, 0);
+        return err;
+    }
+    store_rel(&gort__main_started, 1);
+    schedule();
+    /* Every other M has been told to exit. */
+    gort__sysmon_stop();
+    join_ms(mp);
+    gort__unminit(mp);
+    gort__signals_restore();
+    gort__setm(NULL);
+    teardown();
+    store_rel(&gort__main_started, 0);
+    store_rel(&gort_running, 0);
+    return main_status;
+}

@@ -1,0 +1,275 @@
+/*
+ * runq.c - the per-P local run queue, runnext, and the global run queue.
+ *
+ * The local queue is Go's lock-free ring (runtime2.go, proc.go):
+ *
+ *     runq[GORT_RUNQ_SIZE]    slots, indexed by counter % size
+ *     runqhead                next slot to take; advanced by CAS by the
+ *                             owner (runqget) and by thieves (runqgrab)
+ *     runqtail                next slot to fill; written by the owner only
+ *     runnext                 one G that runs before the ring
+ *
+ * head and tail are free-running uint32 counters: the length is tail-head
+ * even across wrap-around.  The ring holds at most GORT_RUNQ_SIZE Gs.
+ *
+ * Memory ordering (each pairing is named at its site):
+ *   - The owner fills a slot, then store-releases tail; a consumer
+ *     load-acquires tail before reading slots up to it.
+ *   - A consumer reads slots, then CAS-releases head; the owner
+ *     load-acquires head before reusing the slots below it.
+ *   - Slots themselves are accessed with relaxed atomics: a thief may read
+ *     a slot the owner is overwriting, but then its CAS on head fails and
+ *     the value it read is discarded.
+ *
+ * The global queue is a plain list under sched.lock; its length is read
+ * without the lock (relaxed) as a hint only.
+ *
+ * Invariants:
+ *   - 0 <= tail - head <= GORT_RUNQ_SIZE at every instant.
+ *   - A G is in at most one of: a ring, a runnext, the global queue.
+ */
+#include "runtime.h"
+
+#define RQ GORT_RUNQ_SIZE
+#define SLOT(i) ((i) % (uint32_t)RQ)
+
+static bool randomized(void)
+{
+    return GORT_UNLIKELY(gort__debug.randomize != 0);
+}
+
+/* Put gp and half of pp's full ring on the global queue in one batch.
+ * Returns false if consumers moved head meanwhile (the caller retries).
+ * Owner P only.  Mirrors runtime.runqputslow (proc.go). */
+static bool runqputslow(struct p *pp, struct g *gp, uint32_t h, uint32_t t)
+{
+    struct g *batch[RQ / 2 + 1];
+    uint32_t n = (t - h) / 2;
+    if (n != RQ / 2)
+        gort__throw("runqputslow: queue is not full");
+    for (uint32_t i = 0; i < n; i++)
+        batch[i] = load_relaxed(&pp->runq[SLOT(h + i)]);
+    /* Release: our reads of the slots happen before the owner (us, later)
+     * or anyone else reuses them; pairs with load_acq of head. */
+    if (!cas_rel(&pp->runqhead, h, h + n))
+        return false;
+    batch[n] = gp;
+    if (randomized())
+        for (uint32_t i = 1; i <= n; i++) {
+            uint32_t j = gort__fastrandn(i + 1);
+            struct g *tmp = batch[i];
+            batch[i] = batch[j];
+            batch[j] = tmp;
+        }
+    struct gqueue q = {NULL, NULL};
+    for (uint32_t i = 0; i <= n; i++)
+        gqueue_push(&q, batch[i]);
+    gort__lock(&gort__sched.lock);
+    gort__globrunqputbatch_locked(&q, (int32_t)(n + 1));
+    gort__unlock(&gort__sched.lock);
+    return true;
+}
+
+/* Put gp on pp's local queue; with next, into runnext, kicking the old
+ * runnext to the tail of the ring.  A full ring spills half of itself to
+ * the global queue.  Owner P only.  Mirrors runtime.runqput (proc.go). */
+void gort__runqput(struct p *pp, struct g *gp, bool next)
+{
+    if (randomized() && next && gort__fastrandn(2) == 0)
+        next = false;
+    if (next) {
+        /* Acq-rel exchange: a thief CASes runnext to NULL on its last
+         * pass, so the owner must use an atomic exchange too. */
+        struct g *old = xchg_acqrel(&pp->runnext, gp);
+        if (!old)
+            return;
+        gp = old; /* kick the old runnext out to the ring */
+    }
+    for (;;) {
+        /* Acquire: pairs with consumers' CAS-release of head, so their
+         * reads of the slots are done before we overwrite them. */
+        uint32_t h = load_acq(&pp->runqhead);
+        uint32_t t = pp->runqtail; /* only the owner writes tail */
+        if (t - h < RQ) {
+            store_relaxed(&pp->runq[SLOT(t)], gp);
+            /* Release: makes the slot's content visible to consumers
+             * that load-acquire tail. */
+            store_rel(&pp->runqtail, t + 1);
+            return;
+        }
+        if (runqputslow(pp, gp, h, t))
+            return;
+        /* The queue is not full any more; the put above will succeed. */
+    }
+}
+
+/* Take a G from pp: runnext first (it inherits the time slice), then the
+ * ring.  Owner P only.  Mirrors runtime.runqget (proc.go). */
+struct g *gort__runqget(struct p *pp, bool *inherit_time)
+{
+    /* A thief may CAS runnext to NULL concurrently, so take it by CAS. */
+    struct g *next = load_relaxed(&pp->runnext);
+    if (next && cas_acqrel(&pp->runnext, next, NULL)) {
+        *inherit_time = true;
+        return next;
+    }
+    *inherit_time = false;
+    for (;;) {
+        /* Acquire: pairs with other consumers' CAS-release of head. */
+        uint32_t h = load_acq(&pp->runqhead);
+        uint32_t t = pp->runqtail; /* owner: our own writes */
+        if (t == h)
+            return NULL;
+        struct g *gp = load_relaxed(&pp->runq[SLOT(h)]);
+        /* Release: our read of the slot precedes its reuse. */
+        if (cas_rel(&pp->runqhead, h, h + 1))
+            return gp;
+    }
+}
+
+bool gort__runqempty(struct p *pp)
+{
+    /* Go's runqempty: read head, tail, runnext, then tail again, so that
+     * a G moving from runnext into the ring between the loads is not
+     * missed.  Acquire loads order the reads. */
+    for (;;) {
+        uint32_t head = load_acq(&pp->runqhead);
+        uint32_t tail = load_acq(&pp->runqtail);
+        struct g *next = load_acq(&pp->runnext);
+        if (load_acq(&pp->runqtail) == tail)
+            return head == tail && next == NULL;
+    }
+}
+
+uint32_t gort__runqlen(struct p *pp)
+{
+    uint32_t h = load_acq(&pp->runqhead);
+    uint32_t t = load_acq(&pp->runqtail);
+    return t - h;
+}
+
+/* Grab about half of pp's ring into batch[bh...] (a ring of RQ slots).
+ * On the last steal pass (stealnext) an empty ring gives up its runnext.
+ * Returns the count.  Any M.  Mirrors runtime.runqgrab (proc.go). */
+static uint32_t runqgrab(struct p *pp, struct g **batch, uint32_t bh,
+                         bool stealnext)
+{
+    for (;;) {
+        /* Acquire both: pairs with the owner's store-release of tail
+         * (slot contents) and other consumers' CAS of head. */
+        uint32_t h = load_acq(&pp->runqhead);
+        uint32_t t = load_acq(&pp->runqtail);
+        uint32_t n = t - h;
+        n = n - n / 2;
+        if (n == 0) {
+            if (!stealnext)
+                return 0;
+            struct g *next = load_acq(&pp->runnext);
+            if (!next)
+                return 0;
+            if (load_relaxed(&pp->status) == P_RUNNING) {
+                /* pp's G is probably about to park and hand runnext the
+                 * CPU; stealing it now would only bounce it between
+                 * threads.  Back off briefly, as Go does (usleep(3)). */
+                gort__usleep(3);
+            }
+            if (!cas_acqrel(&pp->runnext, next, NULL))
+                continue;
+            store_relaxed(&batch[SLOT(bh)], next);
+            return 1;
+        }
+        if (n > RQ / 2)
+            continue; /* head and tail read inconsistently: retry */
+        for (uint32_t i = 0; i < n; i++) {
+            struct g *gp = load_relaxed(&pp->runq[SLOT(h + i)]);
+            store_relaxed(&batch[SLOT(bh + i)], gp);
+        }
+        /* Release: our reads of the slots happen before their reuse. */
+        if (cas_rel(&pp->runqhead, h, h + n))
+            return n;
+    }
+}
+
+/* Steal half of p2's queue into pp's ring and return one G to run.
+ * Caller owns pp.  Mirrors runtime.runqsteal (proc.go). */
+struct g *gort__runqsteal(struct p *pp, struct p *p2, bool stealnext)
+{
+    uint32_t t = pp->runqtail; /* owner */
+    uint32_t n = runqgrab(p2, pp->runq, t, stealnext);
+    if (n == 0)
+        return NULL;
+    n--;
+    struct g *gp = load_relaxed(&pp->runq[SLOT(t + n)]);
+    if (n == 0)
+        return gp;
+    uint32_t h = load_acq(&pp->runqhead);
+    if (t - h + n >= RQ)
+        gort__throw("runqsteal: runq overflow");
+    /* Release: publishes the stolen slots to consumers of pp. */
+    store_rel(&pp->runqtail, t + n);
+    return gp;
+}
+
+/* Move every G of a P being destroyed to the head of the global queue,
+ * keeping their order.  STW only, sched.lock held.  From (*p).destroy. */
+void gort__runqdrain_to_global_locked(struct p *pp)
+{
+    while (pp->runqhead != pp->runqtail) {
+        pp->runqtail--;
+        gort__globrunqputhead_locked(pp->runq[SLOT(pp->runqtail)]);
+    }
+    struct g *next = pp->runnext;
+    if (next) {
+        gort__globrunqputhead_locked(next);
+        pp->runnext = NULL;
+    }
+}
+
+void gort__globrunqput_locked(struct g *gp)
+{
+    gqueue_push(&gort__sched.runq, gp);
+    /* Relaxed store: readers outside the lock use it as a hint only. */
+    store_relaxed(&gort__sched.runqsize, gort__sched.runqsize + 1);
+}
+
+void gort__globrunqputhead_locked(struct g *gp)
+{
+    gqueue_push_head(&gort__sched.runq, gp);
+    store_relaxed(&gort__sched.runqsize, gort__sched.runqsize + 1);
+}
+
+void gort__globrunqputbatch_locked(struct gqueue *batch, int32_t n)
+{
+    struct gqueue *q = &gort__sched.runq;
+    if (!batch->head)
+        return;
+    if (q->tail)
+        q->tail->schedlink = batch->head;
+    else
+        q->head = batch->head;
+    q->tail = batch->tail;
+    store_relaxed(&gort__sched.runqsize, gort__sched.runqsize + n);
+    batch->head = batch->tail = NULL;
+}
+
+/* Take a batch from the global queue: one G to return, and up to
+ * len/gomaxprocs (capped at half the ring, and at max when max > 0) more
+ * into pp's ring.  Mirrors runtime.globrunqget (proc.go). */
+struct g *gort__globrunqget_locked(struct p *pp, int32_t max)
+{
+    int32_t size = gort__sched.runqsize;
+    if (size == 0)
+        return NULL;
+    int32_t n = size / load_relaxed(&gort__gomaxprocs) + 1;
+    if (n > size)
+        n = size;
+    if (max > 0 && n > max)
+        n = max;
+    if (n > RQ / 2)
+        n = RQ / 2;
+    store_relaxed(&gort__sched.runqsize, size - n);
+    struct g *gp = gqueue_pop(&gort__sched.runq);
+    for (n--; n > 0; n--)
+        gort__runqput(pp, gqueue_pop(&gort__sched.runq), false);
+    return gp;
+}

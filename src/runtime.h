@@ -1,0 +1,584 @@
+/*
+ * runtime.h - gort's internal structures and their invariants.
+ *
+ * The scheduler's vocabulary is Go's (runtime2.go, proc.go):
+ *
+ *   G  a goroutine: a stack, a saved context and a status.
+ *   M  an OS thread ("machine").  Each M has a g0 whose stack is the
+ *      thread's own; the scheduler runs on g0, user code on a G's stack.
+ *   P  a processor: the right to run goroutines, and the per-P caches that
+ *      go with it (local run queue, runnext, free Gs, goid cache).  There
+ *      are exactly GOMAXPROCS Ps.
+ *
+ * Invariants (checked where they can be):
+ *   - An M runs goroutines only while it holds a P (m->p != NULL and
+ *     p->m == m, p->status == P_RUNNING).  An M that parks holds no P.
+ *   - A G's status changes only through gort__casgstatus(), which checks
+ *     the transition against the table beside enum gstatus.
+ *   - A G is in at most one queue at a time (a local ring, a runnext slot,
+ *     the global queue, a free list, a wait queue), linked through
+ *     schedlink when the queue is a list.
+ *   - The local run queue is owned by its P: only the M holding the P
+ *     writes runq slots and runqtail; any M may advance runqhead by CAS.
+ *
+ * Lock order (a lock may be taken while holding only locks above it):
+ *
+ *     1. gort__sched.lock         scheduler state: idle lists, global queue
+ *     2. gort__allplock           the allp array (sysmon walks it unlocked
+ *                                 from sched.lock; procresize grows it)
+ *     3. gort__sched.gfree_lock   the global free-G list
+ *     4. gort__allglock           the all-G table
+ *     5. stack pool lock          the global stack pool and arenas (stack.c)
+ *     6. a semaphore bucket lock  one bucket of sema.c (never two at once)
+ *
+ *   No runtime lock is held across a context switch, except that park
+ *   hands its lock to the g0 side, which releases it once the parking G's
+ *   context is saved (see gort__park).
+ */
+#ifndef GORT_RUNTIME_H
+#define GORT_RUNTIME_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../include/gort.h"
+#include "atomic.h"
+
+#define GORT_HIDDEN __attribute__((visibility("hidden")))
+#define GORT_LIKELY(x) __builtin_expect(!!(x), 1)
+#define GORT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define GORT_NOINLINE __attribute__((noinline))
+#define GORT_NORETURN __attribute__((noreturn))
+
+/* Always-on assertion: a broken invariant is a fatal error, never UB. */
+#define GORT_ASSERT(cond)                                                      \
+    do {                                                                       \
+        if (GORT_UNLIKELY(!(cond)))                                            \
+            gort__throw_assert(#cond, __FILE__, __LINE__);                     \
+    } while (0)
+
+#ifdef GORT_DEBUG
+#define GORT_DASSERT(cond) GORT_ASSERT(cond)
+#else
+#define GORT_DASSERT(cond) ((void)0)
+#endif
+
+/* ---------------------------------------------------------------------------
+ * Constants from Go, with their reasons.
+ * ------------------------------------------------------------------------- */
+
+/* Local run queue size: runq [256]guintptr in runtime2.go.  Big enough that
+ * a P rarely spills to the global queue, small enough to scan. */
+#ifndef GORT_RUNQ_SIZE
+#define GORT_RUNQ_SIZE 256
+#endif
+/* Every 61st schedule looks at the global queue first (proc.go): a prime,
+ * so that it does not fall into step with periodic user patterns. */
+#define GORT_GLOBAL_CHECK_TICKS 61
+/* Steal passes over all Ps (stealTries in proc.go). */
+#define GORT_STEAL_TRIES 4
+/* A G that has run 10 ms on one P is preempted (forcePreemptNS). */
+#define GORT_FORCE_PREEMPT_NS (10 * 1000 * 1000)
+/* sysmon: 20 us sleeps, doubling after 50 idle rounds, up to 10 ms. */
+#define GORT_SYSMON_MIN_US 20
+#define GORT_SYSMON_MAX_US 10000
+#define GORT_SYSMON_IDLE_ROUNDS 50
+/* Free G cache per P: spill to the global list at 64, down to 32 (gfput). */
+#define GORT_GFREE_MAX 64
+#define GORT_GFREE_KEEP 32
+/* goids are handed to each P in batches of 16 (goidcacheend in proc.go). */
+#define GORT_GOID_BATCH 16
+/* Default thread limit (sched.maxmcount in proc.go). */
+#define GORT_DEFAULT_MAX_THREADS 10000
+
+/* ---------------------------------------------------------------------------
+ * Low-level locks and notes (lock_futex.c).  Mirrors lock_futex.go.
+ * ------------------------------------------------------------------------- */
+
+/* A runtime mutex: 0 unlocked, 1 locked, 2 locked with sleepers. */
+typedef struct gort_lock {
+    uint32_t key;
+} gort_lock;
+
+/* A one-shot wake-up event: sleep until woken, wake exactly once, clear
+ * before reuse.  key 0 = not signalled, 1 = signalled. */
+typedef struct gort_note {
+    uint32_t key;
+} gort_note;
+
+GORT_HIDDEN void gort__lock(gort_lock *l);
+GORT_HIDDEN void gort__unlock(gort_lock *l);
+GORT_HIDDEN void gort__noteclear(gort_note *n);
+GORT_HIDDEN void gort__notewakeup(gort_note *n);
+GORT_HIDDEN void gort__notesleep(gort_note *n);
+/* Sleep at most ns (< 0: forever); true when woken, false on time-out. */
+GORT_HIDDEN bool gort__notetsleep(gort_note *n, int64_t ns);
+GORT_HIDDEN void gort__futexsleep(uint32_t *addr, uint32_t val, int64_t ns);
+GORT_HIDDEN void gort__futexwake(uint32_t *addr, int cnt);
+
+/* ---------------------------------------------------------------------------
+ * Context switch (src/arch/<arch>.S).
+ *
+ * gort__ctx_switch saves the callee-saved registers (and the FP control
+ * state) on the current stack, stores the stack pointer in *save_sp, loads
+ * to_sp, restores that context's registers and returns `arg` in it.  A
+ * context made by gort__ctx_make starts by calling entry(arg) with the arg
+ * of the first switch into it; entry must never return.
+ * ------------------------------------------------------------------------- */
+
+GORT_HIDDEN void *gort__ctx_switch(void **save_sp, void *to_sp, void *arg);
+GORT_HIDDEN void *gort__ctx_make(void *stack_top, void (*entry)(void *));
+
+/* ---------------------------------------------------------------------------
+ * G: goroutine.  Mirrors type g (runtime2.go).
+ * ------------------------------------------------------------------------- */
+
+/*
+ * G status.  Legal transitions (anything else is fatal, naming both):
+ *   IDLE     -> DEAD                      (new G, before first use)
+ *   DEAD     -> RUNNABLE                  (gort_go reuses or creates it)
+ *   RUNNABLE -> RUNNING                   (execute)
+ *   RUNNING  -> RUNNABLE                  (gosched, preemption)
+ *   RUNNING  -> WAITING                   (park)
+ *   RUNNING  -> SYSCALL, SYSCALL -> RUNNING, SYSCALL -> RUNNABLE
+ *   RUNNING  -> PREEMPTED, PREEMPTED -> RUNNABLE (asynchronous preemption)
+ *   WAITING  -> RUNNABLE                  (ready)
+ *   RUNNING  -> DEAD                      (goexit)
+ */
+enum gstatus {
+    G_IDLE = 0,
+    G_RUNNABLE = 1,
+    G_RUNNING = 2,
+    G_SYSCALL = 3,
+    G_WAITING = 4,
+    G_DEAD = 6,
+    G_PREEMPTED = 9,
+};
+
+/* Why a G waits: Go's waitReason strings (runtime2.go). */
+enum waitreason {
+    WAIT_ZERO = 0,
+    WAIT_SYNC_WAITGROUP_WAIT,
+    WAIT_SEMACQUIRE,
+    WAIT_GOEXIT_MAIN, /* the main goroutine after gort_goexit */
+    WAIT_TEST_PARK,   /* white-box tests parking a G directly */
+    WAIT_NREASONS
+};
+
+/* A cleanup handler registered with gort_defer. */
+struct gort_defer_rec {
+    void (*fn)(void *);
+    void *arg;
+    struct gort_defer_rec *next;
+};
+
+/* The stack a G runs on (stack.c).  [lo, hi) is usable; the guard, when
+ * there is one, is the page just below lo. */
+struct gstack {
+    uintptr_t lo, hi;  /* usable bounds */
+    uintptr_t base;    /* start of the slot including the guard page */
+    size_t size;       /* slot size including the guard page */
+    uint8_t guard;     /* STACK_GUARD_* how overflow is caught */
+    unsigned valgrind_id; /* Valgrind stack registration id, 0 if none */
+};
+
+struct g {
+    /* Saved stack pointer while not running (written by ctx_switch on the
+     * G's own M; read by the M that resumes it after the status CAS that
+     * made it RUNNING, which orders the two). */
+    void *sched_sp;
+    struct gstack stack;
+    uint32_t atomicstatus;  /* enum gstatus; changed only by casgstatus */
+    uint32_t waitreason;    /* enum waitreason while WAITING; owner writes */
+    int64_t goid;           /* 0 while dead */
+    struct m *m;            /* M running it, or NULL; owner M writes */
+    struct g *schedlink;    /* next in whatever list holds this G */
+    void (*fn)(void *);     /* entry and its argument, set by gort_go */
+    void *arg;
+    void *param;            /* passed by the waker to the parked G */
+    struct gort_defer_rec *defers; /* LIFO cleanup handlers; owner only */
+    uint32_t preempt;       /* preemption requested: sysmon writes, the G
+                               reads at runtime entries (relaxed: a late
+                               read only delays preemption) */
+    int saved_errno;        /* errno across switches; owner only */
+    bool is_main;           /* the main goroutine (goid 1) */
+    bool started;           /* has run at least once on this stack use */
+    int64_t waitsince;      /* nanotime when it parked, for dumps */
+    uintptr_t gopc;         /* return address of the gort_go call */
+    void (*startfn)(void *);/* the function it was started with */
+    void *asan_fake_stack;  /* AddressSanitizer fake-stack save slot */
+    void *tsan_fiber;       /* ThreadSanitizer fiber */
+    uint32_t allgs_index;   /* position in gort__allgs */
+};
+
+/* Mirrors casgstatus (proc.go): CAS from old to new, fatal if the
+ * transition is illegal or the current status is not old. */
+GORT_HIDDEN void gort__casgstatus(struct g *gp, uint32_t oldval, uint32_t newval);
+static inline uint32_t gort__readgstatus(struct g *gp)
+{
+    /* Acquire: pairs with the release in casgstatus so that a reader that
+     * sees a new status also sees the writes made before it. */
+    return load_acq(&gp->atomicstatus);
+}
+GORT_HIDDEN const char *gort__gstatus_name(uint32_t s);
+GORT_HIDDEN const char *gort__waitreason_name(uint32_t r);
+
+/* A queue of Gs linked through schedlink (gQueue in runtime2.go). */
+struct gqueue {
+    struct g *head, *tail;
+};
+/* A LIFO list of Gs linked through schedlink, with a count. */
+struct glist {
+    struct g *head;
+    int32_t n;
+};
+
+/* ---------------------------------------------------------------------------
+ * M: OS thread.  Mirrors type m (runtime2.go).
+ * ------------------------------------------------------------------------- */
+
+struct m {
+    struct g *g0;          /* scheduling stack: the thread's own */
+    struct g *curg;        /* the user G running, or NULL; owner writes */
+    struct p *p;           /* P held, or NULL; owner writes */
+    struct p *nextp;       /* P handed over by startm; written before the
+                              wake-up note, read after it */
+    struct p *oldp;        /* P before a syscall (issue: syscalls) */
+    int64_t id;
+    int32_t procid;        /* kernel thread id */
+    bool spinning;         /* looking for work; owner writes, counted in
+                              sched.nmspinning */
+    bool exiting;          /* told to exit at shutdown; set under sched.lock
+                              before its park note is woken */
+    bool is_m0;            /* the thread that called gort_main */
+    int32_t locks;         /* >0: runtime locks held / preemption off */
+    uint32_t fastrand[2];  /* xorshift state for this M */
+    gort_note park;        /* stopm sleeps here */
+    struct m *schedlink;   /* next in sched.midle; under sched.lock */
+    struct m *alllink;     /* next in gort__allm; written before publish */
+    pthread_t thread;
+    /* mcall: the function g0 runs for the G that switched to it. */
+    struct g *(*mcall_fn)(struct g *);
+    /* park: unlock function and its argument, run on g0 after switch. */
+    bool (*waitunlockf)(struct g *, void *);
+    void *waitlock;
+    void *sigaltstack_mem; /* alternate signal stack (overflow reports) */
+    size_t sigaltstack_size;
+};
+
+/* ---------------------------------------------------------------------------
+ * P: processor.  Mirrors type p (runtime2.go).
+ * ------------------------------------------------------------------------- */
+
+/*
+ * P status.  IDLE: on sched.pidle, no M.  RUNNING: owned by an M.
+ * SYSCALL: its M is in a syscall (later issue).  GCSTOP: stopped for
+ * stop-the-world.  DEAD: removed by a GOMAXPROCS decrease.
+ */
+enum pstatus { P_IDLE = 0, P_RUNNING, P_SYSCALL, P_GCSTOP, P_DEAD };
+
+struct p {
+    int32_t id;
+    uint32_t status;       /* enum pstatus; changed under sched.lock or by
+                              the owner M (acquirep/releasep) */
+    struct p *link;        /* next in sched.pidle; under sched.lock */
+    uint32_t schedtick;    /* incremented on every non-inherited schedule;
+                              owner writes, sysmon reads relaxed */
+    uint32_t syscalltick;  /* incremented on every syscall */
+    struct m *m;           /* back-link to the owning M, or NULL */
+    int64_t sysmon_schedwhen; /* sysmon's view: when schedtick last moved */
+    uint32_t sysmon_schedtick;
+
+    /* Local run queue: owner writes slots and runqtail (store-release);
+     * anyone may CAS runqhead.  Free-running counters: size = tail - head. */
+    uint32_t runqhead;
+    uint32_t runqtail;
+    struct g *runq[GORT_RUNQ_SIZE];
+    /* The G to run next, ahead of runq; owner sets it, thieves CAS it out
+     * on their last pass only. */
+    struct g *runnext;
+
+    struct glist gfree;    /* dead Gs with stacks, for reuse; owner only */
+    int64_t goidcache, goidcacheend; /* goids handed to this P */
+    uint64_t nsteals;      /* Gs this P's M has stolen (relaxed stats) */
+};
+
+/* ---------------------------------------------------------------------------
+ * schedt: global scheduler state.  Mirrors type schedt (runtime2.go).
+ * ------------------------------------------------------------------------- */
+
+struct schedt {
+    gort_lock lock;
+
+    uint64_t goidgen;      /* atomic: next goid batch */
+    int64_t lastpoll;      /* netpoll (later issue) */
+
+    struct m *midle;       /* idle Ms; under lock */
+    int32_t nmidle;        /* under lock */
+    int32_t nmidlelocked;  /* idle Ms with a locked G (later issue) */
+    int64_t mnext;         /* Ms created so far; next M id; under lock */
+    int32_t maxmcount;     /* thread limit; under lock */
+    int32_t nmsys;         /* system Ms (sysmon) not counted for deadlock */
+    int32_t nmfreed;       /* Ms that exited */
+
+    struct p *pidle;       /* idle Ps; under lock */
+    int32_t npidle;        /* atomic: readers outside the lock */
+    int32_t nmspinning;    /* atomic: spinning Ms */
+    uint32_t needspinning; /* atomic: a P was wanted while none was idle */
+
+    struct gqueue runq;    /* global run queue; under lock */
+    int32_t runqsize;      /* under lock; read racily (relaxed) outside */
+
+    gort_lock gfree_lock;  /* protects gfree */
+    struct glist gfree;    /* global free Gs */
+
+    uint32_t gcwaiting;    /* atomic: stop-the-world pending */
+    int32_t stopwait;      /* Ps still to stop; under lock */
+    gort_note stopnote;    /* the stopper sleeps here */
+    uint32_t sysmonwait;   /* atomic: sysmon is parked on sysmonnote */
+    gort_note sysmonnote;
+
+    uint32_t exiting;      /* atomic: gort_main is shutting down */
+    uint32_t main_goexited;/* atomic: main called gort_goexit */
+    int64_t ngsys;         /* system goroutines (not counted) */
+    int64_t totaltime;
+};
+
+/* ---------------------------------------------------------------------------
+ * Globals (proc.c).
+ * ------------------------------------------------------------------------- */
+
+GORT_HIDDEN extern struct schedt gort__sched;
+GORT_HIDDEN extern struct p **gort__allp;      /* [gort__gomaxprocs] */
+GORT_HIDDEN extern int32_t gort__gomaxprocs;   /* atomic reads outside STW */
+GORT_HIDDEN extern int32_t gort__ncpu;
+GORT_HIDDEN extern struct m *gort__allm;       /* atomic head, push-only */
+GORT_HIDDEN extern gort_lock gort__allglock;
+GORT_HIDDEN extern gort_lock gort__allplock;
+GORT_HIDDEN extern struct g **gort__allgs;     /* under allglock */
+GORT_HIDDEN extern uint32_t gort__allglen;
+GORT_HIDDEN extern uint32_t gort__idlepmask[GORT_MAX_PROCS / 32];
+GORT_HIDDEN extern int64_t gort__runtime_init_time;
+GORT_HIDDEN extern uint32_t gort__main_started; /* atomic */
+
+/* Debug settings parsed from GORTDEBUG (env.c). */
+struct gort_debugvars {
+    int32_t schedtrace;      /* ms between SCHED lines; 0 off */
+    int32_t scheddetail;     /* 1: P, M and G lines too */
+    int32_t asyncpreemptoff; /* 1: no signal-based preemption */
+    int32_t randomize;       /* 1: randomise runnext and queue order */
+    int32_t stackguard;      /* STACK_GUARD_* forced, or -1 = auto */
+    int32_t checkdeadoff;    /* 1: no deadlock detection */
+};
+GORT_HIDDEN extern struct gort_debugvars gort__debug;
+
+/* ---------------------------------------------------------------------------
+ * The current M and G.
+ *
+ * Code reaches them only through this non-inlined accessor: a goroutine can
+ * resume on another thread after any switch, and a compiler may keep a TLS
+ * address in a register across a call it believes cannot change it.
+ * ------------------------------------------------------------------------- */
+
+GORT_HIDDEN struct m *gort__getm(void);
+GORT_HIDDEN void gort__setm(struct m *mp);
+/* The running user G, or NULL on g0 / outside gort. */
+static inline struct g *gort__getg(void)
+{
+    struct m *mp = gort__getm();
+    return mp ? mp->curg : NULL;
+}
+
+/* ---------------------------------------------------------------------------
+ * Run queues (runq.c).
+ * ------------------------------------------------------------------------- */
+
+GORT_HIDDEN void gort__runqput(struct p *pp, struct g *gp, bool next);
+GORT_HIDDEN struct g *gort__runqget(struct p *pp, bool *inherit_time);
+GORT_HIDDEN bool gort__runqempty(struct p *pp);
+GORT_HIDDEN uint32_t gort__runqlen(struct p *pp);
+GORT_HIDDEN struct g *gort__runqsteal(struct p *pp, struct p *p2, bool stealnext);
+/* Empty pp's local queue and runnext into the global queue (procresize). */
+GORT_HIDDEN void gort__runqdrain_to_global_locked(struct p *pp);
+/* Global queue; callers hold sched.lock. */
+GORT_HIDDEN void gort__globrunqput_locked(struct g *gp);
+GORT_HIDDEN void gort__globrunqputhead_locked(struct g *gp);
+GORT_HIDDEN void gort__globrunqputbatch_locked(struct gqueue *batch, int32_t n);
+GORT_HIDDEN struct g *gort__globrunqget_locked(struct p *pp, int32_t max);
+
+static inline void gqueue_push(struct gqueue *q, struct g *gp)
+{
+    gp->schedlink = NULL;
+    if (q->tail)
+        q->tail->schedlink = gp;
+    else
+        q->head = gp;
+    q->tail = gp;
+}
+static inline void gqueue_push_head(struct gqueue *q, struct g *gp)
+{
+    gp->schedlink = q->head;
+    q->head = gp;
+    if (!q->tail)
+        q->tail = gp;
+}
+static inline struct g *gqueue_pop(struct gqueue *q)
+{
+    struct g *gp = q->head;
+    if (gp) {
+        q->head = gp->schedlink;
+        if (!q->head)
+            q->tail = NULL;
+        gp->schedlink = NULL;
+    }
+    return gp;
+}
+static inline void glist_push(struct glist *l, struct g *gp)
+{
+    gp->schedlink = l->head;
+    l->head = gp;
+    l->n++;
+}
+static inline struct g *glist_pop(struct glist *l)
+{
+    struct g *gp = l->head;
+    if (gp) {
+        l->head = gp->schedlink;
+        gp->schedlink = NULL;
+        l->n--;
+    }
+    return gp;
+}
+
+/* ---------------------------------------------------------------------------
+ * Scheduler (proc.c).
+ * ------------------------------------------------------------------------- */
+
+/* Park the running G with the given reason.  On g0, after the G's context
+ * is saved, unlockf(gp, lock) runs; if it returns false the G resumes at
+ * once.  Mirrors gopark (proc.go). */
+GORT_HIDDEN void gort__park(bool (*unlockf)(struct g *, void *), void *lock,
+                            uint32_t reason);
+/* Make a WAITING G runnable on the current P (in runnext when next).
+ * Mirrors goready/ready (proc.go). */
+GORT_HIDDEN void gort__ready(struct g *gp, bool next);
+GORT_HIDDEN void gort__wakep(void);
+/* Hand pp, whose M is blocking, to another M or the idle list. */
+GORT_HIDDEN void gort__handoffp(struct p *pp);
+GORT_HIDDEN struct m *gort__allocm_sys(void);
+GORT_HIDDEN int32_t gort__mcount(void);
+/* Cooperative preemption point: yield if sysmon asked this G to. */
+GORT_HIDDEN void gort__preempt_check(void);
+GORT_HIDDEN uint32_t gort__fastrand(void);
+GORT_HIDDEN uint32_t gort__fastrandn(uint32_t n);
+GORT_HIDDEN void gort__checkdead_locked(void);
+GORT_HIDDEN void gort__stop_the_world(const char *why);
+GORT_HIDDEN void gort__start_the_world(void);
+GORT_HIDDEN void gort__setidlep(int32_t id, bool idle);
+static inline bool gort__isidlep(int32_t id)
+{
+    return (load_relaxed(&gort__idlepmask[id / 32]) >> (id % 32)) & 1;
+}
+
+/* sysmon (sysmon.c). */
+GORT_HIDDEN int gort__sysmon_start(void);
+GORT_HIDDEN void gort__sysmon_stop(void);
+GORT_HIDDEN void gort__sysmon_wake(void);
+
+/* ---------------------------------------------------------------------------
+ * Stacks (stack.c).
+ * ------------------------------------------------------------------------- */
+
+enum { STACK_GUARD_NONE = 0, STACK_GUARD_MADVISE, STACK_GUARD_MPROTECT,
+       STACK_GUARD_CANARY };
+GORT_HIDDEN extern size_t gort__stack_size;
+GORT_HIDDEN int gort__stackinit(void);
+GORT_HIDDEN void gort__stackfini(void);
+GORT_HIDDEN int gort__stackalloc(struct gstack *st);
+GORT_HIDDEN void gort__stackfree(struct gstack *st);
+/* Fatal if an unguarded stack's canary was overwritten. */
+GORT_HIDDEN void gort__stack_check(struct g *gp);
+/* True when addr is in gp's guard region: a fault there is an overflow. */
+GORT_HIDDEN bool gort__stack_is_guard(struct g *gp, uintptr_t addr);
+GORT_HIDDEN const char *gort__stack_guard_name(int guard);
+
+/* ---------------------------------------------------------------------------
+ * OS (os_linux.c).
+ * ------------------------------------------------------------------------- */
+
+GORT_HIDDEN int32_t gort__gettid(void);
+GORT_HIDDEN int gort__newosproc(struct m *mp, void *(*start)(void *));
+GORT_HIDDEN int gort__minit(struct m *mp);
+GORT_HIDDEN void gort__unminit(struct m *mp);
+GORT_HIDDEN void gort__osyield(void);
+GORT_HIDDEN void gort__usleep(int64_t us);
+GORT_HIDDEN int gort__signals_install(void);
+GORT_HIDDEN void gort__signals_restore(void);
+
+/* ---------------------------------------------------------------------------
+ * Environment and settings (env.c).
+ * ------------------------------------------------------------------------- */
+
+/* CPUs this process may use: sched_getaffinity, at least 1. */
+GORT_HIDDEN int gort__affinity_cpus(void);
+/*
+ * The CPU limit from the cgroup (v1 cpu.cfs_quota_us/cfs_period_us or v2
+ * cpu.max, the smallest along the path to the root), read below `root`
+ * ("" for the real filesystem; tests pass a fake tree with the same layout:
+ * root/proc/self/cgroup, root/proc/self/mountinfo, root/sys/fs/cgroup/...).
+ * Returns the limit in CPUs (e.g. 1.5) or a value <= 0 when there is none.
+ */
+GORT_HIDDEN double gort__cgroup_cpu_limit(const char *root);
+/* Default GOMAXPROCS: affinity CPUs capped by ceil(cgroup limit), >= 1. */
+GORT_HIDDEN int gort__default_procs(const char *root, int ncpu);
+/* Parse GORTMAXPROCS; on error print a message and return dflt. */
+GORT_HIDDEN int gort__parse_maxprocs(const char *s, int dflt);
+/* Parse GORTDEBUG into *dv (defaults kept for bad entries, each reported). */
+GORT_HIDDEN void gort__parse_debug(const char *s, struct gort_debugvars *dv);
+/* Parse GORTSTACKSIZE; on error print a message and return dflt. */
+GORT_HIDDEN size_t gort__parse_stacksize(const char *s, size_t dflt);
+/* Read all settings from the environment (called by gort_main). */
+GORT_HIDDEN void gort__read_env(void);
+
+/* ---------------------------------------------------------------------------
+ * Debugging (debug.c).
+ * ------------------------------------------------------------------------- */
+
+GORT_HIDDEN GORT_NORETURN void gort__throw(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+/* Fatal error with the goroutine dump; for user misuse (Go's fatal/panic). */
+GORT_HIDDEN GORT_NORETURN void gort__fatal(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+GORT_HIDDEN GORT_NORETURN void gort__throw_assert(const char *cond,
+                                                   const char *file, int line);
+/* Print every goroutine (id, status, wait reason) to fd. */
+GORT_HIDDEN void gort__dumpgoroutines(int fd);
+GORT_HIDDEN void gort__schedtrace(bool detail);
+/* Write a formatted string to fd without malloc (async-signal-safe use). */
+GORT_HIDDEN void gort__printf(int fd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Semaphores (sema.c). */
+GORT_HIDDEN void gort__semacquire(uint32_t *addr, uint32_t reason);
+GORT_HIDDEN void gort__semrelease(uint32_t *addr, bool handoff);
+GORT_HIDDEN void gort__semafini(void);
+
+/* Sanitizer hooks around stack switches (proc.c). */
+#if defined(__SANITIZE_ADDRESS__)
+#define GORT_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define GORT_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define GORT_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define GORT_TSAN 1
+#endif
+#endif
+
+#endif /* GORT_RUNTIME_H */

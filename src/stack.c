@@ -1,0 +1,293 @@
+/*
+ * stack.c - goroutine stacks: arenas, guards, reuse and tool registration.
+ *
+ * C cannot grow a stack by copying it, so every G gets a fixed virtual
+ * stack whose pages the kernel commits only when they are touched.  Stacks
+ * are carved from arenas (one mmap of many slots, MAP_NORESERVE so that
+ * address space is not charged against the overcommit limit).  A slot is
+ *
+ *     base                lo                                     hi   top
+ *     | guard (16 KiB)    | usable stack (gort__stack_size) ... |offs|
+ *
+ * where `offs`, 0..448 bytes in 64-byte steps, keeps the tops of all
+ * stacks from aliasing the same cache sets.
+ *
+ * Guard policy, chosen once per gort_main (GORTDEBUG=stackguard=... forces
+ * one, for tests):
+ *   MADVISE   MADV_GUARD_INSTALL (Linux 6.13+) puts the guard into the page
+ *             tables without splitting the arena's mapping: no map count
+ *             cost, so a million guarded stacks fit a stock kernel.
+ *   MPROTECT  mprotect(PROT_NONE) on older kernels.  Each guard splits the
+ *             mapping in two, and vm.max_map_count (65530 by default) caps a
+ *             process's mappings, so only a budget of a quarter of that
+ *             limit is spent on guards; later stacks fall back to CANARY.
+ *   CANARY    a known word at the lowest usable address, checked at every
+ *             switch away from the G; overflow into the (unprotected)
+ *             guard region is then reported at the next switch.
+ * A fault inside a guard is reported by the SIGSEGV handler (os_linux.c)
+ * as a stack overflow naming the goroutine.
+ *
+ * A fresh slot's top page is committed with MADV_POPULATE_WRITE, one
+ * syscall, rather than by a page fault, which costs ~12 us on the virtual
+ * machines gort is measured on.
+ *
+ * Stacks stay attached to dead Gs on the free-G lists (proc.c), so the
+ * per-P free-G cache is also the per-P stack cache; this file's free list
+ * holds only stacks whose G was never made.
+ *
+ * Invariants:
+ *   - pool.lock guards everything in `pool` (lock order: 4, below allglock).
+ *   - Every slot is registered with Valgrind while allocated.
+ */
+#include "runtime.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#define GORT_HAVE_VALGRIND 1
+#endif
+#endif
+#ifdef GORT_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102
+#endif
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+#define GUARD_SIZE (16 * 1024)
+#define ARENA_TARGET (8u << 20) /* 8 MiB of address space per arena */
+#define STACK_CANARY 0x60a7ca4a12d5e3b1ull
+
+size_t gort__stack_size = GORT_DEFAULT_STACK_SIZE;
+
+struct arena {
+    uintptr_t base;
+    size_t size;
+    uint32_t nslots, used;
+    struct arena *next;
+};
+
+struct freeslot {
+    uintptr_t base;
+    uint8_t guard;
+};
+
+static struct {
+    gort_lock lock;
+    struct arena *arenas;    /* newest first; only the first has room */
+    struct freeslot *free;   /* slots handed back by gort__stackfree */
+    size_t nfree, capfree;
+    size_t slot;             /* GUARD_SIZE + usable size, page aligned */
+    size_t usable;
+    int mode;                /* STACK_GUARD_* for new slots */
+    long mprotect_budget;    /* MPROTECT guards left before CANARY */
+} pool;
+
+const char *gort__stack_guard_name(int guard)
+{
+    switch (guard) {
+    case STACK_GUARD_MADVISE: return "madvise";
+    case STACK_GUARD_MPROTECT: return "mprotect";
+    case STACK_GUARD_CANARY: return "canary";
+    default: return "none";
+    }
+}
+
+static long read_max_map_count(void)
+{
+    long v = 65530; /* the kernel's default, if /proc is unreadable */
+    FILE *f = fopen("/proc/sys/vm/max_map_count", "r");
+    if (f) {
+        if (fscanf(f, "%ld", &v) != 1)
+            v = 65530;
+        fclose(f);
+    }
+    return v;
+}
+
+int gort__stackinit(void)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t usable = gort__stack_size;
+#ifdef GORT_ASAN
+    /* AddressSanitizer's redzones roughly triple frame sizes. */
+    if (usable == GORT_DEFAULT_STACK_SIZE)
+        usable *= 4;
+#endif
+    usable = (usable + page - 1) & ~(page - 1);
+    memset(&pool, 0, sizeof pool);
+    pool.usable = usable;
+    pool.slot = GUARD_SIZE + usable;
+    pool.mode = gort__debug.stackguard >= 0 ? gort__debug.stackguard
+                                            : STACK_GUARD_MADVISE;
+    pool.mprotect_budget = read_max_map_count() / 4;
+    return 0;
+}
+
+/* Install the guard of a fresh slot; may downgrade pool.mode.  Called
+ * without pool.lock (it is a syscall); the mode races are benign: a
+ * losing thread merely tries one more madvise. */
+static uint8_t install_guard(uintptr_t base)
+{
+    int mode = load_relaxed(&pool.mode);
+    if (mode == STACK_GUARD_MADVISE) {
+        if (madvise((void *)base, GUARD_SIZE, MADV_GUARD_INSTALL) == 0)
+            return STACK_GUARD_MADVISE;
+        store_relaxed(&pool.mode, STACK_GUARD_MPROTECT);
+        mode = STACK_GUARD_MPROTECT;
+    }
+    if (mode == STACK_GUARD_MPROTECT) {
+        if (xadd_relaxed(&pool.mprotect_budget, -1) >= 0 &&
+            mprotect((void *)base, GUARD_SIZE, PROT_NONE) == 0)
+            return STACK_GUARD_MPROTECT;
+        store_relaxed(&pool.mode, STACK_GUARD_CANARY);
+    }
+    return STACK_GUARD_CANARY;
+}
+
+/* Reserve a fresh slot from the current arena, mapping a new one if full.
+ * Caller holds pool.lock. */
+static int carve_locked(uintptr_t *base)
+{
+    struct arena *a = pool.arenas;
+    if (!a || a->used == a->nslots) {
+        uint32_t n = (uint32_t)(ARENA_TARGET / pool.slot);
+        if (n == 0)
+            n = 1;
+        size_t size = (size_t)n * pool.slot;
+        void *mem = mmap(NULL, size, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (mem == MAP_FAILED)
+            return -ENOMEM;
+        a = malloc(sizeof *a);
+        if (!a) {
+            munmap(mem, size);
+            return -ENOMEM;
+        }
+        a->base = (uintptr_t)mem;
+        a->size = size;
+        a->nslots = n;
+        a->used = 0;
+        a->next = pool.arenas;
+        pool.arenas = a;
+    }
+    *base = a->base + (size_t)a->used++ * pool.slot;
+    return 0;
+}
+
+static void fill(struct gstack *st, uintptr_t base, uint8_t guard)
+{
+    uintptr_t offs = ((base / pool.slot) % 8) * 64;
+    st->base = base;
+    st->size = pool.slot;
+    st->lo = base + GUARD_SIZE;
+    st->hi = base + pool.slot - offs;
+    st->guard = guard;
+    if (guard == STACK_GUARD_CANARY)
+        *(uint64_t *)st->lo = STACK_CANARY;
+#ifdef GORT_HAVE_VALGRIND
+    st->valgrind_id = VALGRIND_STACK_REGISTER(st->lo, st->hi);
+#endif
+}
+
+int gort__stackalloc(struct gstack *st)
+{
+    gort__lock(&pool.lock);
+    if (pool.nfree > 0) {
+        struct freeslot fs = pool.free[--pool.nfree];
+        gort__unlock(&pool.lock);
+        fill(st, fs.base, fs.guard);
+        return 0;
+    }
+    uintptr_t base;
+    int err = carve_locked(&base);
+    gort__unlock(&pool.lock);
+    if (err)
+        return err;
+    uint8_t guard = install_guard(base);
+    /* Commit the top page now; failure (old kernel) just means a fault
+     * commits it later. */
+    uintptr_t top_page = (base + pool.slot - 1) & ~(uintptr_t)4095;
+    madvise((void *)top_page, 4096, MADV_POPULATE_WRITE);
+    fill(st, base, guard);
+    return 0;
+}
+
+void gort__stackfree(struct gstack *st)
+{
+    if (!st->base)
+        return;
+#ifdef GORT_HAVE_VALGRIND
+    VALGRIND_STACK_DEREGISTER(st->valgrind_id);
+#endif
+#ifdef GORT_ASAN
+    ASAN_UNPOISON_MEMORY_REGION((void *)st->lo, st->hi - st->lo);
+#endif
+    gort__lock(&pool.lock);
+    if (pool.nfree == pool.capfree) {
+        size_t cap = pool.capfree ? pool.capfree * 2 : 64;
+        struct freeslot *nf = realloc(pool.free, cap * sizeof *nf);
+        if (!nf) {
+            /* Keep the slot out of circulation rather than fail: it is
+             * unmapped with its arena at shutdown. */
+            gort__unlock(&pool.lock);
+            memset(st, 0, sizeof *st);
+            return;
+        }
+        pool.free = nf;
+        pool.capfree = cap;
+    }
+    pool.free[pool.nfree].base = st->base;
+    pool.free[pool.nfree].guard = st->guard;
+    pool.nfree++;
+    gort__unlock(&pool.lock);
+    memset(st, 0, sizeof *st);
+}
+
+void gort__stackfini(void)
+{
+    struct arena *a = pool.arenas;
+    while (a) {
+        struct arena *next = a->next;
+        munmap((void *)a->base, a->size);
+        free(a);
+        a = next;
+    }
+    free(pool.free);
+    memset(&pool, 0, sizeof pool);
+}
+
+void gort__stack_check(struct g *gp)
+{
+    if (gp->stack.guard == STACK_GUARD_CANARY &&
+        *(uint64_t *)gp->stack.lo != STACK_CANARY)
+        gort__fatal("stack overflow in goroutine %lld (canary at %p "
+                    "overwritten; raise GORTSTACKSIZE)",
+                    (long long)gp->goid, (void *)gp->stack.lo);
+}
+
+bool gort__stack_is_guard(struct g *gp, uintptr_t addr)
+{
+    return gp->stack.base && addr >= gp->stack.base && addr < gp->stack.lo;
+}
+
+int gort_set_stack_size(size_t size)
+{
+    if (size < GORT_MIN_STACK_SIZE || size > ((size_t)1 << 30))
+        return -EINVAL;
+    if (load_relaxed(&gort__main_started))
+        return -EBUSY;
+    gort__stack_size = size;
+    return 0;
+}

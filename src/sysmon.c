@@ -1,0 +1,154 @@
+/*
+ * sysmon.c - the system monitor: a thread without a P that watches the
+ * scheduler.  Mirrors sysmon and retake (proc.go).
+ *
+ * It sleeps 20 us between rounds; after 50 rounds in which it had nothing
+ * to do it doubles the sleep, up to 10 ms.  While every P is idle (or the
+ * world is stopped) it sleeps until acquirep or startTheWorld wakes it,
+ * unless schedtrace output is due.  Each round it
+ *   - asks a G that has held its P for 10 ms (the same schedtick for
+ *     forcePreemptNS) to yield at its next runtime call;
+ *   - prints the schedtrace line when GORTDEBUG=schedtrace=MS is due.
+ *
+ * Invariants:
+ *   - sysmon holds no P and never runs Gs; its M is counted in
+ *     sched.nmsys so that deadlock detection ignores it.
+ *   - sched.sysmonwait is set only by sysmon and cleared by exactly one
+ *     exchange (sysmon's or a waker's); the one who clears it owns the
+ *     matching note wake-up.
+ */
+#include "runtime.h"
+
+#include <stdlib.h>
+
+static pthread_t sysmon_thread;
+static bool sysmon_running;
+static uint32_t sysmon_stopping; /* atomic: gort_main is shutting down */
+static gort_note sysmon_tick;     /* woken only to stop sysmon */
+
+void gort__sysmon_wake(void)
+{
+    /* Whoever turns sysmonwait from 1 to 0 owns the wake-up. */
+    if (load_relaxed(&gort__sched.sysmonwait) &&
+        xchg_acqrel(&gort__sched.sysmonwait, 0))
+        gort__notewakeup(&gort__sched.sysmonnote);
+}
+
+/* Sleep until a P becomes busy (or 60 s pass).  Go: forcegcperiod/2. */
+static void deep_sleep(void)
+{
+    store_rel(&gort__sched.sysmonwait, 1);
+    /* Re-check after publishing sysmonwait: an acquirep that ran before
+     * the store did not see it and will not wake us. */
+    if (load_relaxed(&gort__sched.npidle) != load_relaxed(&gort__gomaxprocs) &&
+        !load_relaxed(&gort__sched.gcwaiting)) {
+        if (xchg_acqrel(&gort__sched.sysmonwait, 0))
+            return;
+        /* A waker cleared it and will wake the note: take that wake-up. */
+    } else if (!gort__notetsleep(&gort__sched.sysmonnote,
+                                 60LL * 1000 * 1000 * 1000) &&
+               xchg_acqrel(&gort__sched.sysmonwait, 0)) {
+        return; /* timed out and nobody is waking us */
+    }
+    gort__notesleep(&gort__sched.sysmonnote);
+    gort__noteclear(&gort__sched.sysmonnote);
+}
+
+/* Ask the G running on pp to yield.  Reads are racy: G and M structures
+ * are never freed while the runtime runs, so a stale pointer only makes
+ * us flag a G that already moved on (it clears the flag when it next
+ * runs).  Mirrors preemptone (proc.go). */
+static void preemptone(struct p *pp)
+{
+    struct m *mp = load_relaxed(&pp->m);
+    struct g *gp = mp ? load_relaxed(&mp->curg) : NULL;
+    if (gp)
+        store_relaxed(&gp->preempt, 1);
+}
+
+/* One pass over the Ps.  Mirrors retake (proc.go). */
+static void retake(int64_t now)
+{
+    gort__lock(&gort__allplock);
+    int32_t n = load_acq(&gort__gomaxprocs);
+    for (int32_t i = 0; i < n; i++) {
+        struct p *pp = gort__allp[i];
+        if (load_relaxed(&pp->status) != P_RUNNING)
+            continue;
+        uint32_t t = load_relaxed(&pp->schedtick);
+        if (pp->sysmon_schedtick != t) {
+            pp->sysmon_schedtick = t;
+            pp->sysmon_schedwhen = now;
+        } else if (pp->sysmon_schedwhen + GORT_FORCE_PREEMPT_NS <= now) {
+            preemptone(pp);
+            pp->sysmon_schedwhen = now; /* ask again in another 10 ms */
+        }
+    }
+    gort__unlock(&gort__allplock);
+}
+
+static void *sysmon(void *arg)
+{
+    struct m *mp = arg;
+    gort__setm(mp);
+    mp->procid = gort__gettid();
+    int64_t delay_us = GORT_SYSMON_MIN_US, lasttrace = 0;
+    uint32_t idle = 0;
+    for (;;) {
+        if (idle == 0)
+            delay_us = GORT_SYSMON_MIN_US;
+        else if (idle > GORT_SYSMON_IDLE_ROUNDS)
+            delay_us *= 2;
+        if (delay_us > GORT_SYSMON_MAX_US)
+            delay_us = GORT_SYSMON_MAX_US;
+        if (gort__notetsleep(&sysmon_tick, delay_us * 1000))
+            break;
+        int64_t now = gort_nanotime();
+        if (gort__debug.schedtrace <= 0 &&
+            (load_relaxed(&gort__sched.gcwaiting) ||
+             load_relaxed(&gort__sched.npidle) ==
+                 load_relaxed(&gort__gomaxprocs))) {
+            deep_sleep();
+            idle = 0;
+            if (load_relaxed(&sysmon_stopping))
+                break;
+            continue;
+        }
+        retake(now);
+        idle++;
+        if (gort__debug.schedtrace > 0 &&
+            lasttrace + (int64_t)gort__debug.schedtrace * 1000000 <= now) {
+            lasttrace = now;
+            gort__schedtrace(gort__debug.scheddetail > 0);
+        }
+    }
+    gort__setm(NULL);
+    return NULL;
+}
+
+int gort__sysmon_start(void)
+{
+    struct m *mp = gort__allocm_sys();
+    if (!mp)
+        return -12; /* -ENOMEM */
+    store_relaxed(&sysmon_stopping, 0);
+    gort__noteclear(&sysmon_tick);
+    int err = gort__newosproc(mp, sysmon);
+    if (err)
+        return err;
+    sysmon_thread = mp->thread;
+    mp->thread = 0; /* joined here, not with the other Ms */
+    sysmon_running = true;
+    return 0;
+}
+
+void gort__sysmon_stop(void)
+{
+    if (!sysmon_running)
+        return;
+    store_relaxed(&sysmon_stopping, 1);
+    gort__notewakeup(&sysmon_tick);
+    gort__sysmon_wake();
+    pthread_join(sysmon_thread, NULL);
+    sysmon_running = false;
+}

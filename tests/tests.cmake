@@ -1,0 +1,2 @@
+gort_test(test_ctx CASES pingpong entry_arg callee_saved fp_control stack_alignment)
+gort_test(test_env CASES maxprocs_valid maxprocs_bad debug_keys debug_bad stacksize cgroup_v2 cgroup_v1 cgroup_mount_root cgroup_long_lines cgroup_missing default_procs affinity read_env)
