@@ -21,7 +21,7 @@
 
 static int procs = 4, ngoroutines = 1000, burn_us = 600, trace_ms = 10;
 static gort_waitgroup wg;
-static volatile uint64_t sink;
+static uint64_t sink; /* keeps the loop from being optimised away */
 
 static void burn(void *arg)
 {
@@ -31,7 +31,7 @@ static void burn(void *arg)
     while (gort_nanotime() < end)
         for (int i = 0; i < 1000; i++)
             s += (uint64_t)i ^ ((uint64_t)i >> 3);
-    sink = s;
+    __atomic_store_n(&sink, s, __ATOMIC_RELAXED);
     gort_waitgroup_done(&wg);
 }
 

@@ -51,8 +51,11 @@
 #define or_relaxed(p, v) __atomic_or_fetch((p), (v), __ATOMIC_RELAXED)
 #define and_relaxed(p, v) __atomic_and_fetch((p), (v), __ATOMIC_RELAXED)
 
-/* A full barrier, for the rare Dekker-style handshakes (named at use). */
-#define fence_seq_cst() __atomic_thread_fence(__ATOMIC_SEQ_CST)
+/* Sequentially consistent forms, for the rare Dekker-style handshakes
+ * (each use names the other side).  No bare fences: ThreadSanitizer does
+ * not model them. */
+#define load_seqcst(p) __atomic_load_n((p), __ATOMIC_SEQ_CST)
+#define xadd_seqcst(p, d) __atomic_add_fetch((p), (d), __ATOMIC_SEQ_CST)
 
 /* Spin-wait hint: PAUSE on x86-64, YIELD on aarch64.  Mirrors procyield. */
 static inline void gort__cpu_relax(void)

@@ -15,9 +15,13 @@
  * (the SCHED line is one line; with scheddetail=1 it is followed by one
  * line per P, M and G, as schedtrace(true) prints them in proc.go).
  *
- * Everything here reads scheduler state without taking sched.lock: the
- * values are a racy snapshot, as in Go.  Structures are never freed while
- * the runtime runs, so the racy reads are safe (relaxed atomics).
+ * schedtrace holds sched.lock while it prints, as Go's does, so the
+ * scheduler-wide counts are consistent; the per-P, per-M and per-G fields
+ * are a racy snapshot (their owners change them without any lock), as in
+ * Go.  Structures are never freed while the runtime runs, so the racy
+ * reads are safe; the functions that make them are excluded from
+ * ThreadSanitizer (GORT_NO_TSAN) for that reason only.  The fatal-error
+ * dump reads without locks: it must work whatever lock is held.
  *
  * Invariants:
  *   - A second fatal error while printing the first aborts at once.
@@ -93,7 +97,7 @@ static void symbolize(uintptr_t pc, char *buf, size_t len)
         snprintf(buf, len, "?");
 }
 
-static void dumpg(int fd, struct g *gp, int64_t now)
+GORT_NO_TSAN static void dumpg(int fd, struct g *gp, int64_t now)
 {
     uint32_t s = gort__readgstatus(gp);
     if (s == G_DEAD || s == G_IDLE)
@@ -199,7 +203,7 @@ static void lflush(struct line *l)
     l->buf[0] = 0;
 }
 
-static void trace_p(struct line *l, struct p *pp, bool detail, int32_t i,
+GORT_NO_TSAN static void trace_p(struct line *l, struct p *pp, bool detail, int32_t i,
                     int32_t n)
 {
     uint32_t h = load_relaxed(&pp->runqhead);
@@ -220,7 +224,7 @@ static void trace_p(struct line *l, struct p *pp, bool detail, int32_t i,
     lflush(l);
 }
 
-static void trace_ms(struct line *l)
+GORT_NO_TSAN static void trace_ms(struct line *l)
 {
     for (struct m *mp = load_acq(&gort__allm); mp; mp = mp->alllink) {
         struct p *pp = load_relaxed(&mp->p);
@@ -245,7 +249,7 @@ static void trace_ms(struct line *l)
     }
 }
 
-static void trace_gs(struct line *l)
+GORT_NO_TSAN static void trace_gs(struct line *l)
 {
     uint32_t n = load_acq(&gort__allglen);
     for (uint32_t i = 0; i < n; i++) {
@@ -268,6 +272,7 @@ void gort__schedtrace(bool detail)
     static struct line l; /* sysmon or a G calls this: serialised below */
     static gort_lock tracelock;
     gort__lock(&tracelock);
+    gort__lock(&gort__sched.lock);
     int64_t now = gort_nanotime();
     lput(&l, "SCHED %lldms: gomaxprocs=%d idleprocs=%d threads=%d "
              "spinningthreads=%d needspinning=%u idlethreads=%d runqueue=%d",
@@ -301,6 +306,7 @@ void gort__schedtrace(bool detail)
         trace_ms(&l);
         trace_gs(&l);
     }
+    gort__unlock(&gort__sched.lock);
     gort__unlock(&tracelock);
 }
 

@@ -121,20 +121,24 @@ uint32_t gort__fastrandn(uint32_t n)
  * G status.  Mirrors casgstatus (proc.go).
  * ------------------------------------------------------------------------- */
 
-static bool legal_transition(uint32_t from, uint32_t to)
+/* legal[from] has bit `to` set when from -> to is a legal transition
+ * (the table beside enum gstatus in runtime.h). */
+#define B(s) (1u << (s))
+static const uint16_t legal[16] = {
+    [G_IDLE] = B(G_DEAD),
+    [G_DEAD] = B(G_RUNNABLE),
+    [G_RUNNABLE] = B(G_RUNNING),
+    [G_RUNNING] = B(G_RUNNABLE) | B(G_WAITING) | B(G_SYSCALL) |
+                  B(G_PREEMPTED) | B(G_DEAD),
+    [G_SYSCALL] = B(G_RUNNING) | B(G_RUNNABLE),
+    [G_WAITING] = B(G_RUNNABLE),
+    [G_PREEMPTED] = B(G_RUNNABLE),
+};
+#undef B
+
+static inline bool legal_transition(uint32_t from, uint32_t to)
 {
-    switch (from) {
-    case G_IDLE: return to == G_DEAD;
-    case G_DEAD: return to == G_RUNNABLE;
-    case G_RUNNABLE: return to == G_RUNNING;
-    case G_RUNNING:
-        return to == G_RUNNABLE || to == G_WAITING || to == G_SYSCALL ||
-               to == G_PREEMPTED || to == G_DEAD;
-    case G_SYSCALL: return to == G_RUNNING || to == G_RUNNABLE;
-    case G_WAITING: return to == G_RUNNABLE;
-    case G_PREEMPTED: return to == G_RUNNABLE;
-    default: return false;
-    }
+    return from < 16 && to < 16 && ((legal[from] >> to) & 1);
 }
 
 void gort__casgstatus(struct g *gp, uint32_t oldval, uint32_t newval)
@@ -160,7 +164,8 @@ void gort__casgstatus(struct g *gp, uint32_t oldval, uint32_t newval)
 /* Switch from `from` (the running context) to `to`, passing arg.  When
  * `from` will never run again (it is exiting), dying tells ASan to drop
  * its fake stack.  Returns the arg of whoever switches back to `from`. */
-static inline void *gogo(struct g *from, struct g *to, void *arg, bool dying)
+static inline void *switch_to(struct g *from, struct g *to, void *arg,
+                              bool dying)
 {
 #ifdef GORT_ASAN
     __sanitizer_start_switch_fiber(dying ? NULL : &from->asan_fake_stack,
@@ -172,13 +177,37 @@ static inline void *gogo(struct g *from, struct g *to, void *arg, bool dying)
 #ifdef GORT_TSAN
     __tsan_switch_to_fiber(to->tsan_fiber, 0);
 #endif
-    int saved_errno = *errno_ptr();
     void *ret = gort__ctx_switch(&from->sched_sp, to->sched_sp, arg);
-    *errno_ptr() = saved_errno;
 #ifdef GORT_ASAN
     __sanitizer_finish_switch_fiber(from->asan_fake_stack, NULL, NULL);
 #endif
     return ret;
+}
+
+/* First thing a G does when it resumes (or starts): finish the switch
+ * that brought it here.  If the previous G handed over directly (not via
+ * g0), it left work to do for itself now that its context is saved:
+ * queue it, release its park lock, or recycle it.  That work must not run
+ * before the switch, or another M could resume a half-saved G. */
+static inline void after_switch(struct g *prev)
+{
+    struct m *mp = gort__getm();
+    void (*fn)(struct m *, struct g *) = mp->post_fn;
+    if (fn) {
+        mp->post_fn = NULL;
+        gort__stack_check(prev);
+        fn(mp, prev);
+    }
+}
+
+/* Switch away from the running G gp to `to` (g0 or another G), keeping
+ * gp's errno; returns when gp runs again, possibly on another M. */
+static inline void g_switch(struct g *gp, struct g *to, bool dying)
+{
+    int saved_errno = *errno_ptr();
+    struct g *prev = switch_to(gp, to, gp, dying);
+    *errno_ptr() = saved_errno;
+    after_switch(prev);
 }
 
 /* Run fn(gp) on g0 with gp's context saved: the G -> g0 half of a switch.
@@ -188,9 +217,8 @@ static void mcall(struct g *(*fn)(struct g *), bool dying)
 {
     struct m *mp = gort__getm();
     struct g *gp = mp->curg;
-    GORT_DASSERT(gp != NULL && mp->locks == 0);
     mp->mcall_fn = fn;
-    gogo(gp, mp->g0, gp, dying);
+    g_switch(gp, mp->g0, dying);
 }
 
 static void dropg(struct m *mp)
@@ -224,7 +252,8 @@ static void acquirep(struct m *mp, struct p *pp)
         gort__throw("acquirep: P%d has status %u, want idle", pp->id,
                     pp->status);
     store_relaxed(&mp->p, pp);
-    store_relaxed(&pp->m, mp);
+    /* Release: sysmon load-acquires pp->m and then reads the M. */
+    store_rel(&pp->m, mp);
     store_relaxed(&pp->status, P_RUNNING);
     /* sysmon sleeps deeply while every P is idle; work has resumed. */
     if (load_relaxed(&gort__sched.sysmonwait))
@@ -507,7 +536,7 @@ void gort__handoffp(struct p *pp)
     }
     gort__lock(&gort__sched.lock);
     if (load_relaxed(&gort__sched.gcwaiting)) {
-        pp->status = P_GCSTOP;
+        store_relaxed(&pp->status, P_GCSTOP);
         if (--gort__sched.stopwait == 0)
             gort__notewakeup(&gort__sched.stopnote);
         gort__unlock(&gort__sched.lock);
@@ -582,7 +611,7 @@ static bool gcstopm(struct m *mp)
     }
     struct p *pp = releasep(mp);
     gort__lock(&gort__sched.lock);
-    pp->status = P_GCSTOP;
+    store_relaxed(&pp->status, P_GCSTOP);
     if (--gort__sched.stopwait == 0)
         gort__notewakeup(&gort__sched.stopnote);
     gort__unlock(&gort__sched.lock);
@@ -612,11 +641,11 @@ static void stw_stop(struct m *mp)
     gort__sched.stopwait = gort__gomaxprocs;
     store_relaxed(&gort__sched.gcwaiting, 1);
     preemptall();
-    mp->p->status = P_GCSTOP;
+    store_relaxed(&mp->p->status, P_GCSTOP);
     gort__sched.stopwait--;
     struct p *pp;
     while ((pp = pidleget_locked())) {
-        pp->status = P_GCSTOP;
+        store_relaxed(&pp->status, P_GCSTOP);
         gort__sched.stopwait--;
     }
     bool wait = gort__sched.stopwait > 0;
@@ -655,7 +684,7 @@ static void stw_start(struct m *mp)
         pp->link = NULL;
         struct m *nmp = pp->m;
         if (nmp) {
-            pp->m = NULL;
+            store_relaxed(&pp->m, NULL);
             if (nmp->nextp)
                 gort__throw("startTheWorld: inconsistent M->nextp");
             nmp->nextp = pp;
@@ -692,7 +721,7 @@ static struct p *newp(int32_t id)
     if (!pp)
         gort__fatal("out of memory allocating P%d", id);
     pp->id = id;
-    pp->status = P_GCSTOP;
+    store_relaxed(&pp->status, P_GCSTOP);
     return pp;
 }
 
@@ -710,7 +739,7 @@ static void destroyp_locked(struct p *pp)
 {
     gort__runqdrain_to_global_locked(pp);
     gfpurge(pp);
-    pp->status = P_DEAD;
+    store_relaxed(&pp->status, P_DEAD);
 }
 
 /* Grow gort__allp to hold n Ps, keeping the Ps it has (dead ones are
@@ -745,18 +774,18 @@ static struct p *procresize(struct m *mp, int32_t nprocs)
         gort__throw("procresize: invalid arg %d", nprocs);
     growallp(nprocs);
     for (int32_t i = old; i < nprocs; i++)
-        gort__allp[i]->status = P_GCSTOP;
+        store_relaxed(&gort__allp[i]->status, P_GCSTOP);
     if (mp->p && mp->p->id < nprocs) {
-        mp->p->status = P_RUNNING;
+        store_relaxed(&mp->p->status, P_RUNNING);
     } else {
         if (mp->p) {
-            mp->p->m = NULL;
-            mp->p->status = P_IDLE;
+            store_relaxed(&mp->p->m, NULL);
+            store_relaxed(&mp->p->status, P_IDLE);
             mp->p = NULL;
         }
         struct p *pp = gort__allp[0];
-        pp->m = NULL;
-        pp->status = P_IDLE;
+        store_relaxed(&pp->m, NULL);
+        store_relaxed(&pp->status, P_IDLE);
         acquirep(mp, pp);
     }
     for (int32_t i = nprocs; i < old; i++)
@@ -770,7 +799,7 @@ static struct p *procresize(struct m *mp, int32_t nprocs)
         struct p *pp = gort__allp[i];
         if (mp->p == pp)
             continue;
-        pp->status = P_IDLE;
+        store_relaxed(&pp->status, P_IDLE);
         if (gort__runqempty(pp)) {
             pidleput_locked(pp);
         } else {
@@ -1011,20 +1040,28 @@ static struct g *findrunnable(struct m *mp, bool *inherit)
  * Running Gs on g0.
  * ------------------------------------------------------------------------- */
 
+/* Make gp, taken from a run queue, the M's current G.  Mirrors the first
+ * half of execute (proc.go). */
+static inline void execute_prep(struct m *mp, struct g *gp, bool inherit)
+{
+    store_relaxed(&mp->curg, gp);
+    store_relaxed(&gp->m, mp);
+    gort__casgstatus(gp, G_RUNNABLE, G_RUNNING);
+    gp->waitsince = 0;
+    store_relaxed(&gp->preempt, 0);
+    if (!inherit)
+        store_relaxed(&mp->p->schedtick, mp->p->schedtick + 1);
+}
+
 /* Run gp on the current M, and whatever its mcall functions hand back
  * directly, until one returns to the scheduler.  g0 only.  Mirrors
  * execute (proc.go). */
 static void run_g(struct m *mp, struct g *gp, bool inherit)
 {
     for (;;) {
-        store_relaxed(&mp->curg, gp);
-        store_relaxed(&gp->m, mp);
-        gort__casgstatus(gp, G_RUNNABLE, G_RUNNING);
-        gp->waitsince = 0;
-        store_relaxed(&gp->preempt, 0);
-        if (!inherit)
-            store_relaxed(&mp->p->schedtick, mp->p->schedtick + 1);
-        struct g *from = gogo(mp->g0, gp, gp, false);
+        execute_prep(mp, gp, inherit);
+        /* arg NULL: no handover work for the G to do (after_switch). */
+        struct g *from = switch_to(mp->g0, gp, NULL, false);
         gort__stack_check(from);
         struct g *(*fn)(struct g *) = mp->mcall_fn;
         mp->mcall_fn = NULL;
@@ -1054,6 +1091,74 @@ static void schedule(void)
 }
 
 /* ---------------------------------------------------------------------------
+ * Direct hand-off: G to G without a trip through g0.
+ *
+ * When a G yields, parks or exits and its own P has a runnable G at hand,
+ * it switches straight to that G: one context switch instead of two.  The
+ * order of schedule() is kept (61-tick global check, runnext, ring, global
+ * batch).  The outgoing G is published only by the post-switch function
+ * (after_switch), which runs on the incoming G's stack once the outgoing
+ * context is saved.  A needed sched.lock taken before the switch is
+ * released by that function: the lock never leaves the M.
+ * ------------------------------------------------------------------------- */
+
+/* Take the next G the way schedule() would, but only what is at hand:
+ * NULL when the slow path (findrunnable: stealing, parking, a pending
+ * stop-the-world) is needed.  When it took from the global queue it keeps
+ * sched.lock held and sets *locked. */
+static struct g *pick_fast(struct m *mp, struct p *pp, bool *inherit,
+                           bool *locked)
+{
+    struct g *gp;
+    *inherit = false;
+    *locked = false;
+    if (load_relaxed(&gort__sched.gcwaiting))
+        return NULL;
+    bool global = load_relaxed(&gort__sched.runqsize) > 0;
+    if (global && pp->schedtick % GORT_GLOBAL_CHECK_TICKS == 0) {
+        gort__lock(&gort__sched.lock);
+        if ((gp = gort__globrunqget_locked(pp, 1))) {
+            *locked = true;
+            return gp;
+        }
+        gort__unlock(&gort__sched.lock);
+    }
+    if ((gp = gort__runqget(pp, inherit)))
+        return gp;
+    if (global) {
+        gort__lock(&gort__sched.lock);
+        if ((gp = gort__globrunqget_locked(pp, 0))) {
+            *locked = true;
+            return gp;
+        }
+        gort__unlock(&gort__sched.lock);
+    }
+    (void)mp;
+    return NULL;
+}
+
+/* Switch from the running gp (whose new status the caller has set) to
+ * next; post(mp, gp) runs on next's stack.  Returns when gp runs again. */
+static void g_handoff(struct m *mp, struct g *gp, struct g *next, bool inherit,
+                      bool locked, void (*post)(struct m *, struct g *),
+                      bool dying)
+{
+    store_relaxed(&gp->m, NULL);
+    mp->post_locked = locked;
+    mp->post_fn = post;
+    execute_prep(mp, next, inherit);
+    g_switch(gp, next, dying);
+}
+
+static void post_unlock_sched(struct m *mp)
+{
+    if (mp->post_locked) {
+        mp->post_locked = false;
+        gort__unlock(&gort__sched.lock);
+    }
+}
+
+/* ---------------------------------------------------------------------------
  * Goroutine creation and exit.
  * ------------------------------------------------------------------------- */
 
@@ -1075,16 +1180,20 @@ static void allgadd(struct g *gp)
     gort__unlock(&gort__allglock);
 }
 
-/* A new G with a stack, status DEAD, on allgs.  Mirrors malg. */
+/* A new G with a stack, status DEAD, on allgs.  The G structure lives at
+ * the top of its own stack: a parked goroutine then costs one page of
+ * memory (its G, its saved context and its top frames share it) and
+ * creating one touches one page, not two.  G and stack live and die
+ * together; dead Gs keep both on the free lists.  Mirrors malg. */
 static struct g *malg(void)
 {
-    struct g *gp = calloc(1, sizeof *gp);
-    if (!gp)
+    struct gstack st;
+    if (gort__stackalloc(&st) != 0)
         return NULL;
-    if (gort__stackalloc(&gp->stack) != 0) {
-        free(gp);
-        return NULL;
-    }
+    struct g *gp = (struct g *)((st.hi - sizeof(struct g)) & ~(uintptr_t)63);
+    memset(gp, 0, sizeof *gp);
+    gp->stack = st;
+    gp->stack.hi = (uintptr_t)gp;
 #ifdef GORT_TSAN
     gp->tsan_fiber = __tsan_create_fiber(0);
 #endif
@@ -1126,12 +1235,13 @@ static struct g *gfget(struct p *pp)
 static void goexit1(struct g *gp);
 
 /* First code of every goroutine, on its own stack. */
-static void gostart(void *arg)
+static void gostart(void *prev)
 {
-    struct g *gp = arg;
 #ifdef GORT_ASAN
     __sanitizer_finish_switch_fiber(NULL, NULL, NULL);
 #endif
+    after_switch(prev);
+    struct g *gp = gort__getg();
     *errno_ptr() = 0;
     gp->fn(gp->arg);
     goexit1(gp);
@@ -1223,13 +1333,34 @@ static void rundefers(struct g *gp)
     }
 }
 
+/* After a direct hand-off from an exiting G: recycle it. */
+static void post_goexit(struct m *mp, struct g *prev)
+{
+    post_unlock_sched(mp);
+#ifdef GORT_ASAN
+    ASAN_UNPOISON_MEMORY_REGION((void *)prev->stack.lo,
+                                prev->stack.hi - prev->stack.lo);
+#endif
+    gfput(mp->p, prev);
+}
+
 static GORT_NORETURN void goexit1(struct g *gp)
 {
     rundefers(gp);
+    struct m *mp = gort__getm();
     if (gp->is_main && !load_relaxed(&gort__sched.main_goexited))
         mcall(main_exit_m, true);
-    else
+    bool inherit, locked;
+    struct g *next = pick_fast(mp, mp->p, &inherit, &locked);
+    if (!next)
         mcall(goexit0, true);
+    gort__casgstatus(gp, G_RUNNING, G_DEAD);
+    gp->fn = NULL;
+    gp->arg = NULL;
+    gp->goid = 0;
+    gp->is_main = false;
+    gp->waitreason = WAIT_ZERO;
+    g_handoff(mp, gp, next, inherit, locked, post_goexit, true);
     gort__throw("goexit: dead goroutine resumed");
 }
 
@@ -1301,6 +1432,24 @@ static struct g *park_m(struct g *gp)
     return NULL;
 }
 
+/* After a direct hand-off from a parking G: release its park lock, now
+ * that its context is saved; if unlockf says not to park after all, make
+ * it runnable again (next in line). */
+static void post_park(struct m *mp, struct g *prev)
+{
+    post_unlock_sched(mp);
+    bool (*fn)(struct g *, void *) = mp->waitunlockf;
+    if (!fn)
+        return;
+    void *lock = mp->waitlock;
+    mp->waitunlockf = NULL;
+    mp->waitlock = NULL;
+    if (!fn(prev, lock)) {
+        gort__casgstatus(prev, G_WAITING, G_RUNNABLE);
+        gort__runqput(mp->p, prev, true);
+    }
+}
+
 void gort__park(bool (*unlockf)(struct g *, void *), void *lock,
                 uint32_t reason)
 {
@@ -1312,10 +1461,17 @@ void gort__park(bool (*unlockf)(struct g *, void *), void *lock,
     gp->waitsince = gort_nanotime();
     mp->waitunlockf = unlockf;
     mp->waitlock = lock;
-    /* Not mcall: the caller may hold the lock that unlockf releases on
-     * g0, so m->locks may be raised here. */
-    mp->mcall_fn = park_m;
-    gogo(gp, mp->g0, gp, false);
+    bool inherit, locked;
+    struct g *next = pick_fast(mp, mp->p, &inherit, &locked);
+    if (!next) {
+        /* Not mcall's assertions: the caller may hold the lock that
+         * unlockf releases on g0, so m->locks may be raised here. */
+        mp->mcall_fn = park_m;
+        g_switch(gp, mp->g0, false);
+        return;
+    }
+    gort__casgstatus(gp, G_RUNNING, G_WAITING);
+    g_handoff(mp, gp, next, inherit, locked, post_park, false);
 }
 
 void gort__ready(struct g *gp, bool next)
@@ -1343,6 +1499,31 @@ static struct g *gosched_m(struct g *gp)
     return NULL;
 }
 
+/* After a direct hand-off from a yielding G: queue it globally. */
+static void post_gosched(struct m *mp, struct g *prev)
+{
+    if (!mp->post_locked)
+        gort__lock(&gort__sched.lock);
+    mp->post_locked = false;
+    gort__globrunqput_locked(prev);
+    gort__unlock(&gort__sched.lock);
+    gort__wakep();
+}
+
+/* Yield: to the tail of the global queue, as Go's Gosched (and
+ * gopreempt_m for cooperative preemption). */
+static void gosched(struct m *mp, struct g *gp)
+{
+    bool inherit, locked;
+    struct g *next = pick_fast(mp, mp->p, &inherit, &locked);
+    if (!next) {
+        mcall(gosched_m, false);
+        return;
+    }
+    gort__casgstatus(gp, G_RUNNING, G_RUNNABLE);
+    g_handoff(mp, gp, next, inherit, locked, post_gosched, false);
+}
+
 void gort_gosched(void)
 {
     struct m *mp = gort__getm();
@@ -1350,7 +1531,7 @@ void gort_gosched(void)
         gort__osyield();
         return;
     }
-    mcall(gosched_m, false);
+    gosched(mp, mp->curg);
 }
 
 void gort__preempt_check(void)
@@ -1360,7 +1541,7 @@ void gort__preempt_check(void)
     /* Relaxed: a late sighting only delays the preemption a little. */
     if (gp && load_relaxed(&gp->preempt) && mp->locks == 0) {
         store_relaxed(&gp->preempt, 0);
-        mcall(gosched_m, false);
+        gosched(mp, gp);
     }
 }
 
@@ -1419,8 +1600,8 @@ static struct g *main_exit_m(struct g *gp)
     }
     gort__unlock(&gort__sched.lock);
     /* Our own P stays with us; we exit through findrunnable's check. */
-    mp->p->m = NULL;
-    mp->p = NULL;
+    store_relaxed(&mp->p->m, NULL);
+    store_relaxed(&mp->p, NULL);
     return NULL;
 }
 
@@ -1468,12 +1649,12 @@ static void teardown(void)
             free(d);
             d = next;
         }
-        gort__stackfree(&gp->stack);
 #ifdef GORT_TSAN
         if (gp->tsan_fiber)
             __tsan_destroy_fiber(gp->tsan_fiber);
 #endif
-        free(gp);
+        struct gstack st = gp->stack; /* gp lives on this stack */
+        gort__stackfree(&st);
     }
     free(gort__allgs);
     for (int32_t i = 0; i < allp_len; i++)

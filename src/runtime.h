@@ -23,17 +23,20 @@
  *
  * Lock order (a lock may be taken while holding only locks above it):
  *
- *     1. gort__sched.lock         scheduler state: idle lists, global queue
- *     2. gort__allplock           the allp array (sysmon walks it unlocked
- *                                 from sched.lock; procresize grows it)
- *     3. gort__sched.gfree_lock   the global free-G list
- *     4. gort__allglock           the all-G table
- *     5. stack pool lock          the global stack pool and arenas (stack.c)
- *     6. a semaphore bucket lock  one bucket of sema.c (never two at once)
+ *     1. object locks             a semaphore bucket (sema.c); never two
+ *                                 at once
+ *     2. gort__sched.lock         scheduler state: idle lists, global queue
+ *     3. gort__allplock           the allp array (sysmon walks it without
+ *                                 sched.lock; procresize grows it)
+ *     4. gort__sched.gfree_lock   the global free-G list
+ *     5. gort__allglock           the all-G table
+ *     6. stack pool lock          the global stack pool and arenas (stack.c)
+ *     -  the schedtrace print lock (debug.c) is taken before 2.
  *
- *   No runtime lock is held across a context switch, except that park
- *   hands its lock to the g0 side, which releases it once the parking G's
- *   context is saved (see gort__park).
+ *   A lock may be held across a context switch only on the same M: park
+ *   hands its lock to g0 or to the next G, which releases it once the
+ *   parking G's context is saved (gort__park, the direct hand-off in
+ *   proc.c); a hand-off may likewise carry sched.lock.
  */
 #ifndef GORT_RUNTIME_H
 #define GORT_RUNTIME_H
@@ -51,6 +54,9 @@
 #define GORT_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define GORT_NOINLINE __attribute__((noinline))
 #define GORT_NORETURN __attribute__((noreturn))
+/* For the few functions that read other threads' fields racily by design
+ * (schedtrace, the fatal dump); each use says why. */
+#define GORT_NO_TSAN __attribute__((no_sanitize("thread")))
 
 /* Always-on assertion: a broken invariant is a fatal error, never UB. */
 #define GORT_ASSERT(cond)                                                      \
@@ -261,6 +267,10 @@ struct m {
     pthread_t thread;
     /* mcall: the function g0 runs for the G that switched to it. */
     struct g *(*mcall_fn)(struct g *);
+    /* Direct hand-off: work the incoming G does for the outgoing one once
+     * its context is saved (proc.c after_switch); owner M only. */
+    void (*post_fn)(struct m *, struct g *);
+    bool post_locked;      /* the hand-off holds sched.lock for post_fn */
     /* park: unlock function and its argument, run on g0 after switch. */
     bool (*waitunlockf)(struct g *, void *);
     void *waitlock;
@@ -435,11 +445,13 @@ static inline struct g *gqueue_pop(struct gqueue *q)
     }
     return gp;
 }
+/* n is stored relaxed: the global list's length is peeked without its
+ * lock (gfget). */
 static inline void glist_push(struct glist *l, struct g *gp)
 {
     gp->schedlink = l->head;
     l->head = gp;
-    l->n++;
+    store_relaxed(&l->n, l->n + 1);
 }
 static inline struct g *glist_pop(struct glist *l)
 {
@@ -447,7 +459,7 @@ static inline struct g *glist_pop(struct glist *l)
     if (gp) {
         l->head = gp->schedlink;
         gp->schedlink = NULL;
-        l->n--;
+        store_relaxed(&l->n, l->n - 1);
     }
     return gp;
 }

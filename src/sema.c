@@ -49,9 +49,11 @@ static struct semaroot *semroot(uint32_t *addr)
 static bool cansemacquire(uint32_t *addr)
 {
     for (;;) {
-        /* Acquire on success: pairs with the releaser's increment, so the
-         * acquirer sees what the releaser did before releasing. */
-        uint32_t v = load_acq(addr);
+        /* Seq-cst: the waiter's side of the Dekker handshake with
+         * semrelease (nwait increment, then this load; the releaser does
+         * value increment, then nwait load).  On success the CAS also
+         * acquires what the releaser did before releasing. */
+        uint32_t v = load_seqcst(addr);
         if (v == 0)
             return false;
         if (cas_acqrel(addr, v, v - 1))
@@ -77,7 +79,7 @@ void gort__semacquire(uint32_t *addr, uint32_t reason)
     struct semaroot *root = semroot(addr);
     for (;;) {
         gort__lock(&root->lock);
-        xadd_acqrel(&root->nwait, 1);
+        xadd_seqcst(&root->nwait, 1); /* Dekker: see cansemacquire */
         if (cansemacquire(addr)) {
             xadd_acqrel(&root->nwait, -1);
             gort__unlock(&root->lock);
@@ -118,12 +120,12 @@ static struct semawaiter *dequeue(struct semaroot *root, uint32_t *addr)
 void gort__semrelease(uint32_t *addr, bool handoff)
 {
     struct semaroot *root = semroot(addr);
-    /* Acq-rel: publishes the caller's writes to the next acquirer, and
-     * orders the increment before our read of nwait (Dekker with the
-     * waiter's nwait increment and re-check in semacquire). */
-    xadd_acqrel(addr, 1);
-    fence_seq_cst();
-    if (load_acq(&root->nwait) == 0)
+    /* Seq-cst increment then seq-cst load of nwait: the releaser's side
+     * of the Dekker handshake with semacquire (which increments nwait,
+     * then re-reads the value), so either we see its nwait or it sees our
+     * ticket.  The increment also publishes our writes (release). */
+    xadd_seqcst(addr, 1);
+    if (load_seqcst(&root->nwait) == 0)
         return;
     gort__lock(&root->lock);
     if (load_relaxed(&root->nwait) == 0) {

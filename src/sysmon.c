@@ -60,7 +60,8 @@ static void deep_sleep(void)
  * runs).  Mirrors preemptone (proc.go). */
 static void preemptone(struct p *pp)
 {
-    struct m *mp = load_relaxed(&pp->m);
+    /* Acquire: pairs with acquirep's store-release of pp->m. */
+    struct m *mp = load_acq(&pp->m);
     struct g *gp = mp ? load_relaxed(&mp->curg) : NULL;
     if (gp)
         store_relaxed(&gp->preempt, 1);

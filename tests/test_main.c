@@ -124,7 +124,23 @@ void test_run_child(const char *name, const char *const *env, int timeout_s,
         close(errp[0]);
         for (const char *const *e = env; e && *e; e++)
             putenv((char *)*e);
-        execl(self_path, self_path, "--child", name, (char *)NULL);
+        const char *emu = getenv("GORT_TEST_EMULATOR");
+        if (emu && *emu) {
+            /* "qemu-aarch64 -L /sysroot": split on spaces. */
+            char buf[1024], *argv[32];
+            int argc = 0;
+            snprintf(buf, sizeof buf, "%s", emu);
+            for (char *tok = strtok(buf, " "); tok && argc < 28;
+                 tok = strtok(NULL, " "))
+                argv[argc++] = tok;
+            argv[argc++] = (char *)self_path;
+            argv[argc++] = "--child";
+            argv[argc++] = (char *)name;
+            argv[argc] = NULL;
+            execvp(argv[0], argv);
+        } else {
+            execl(self_path, self_path, "--child", name, (char *)NULL);
+        }
         _exit(127);
     }
     close(outp[1]);

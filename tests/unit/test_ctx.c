@@ -381,7 +381,8 @@ static void ea_entry(void *arg)
     CHECK(e == &eas[0] || e == &eas[1] || e == &eas[2]);
     e->started++;
     e->first_arg = arg;
-    void *v = gort__ctx_switch(&e->sp, e->main_sp, (void *)((uintptr_t)arg ^ 1));
+    void *v =
+        gort__ctx_switch(&e->sp, e->main_sp, (void *)((uintptr_t)arg ^ 1));
     e->second = v;
     gort__ctx_switch(&e->sp, e->main_sp, (void *)((uintptr_t)v + 7));
     CHECK(!"ea_entry resumed after it finished");
