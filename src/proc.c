@@ -121,10 +121,10 @@ uint32_t gort__fastrandn(uint32_t n)
  * G status.  Mirrors casgstatus (proc.go).
  * ------------------------------------------------------------------------- */
 
-/* legal[from] has bit `to` set when from -> to is a legal transition
- * (the table beside enum gstatus in runtime.h). */
+/* gort__legal[from] has bit `to` set when from -> to is a legal
+ * transition (the table beside enum gstatus in runtime.h). */
 #define B(s) (1u << (s))
-static const uint16_t legal[16] = {
+const uint16_t gort__legal[16] = {
     [G_IDLE] = B(G_DEAD),
     [G_DEAD] = B(G_RUNNABLE),
     [G_RUNNABLE] = B(G_RUNNING),
@@ -136,25 +136,16 @@ static const uint16_t legal[16] = {
 };
 #undef B
 
-static inline bool legal_transition(uint32_t from, uint32_t to)
+/* The cold half of gort__casgstatus: report what was wrong and die. */
+void gort__casgstatus_fail(struct g *gp, uint32_t oldval, uint32_t newval)
 {
-    return from < 16 && to < 16 && ((legal[from] >> to) & 1);
-}
-
-void gort__casgstatus(struct g *gp, uint32_t oldval, uint32_t newval)
-{
-    if (GORT_UNLIKELY(!legal_transition(oldval, newval)))
+    if (!(oldval < 16 && newval < 16 && ((gort__legal[oldval] >> newval) & 1)))
         gort__throw("casgstatus: bad transition of goroutine %lld from %s "
                     "to %s", (long long)gp->goid, gort__gstatus_name(oldval),
                     gort__gstatus_name(newval));
-    /* Acq-rel: the release publishes everything done to the G before the
-     * change (its saved context, queue links) to whoever next observes
-     * the new status with an acquire load or CAS. */
-    if (GORT_UNLIKELY(!cas_acqrel(&gp->atomicstatus, oldval, newval)))
-        gort__throw("casgstatus: goroutine %lld is %s, not %s (wanted %s)",
-                    (long long)gp->goid,
-                    gort__gstatus_name(gort__readgstatus(gp)),
-                    gort__gstatus_name(oldval), gort__gstatus_name(newval));
+    gort__throw("casgstatus: goroutine %lld is %s, not %s (wanted %s)",
+                (long long)gp->goid, gort__gstatus_name(gort__readgstatus(gp)),
+                gort__gstatus_name(oldval), gort__gstatus_name(newval));
 }
 
 /* ---------------------------------------------------------------------------
@@ -202,12 +193,19 @@ static inline void after_switch(struct g *prev)
 
 /* Switch away from the running G gp to `to` (g0 or another G), keeping
  * gp's errno; returns when gp runs again, possibly on another M. */
-static inline void g_switch(struct g *gp, struct g *to, bool dying)
+static inline void g_switch(struct m *mp, struct g *gp, struct g *to,
+                            bool dying)
 {
-    int saved_errno = *errno_ptr();
+    int saved_errno = *mp->errnop;
     struct g *prev = switch_to(gp, to, gp, dying);
-    *errno_ptr() = saved_errno;
-    after_switch(prev);
+    mp = gort__getm(); /* maybe another thread now */
+    *mp->errnop = saved_errno;
+    void (*fn)(struct m *, struct g *) = mp->post_fn;
+    if (fn) {
+        mp->post_fn = NULL;
+        gort__stack_check(prev);
+        fn(mp, prev);
+    }
 }
 
 /* Run fn(gp) on g0 with gp's context saved: the G -> g0 half of a switch.
@@ -218,7 +216,7 @@ static void mcall(struct g *(*fn)(struct g *), bool dying)
     struct m *mp = gort__getm();
     struct g *gp = mp->curg;
     mp->mcall_fn = fn;
-    g_switch(gp, mp->g0, dying);
+    g_switch(mp, gp, mp->g0, dying);
 }
 
 static void dropg(struct m *mp)
@@ -393,6 +391,7 @@ struct m *gort__allocm_sys(void)
 static int mstart_common(struct m *mp)
 {
     gort__setm(mp);
+    mp->errnop = errno_ptr();
     int err = gort__minit(mp);
     if (err)
         return err;
@@ -1147,7 +1146,7 @@ static void g_handoff(struct m *mp, struct g *gp, struct g *next, bool inherit,
     mp->post_locked = locked;
     mp->post_fn = post;
     execute_prep(mp, next, inherit);
-    g_switch(gp, next, dying);
+    g_switch(mp, gp, next, dying);
 }
 
 static void post_unlock_sched(struct m *mp)
@@ -1467,7 +1466,7 @@ void gort__park(bool (*unlockf)(struct g *, void *), void *lock,
         /* Not mcall's assertions: the caller may hold the lock that
          * unlockf releases on g0, so m->locks may be raised here. */
         mp->mcall_fn = park_m;
-        g_switch(gp, mp->g0, false);
+        g_switch(mp, gp, mp->g0, false);
         return;
     }
     gort__casgstatus(gp, G_RUNNING, G_WAITING);

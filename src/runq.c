@@ -260,7 +260,9 @@ struct g *gort__globrunqget_locked(struct p *pp, int32_t max)
     int32_t size = gort__sched.runqsize;
     if (size == 0)
         return NULL;
-    int32_t n = size / load_relaxed(&gort__gomaxprocs) + 1;
+    int32_t procs = load_relaxed(&gort__gomaxprocs);
+    /* size/procs + 1, without the division in the common small case. */
+    int32_t n = size < procs ? 1 : size / procs + 1;
     if (n > size)
         n = size;
     if (max > 0 && n > max)

@@ -219,9 +219,24 @@ struct g {
     uint32_t allgs_index;   /* position in gort__allgs */
 };
 
-/* Mirrors casgstatus (proc.go): CAS from old to new, fatal if the
- * transition is illegal or the current status is not old. */
-GORT_HIDDEN void gort__casgstatus(struct g *gp, uint32_t oldval, uint32_t newval);
+GORT_HIDDEN extern const uint16_t gort__legal[16];
+GORT_HIDDEN GORT_NORETURN void gort__casgstatus_fail(struct g *gp,
+                                                      uint32_t oldval,
+                                                      uint32_t newval);
+
+/* Mirrors casgstatus (proc.go): CAS from old to new, fatal (naming both
+ * states) if the transition is illegal or the current status is not old.
+ * Inline: it is on every switch; the reporting half is out of line. */
+static inline void gort__casgstatus(struct g *gp, uint32_t oldval,
+                                    uint32_t newval)
+{
+    /* Acq-rel: the release publishes everything done to the G before the
+     * change (its saved context, queue links) to whoever next observes
+     * the new status with an acquire load or CAS. */
+    if (GORT_UNLIKELY(oldval >= 16 || !((gort__legal[oldval] >> newval) & 1) ||
+                      !cas_acqrel(&gp->atomicstatus, oldval, newval)))
+        gort__casgstatus_fail(gp, oldval, newval);
+}
 static inline uint32_t gort__readgstatus(struct g *gp)
 {
     /* Acquire: pairs with the release in casgstatus so that a reader that
@@ -274,6 +289,7 @@ struct m {
     /* park: unlock function and its argument, run on g0 after switch. */
     bool (*waitunlockf)(struct g *, void *);
     void *waitlock;
+    int *errnop;           /* this thread's errno, cached at thread start */
     void *sigaltstack_mem; /* alternate signal stack (overflow reports) */
     size_t sigaltstack_size;
 };

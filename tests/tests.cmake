@@ -1,2 +1,4 @@
 gort_test(test_ctx CASES pingpong entry_arg callee_saved fp_control stack_alignment)
 gort_test(test_env CASES maxprocs_valid maxprocs_bad debug_keys debug_bad stacksize cgroup_v2 cgroup_v1 cgroup_mount_root cgroup_long_lines cgroup_missing default_procs affinity read_env)
+gort_test(test_runq TIMEOUT 300 CASES put_get_order overflow_batch_129 runqempty_and_len globrunqget_batch steal_half steal_stress)
+gort_test(test_sched TIMEOUT 180 CASES runnext_order distribution fairness million park_100k gomaxprocs_change goexit_lifo main_goexit_others_run twice gomaxprocs_query_outside)

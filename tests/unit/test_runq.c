@@ -211,24 +211,30 @@ TEST(put_get_order)
  * overflow_batch_129
  * ---------------------------------------------------------------------- */
 
-/* Check that the ring (FIFO), runnext and the global queue together hold
- * exactly gs[0..n), each once; empties them. */
-static void drain_all_once(struct p *pp, struct g *gs, int n)
+/* Get gs[i] from pp's ring or runnext, marking it seen. */
+static void expect_get_seen(struct p *pp, struct g *gs, char *seen, int i,
+                            bool inherit)
 {
-    char *seen = calloc((size_t)n, 1);
-    CHECK(seen != NULL);
+    expect_get(pp, &gs[i], inherit);
+    CHECK_EQ(seen[i], 0);
+    seen[i] = 1;
+}
+
+/* Empty pp's ring and runnext and the global queue, checking that they
+ * held each of gs[0..n) not yet seen exactly once, and nothing else. */
+static void drain_all_once(struct p *pp, struct g *gs, int n, char *seen)
+{
     bool inherit;
     struct g *gp;
-    int count = 0;
     while ((gp = get(pp, &inherit)) || (gp = gqueue_pop(&gort__sched.runq))) {
         CHECK(gp >= gs && gp < gs + n);
         CHECK_EQ(seen[gp - gs], 0);
         seen[gp - gs] = 1;
-        count++;
     }
-    CHECK_EQ(count, n);
+    for (int i = 0; i < n; i++)
+        CHECK_EQ(seen[i], 1);
     gort__sched.runqsize = 0;
-    free(seen);
+    memset(seen, 0, (size_t)n);
 }
 
 /* One full-ring spill starting from counters at `start`. */
@@ -240,7 +246,8 @@ static void overflow_round(uint32_t start)
     int n = 2 * RQ + 2;
     struct g *gs = newgs(n, 1);
     struct g **glob = calloc((size_t)n, sizeof *glob);
-    CHECK(glob != NULL);
+    char *seen = calloc((size_t)n, 1);
+    CHECK(glob != NULL && seen != NULL);
 
     for (int i = 0; i < RQ; i++)
         gort__runqput(pp, &gs[i], false);
@@ -270,9 +277,9 @@ static void overflow_round(uint32_t start)
         CHECK(glob[RQ / 2 + 1 + i] == &gs[RQ / 2 + i]);
     CHECK(glob[2 * (RQ / 2 + 1) - 1] == &gs[RQ + 1 + RQ / 2]);
     for (int i = 0; i < RQ / 2; i++)
-        expect_get(pp, &gs[RQ + 1 + i], false);
+        expect_get_seen(pp, gs, seen, RQ + 1 + i, false);
     expect_get(pp, NULL, false);
-    drain_all_once(pp, gs, RQ + 2 + RQ / 2);
+    drain_all_once(pp, gs, RQ + 2 + RQ / 2, seen);
 
     /* A put with next on a full ring kicks the old runnext, which spills
      * as the batch's last G; the new G stays in runnext. */
@@ -289,12 +296,13 @@ static void overflow_round(uint32_t start)
     for (int i = 0; i < RQ / 2; i++)
         CHECK(glob[i] == &gs[1 + i]);
     CHECK(glob[RQ / 2] == &gs[0]);
-    expect_get(pp, &gs[RQ + 1], true);
+    expect_get_seen(pp, gs, seen, RQ + 1, true);
     for (int i = 1 + RQ / 2; i <= RQ; i++)
-        expect_get(pp, &gs[i], false);
+        expect_get_seen(pp, gs, seen, i, false);
     expect_get(pp, NULL, false);
-    drain_all_once(pp, gs, RQ + 2);
+    drain_all_once(pp, gs, RQ + 2, seen);
 
+    free(seen);
     free(glob);
     free(gs);
     free(pp);
@@ -324,19 +332,21 @@ TEST(overflow_batch_129)
     CHECK_EQ(gort__runqlen(pp), RQ / 2);
     struct g *glob[RQ / 2 + 1];
     CHECK_EQ(global_list(glob, RQ / 2 + 1), RQ / 2 + 1);
-    char seen[RQ / 2 + 1];
-    memset(seen, 0, sizeof seen);
+    char inbatch[RQ / 2 + 1];
+    memset(inbatch, 0, sizeof inbatch);
     for (int i = 0; i <= RQ / 2; i++) {
         /* gs[0..RQ/2) and gs[RQ] */
         int k = glob[i] == &gs[RQ] ? RQ / 2 : (int)(glob[i] - gs);
         CHECK(k >= 0 && k <= RQ / 2);
-        CHECK_EQ(seen[k], 0);
-        seen[k] = 1;
+        CHECK_EQ(inbatch[k], 0);
+        inbatch[k] = 1;
     }
     gort__debug.randomize = 0;
     gort__setm(NULL);
     CHECK_EQ(fake_m.locks, 0);
-    drain_all_once(pp, gs, RQ + 1);
+    char seen[RQ + 1];
+    memset(seen, 0, sizeof seen);
+    drain_all_once(pp, gs, RQ + 1, seen);
     free(gs);
     free(pp);
 }
@@ -548,10 +558,11 @@ TEST(steal_half)
     for (int i = 0; i < grab - 1; i++)
         expect_get(thief, &gs[i], false);
     expect_get(thief, NULL, false);
+    for (int i = grab; i < nv; i++) /* the victim keeps the newest */
+        expect_get(victim, &gs[i], false);
+    expect_get(victim, NULL, false);
 
-    /* Odd lengths round up: 5 -> 3, 2 -> 1, 1 -> 1; the victim keeps
-     * its newest Gs in order. */
-    reset(2);
+    /* Odd lengths round up: 5 -> 3, 2 -> 1, 1 -> 1. */
     for (int i = 0; i < 5; i++)
         gort__runqput(victim, &gs[i], false);
     int expect_taken[] = {3, 1, 1};
@@ -654,7 +665,6 @@ struct thief {
     uint64_t rng;
     uint64_t consumed;      /* Gs it ran */
     uint64_t steals;        /* successful runqsteal calls */
-    uint64_t stole_next;    /* steals that returned a runnext */
     uint64_t from_global;   /* successful globrunqget calls */
     bool randomized;
 };
@@ -723,11 +733,8 @@ static void *thief_main(void *arg)
                 if (v == t->idx)
                     continue;
                 gp = gort__runqsteal(mine, st->ps[v], last);
-                if (gp) {
+                if (gp)
                     t->steals++;
-                    if (last && gort__runqlen(mine) == 0 && v == 0)
-                        t->stole_next++; /* probably; stats only */
-                }
             }
         }
         if (!gp && (gp = globget_any(mine)))
@@ -842,12 +849,11 @@ static void stress_round(int nthieves, uint64_t ops, bool randomized,
         owner_consumed++;
     }
     __atomic_store_n(&st.done, 1, __ATOMIC_RELEASE);
-    uint64_t thief_consumed = 0, steals = 0, stole_next = 0, thief_global = 0;
+    uint64_t thief_consumed = 0, steals = 0, thief_global = 0;
     for (int i = 0; i < nthieves; i++) {
         CHECK_EQ(pthread_join(th[i].thread, NULL), 0);
         thief_consumed += th[i].consumed;
         steals += th[i].steals;
-        stole_next += th[i].stole_next;
         thief_global += th[i].from_global;
     }
     if (randomized) {
@@ -886,13 +892,12 @@ static void stress_round(int nthieves, uint64_t ops, bool randomized,
         CHECK_EQ(st.busy[i], 0);
 
     printf("steal_stress: %d thieves%s: %llu Gs; owner ran %llu (%llu via "
-           "global), thieves %llu (%llu steals, ~%llu runnext, %llu global "
-           "takes), %llu left on global; %llu puts on a full ring\n",
+           "global), thieves %llu (%llu steals, %llu global takes), %llu left on global; %llu puts on a full ring\n",
            nthieves, randomized ? " randomized" : "",
            (unsigned long long)produced, (unsigned long long)owner_consumed,
            (unsigned long long)owner_global,
            (unsigned long long)thief_consumed, (unsigned long long)steals,
-           (unsigned long long)stole_next, (unsigned long long)thief_global,
+           (unsigned long long)thief_global,
            (unsigned long long)global_left, (unsigned long long)full_puts);
     fflush(stdout);
     /* The run must have exercised what it is meant to. */

@@ -1,0 +1,702 @@
+/*
+ * test_sched.c - the scheduler seen from goroutines: run order, work
+ * distribution, fairness, scale, GOMAXPROCS changes, goexit and defers,
+ * and the lifecycle of gort_main.
+ *
+ *   runnext_order            one P: goroutines 1..10 run as [10 1 2 ... 9]
+ *                            (the newest in runnext, the rest FIFO), 20
+ *                            times in a row
+ *   distribution             GOMAXPROCS=4, one creator of 1000 CPU-bound
+ *                            goroutines: every P schedules >= 15% of them
+ *   fairness                 two goroutines handing the P to each other
+ *                            through runnext cannot starve one on the
+ *                            global queue for more than sysmon's bound
+ *   million                  1,000,000 goroutines at procs 1, 2, 4, ...
+ *   park_100k                100,000 goroutines parked at once
+ *   gomaxprocs_change        GOMAXPROCS 1 -> 2 -> 1 -> 2 with 20,000
+ *                            goroutines in flight, from main and from
+ *                            another goroutine; each runs exactly once
+ *   goexit_lifo              defers run LIFO on return and on goexit from
+ *                            nested calls; a handler may defer another
+ *   main_goexit_others_run   main's goexit lets the others finish, then
+ *                            "no goroutines (main called runtime.Goexit)"
+ *   twice                    gort_main twice in a process; nested -EBUSY
+ *   gomaxprocs_query_outside queries outside gort_main do not crash
+ *
+ * Sizes shrink under AddressSanitizer and ThreadSanitizer, which make
+ * every goroutine and switch many times more expensive.
+ */
+#include "runtime.h"
+#include "test.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SANITIZED 1
+#else
+#define SANITIZED 0
+#endif
+
+#define ATOMIC_INC(p) __atomic_add_fetch((p), 1, __ATOMIC_RELAXED)
+#define ATOMIC_LOAD(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define ATOMIC_STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+
+/* Run fn(arg) under a fresh gort_main and check that it started. */
+static void run_main(void (*fn)(void *), void *arg)
+{
+    int err = gort_main(fn, arg);
+    CHECK_EQ(err, 0);
+}
+
+/* Spin for about us microseconds of wall time without yielding. */
+static volatile uint64_t burn_sink;
+static void burn_us(int64_t us)
+{
+    int64_t end = gort_nanotime() + us * 1000;
+    uint64_t s = 0;
+    while (gort_nanotime() < end)
+        for (int i = 0; i < 100; i++)
+            s += (uint64_t)i ^ (s >> 3);
+    burn_sink = s;
+}
+
+/* ---------------------------------------------------------------------------
+ * runnext_order
+ * ------------------------------------------------------------------------- */
+
+static int order[10];
+static int norder;
+static gort_waitgroup order_wg;
+
+static void order_record(void *arg)
+{
+    int slot = ATOMIC_INC(&norder) - 1;
+    CHECK_LT(slot, 10);
+    order[slot] = (int)(intptr_t)arg;
+    gort_waitgroup_done(&order_wg);
+}
+
+static void runnext_order_main(void *arg)
+{
+    (void)arg;
+    gort_gomaxprocs(1);
+    CHECK_EQ(gort_gomaxprocs(0), 1);
+    static const int want[10] = {10, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+    for (int round = 0; round < 20; round++) {
+        norder = 0;
+        memset(order, 0, sizeof order);
+        for (int i = 1; i <= 10; i++) {
+            gort_waitgroup_add(&order_wg, 1);
+            CHECK_GT(gort_go(order_record, (void *)(intptr_t)i), 0);
+        }
+        /* Main parks; the only P runs runnext (10), then the ring. */
+        gort_waitgroup_wait(&order_wg);
+        CHECK_EQ(norder, 10);
+        for (int i = 0; i < 10; i++) {
+            if (order[i] != want[i]) {
+                fprintf(stderr, "round %d: run order [", round);
+                for (int k = 0; k < 10; k++)
+                    fprintf(stderr, k ? " %d" : "%d", order[k]);
+                fprintf(stderr, "], want [10 1 2 3 4 5 6 7 8 9]\n");
+            }
+            CHECK_EQ(order[i], want[i]);
+        }
+    }
+}
+
+TEST(runnext_order)
+{
+    run_main(runnext_order_main, NULL);
+}
+
+/* ---------------------------------------------------------------------------
+ * distribution
+ * ------------------------------------------------------------------------- */
+
+#define DIST_N 1000
+static gort_waitgroup dist_wg;
+
+static void dist_burn(void *arg)
+{
+    (void)arg;
+    burn_us(600);
+    gort_waitgroup_done(&dist_wg);
+}
+
+static void dist_creator(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < DIST_N; i++) {
+        gort_waitgroup_add(&dist_wg, 1);
+        CHECK_GT(gort_go(dist_burn, NULL), 0);
+    }
+    gort_waitgroup_done(&dist_wg);
+}
+
+static void distribution_main(void *arg)
+{
+    (void)arg;
+    gort_gomaxprocs(4);
+    CHECK_EQ(gort_gomaxprocs(0), 4);
+    uint32_t before[4];
+    CHECK_EQ(gort_sched_ticks(before, 4), 4);
+    gort_waitgroup_add(&dist_wg, 1);
+    gort_go(dist_creator, NULL);
+    gort_waitgroup_wait(&dist_wg);
+    uint32_t ticks[4];
+    CHECK_EQ(gort_sched_ticks(ticks, 4), 4);
+    uint64_t total = 0;
+    for (int i = 0; i < 4; i++) {
+        ticks[i] -= before[i];
+        total += ticks[i];
+    }
+    fprintf(stderr, "schedticks=[ %u %u %u %u ] total=%llu\n", ticks[0],
+            ticks[1], ticks[2], ticks[3], (unsigned long long)total);
+    /* Each of the 1000 goroutines but the creator's last (which inherits
+     * its slice through runnext) is scheduled with a tick of its own. */
+    CHECK_GE(total, DIST_N - 1);
+    /* Only one P created work; the global queue and stealing spread it.
+     * Expect ~25% each; 15% holds on a loaded 2-core machine. */
+    for (int i = 0; i < 4; i++)
+        CHECK_GE((uint64_t)ticks[i] * 100, total * 15);
+}
+
+TEST(distribution)
+{
+    run_main(distribution_main, NULL);
+}
+
+/* ---------------------------------------------------------------------------
+ * fairness
+ *
+ * With one P, goroutines A and B ping-pong through two semaphores.  Each
+ * release with handoff readies the partner into runnext, and the releaser
+ * then parks, so the partner runs next *inheriting the time slice*: the
+ * P's schedtick never moves.  Go's fairness check "every 61st schedtick
+ * look at the global queue first" therefore never fires (unless the tick
+ * happens to sit on a multiple of 61), and a goroutine C on the global
+ * queue would starve forever if nothing else intervened.  What intervenes
+ * is sysmon: a P whose schedtick has not moved for forcePreemptNS (10 ms)
+ * has its running G asked to yield, which sends it to the global queue
+ * behind C; the P then finds its local queue empty and takes C.  So C must
+ * run within about 10 ms (plus sysmon's sleep, up to 10 ms when idle, and
+ * scheduling noise); we allow 100 ms.  Without sysmon's preemption this
+ * test hangs and times out.
+ * ------------------------------------------------------------------------- */
+
+static uint32_t sem_a, sem_b;
+static int fair_stop;
+static uint64_t fair_handoffs;
+static int64_t fair_queued_ns, fair_ran_ns;
+static uint32_t fair_tick_at_c;
+static gort_waitgroup fair_wg;
+
+static void fair_ping(void *arg)
+{
+    bool is_a = arg != NULL;
+    uint32_t *mine = is_a ? &sem_a : &sem_b;
+    uint32_t *other = is_a ? &sem_b : &sem_a;
+    if (!is_a)
+        gort__semacquire(mine, WAIT_SEMACQUIRE);
+    while (!ATOMIC_LOAD(&fair_stop)) {
+        __atomic_add_fetch(&fair_handoffs, 1, __ATOMIC_RELAXED);
+        gort__semrelease(other, true);
+        gort__semacquire(mine, WAIT_SEMACQUIRE);
+    }
+    /* Wake the partner, wherever it is, so that it sees the flag. */
+    gort__semrelease(other, true);
+    gort_waitgroup_done(&fair_wg);
+}
+
+static void fair_starved(void *arg)
+{
+    (void)arg;
+    ATOMIC_STORE(&fair_queued_ns, gort_nanotime());
+    gort_gosched(); /* to the tail of the global queue */
+    ATOMIC_STORE(&fair_ran_ns, gort_nanotime());
+    gort_sched_ticks(&fair_tick_at_c, 1);
+    ATOMIC_STORE(&fair_stop, 1);
+    gort_waitgroup_done(&fair_wg);
+}
+
+/* With one P monopolised, no goroutine can report a starvation: a plain
+ * thread fails the case after 10 s instead of letting it hang. */
+static void *fair_watchdog(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 1000; i++) {
+        if (ATOMIC_LOAD(&fair_ran_ns))
+            return NULL;
+        usleep(10 * 1000);
+    }
+    fprintf(stderr, "fairness: C starved on the global queue for 10 s while "
+                    "the pair made %llu hand-offs\n",
+            (unsigned long long)__atomic_load_n(&fair_handoffs,
+                                                __ATOMIC_RELAXED));
+    fflush(stderr);
+    abort();
+}
+
+static uint32_t tick0(void)
+{
+    uint32_t t;
+    CHECK_EQ(gort_sched_ticks(&t, 1), 1);
+    return t;
+}
+
+static void fairness_main(void *arg)
+{
+    (void)arg;
+    gort_gomaxprocs(1);
+    /* Move the schedtick off the multiples of 61 (each Gosched with an
+     * empty local queue costs one tick), so that only sysmon can let C
+     * in: the ping-pong below runs at tick t+2 with t % 61 in [5, 50]. */
+    while (tick0() % GORT_GLOBAL_CHECK_TICKS < 5 ||
+           tick0() % GORT_GLOBAL_CHECK_TICKS > 50)
+        gort_gosched();
+    gort_waitgroup_add(&fair_wg, 3);
+    /* Ring: [B, A], runnext: C.  When main parks, C runs first and goes
+     * to the global queue; then B (which parks) and A start the
+     * ping-pong, each hand-off through runnext. */
+    gort_go(fair_ping, NULL);
+    gort_go(fair_ping, (void *)1);
+    gort_go(fair_starved, NULL);
+    gort_waitgroup_wait(&fair_wg);
+    int64_t waited = fair_ran_ns - fair_queued_ns;
+    fprintf(stderr, "C waited %.3f ms on the global queue; %llu hand-offs "
+                    "meanwhile; schedtick %u\n",
+            (double)waited / 1e6, (unsigned long long)fair_handoffs,
+            fair_tick_at_c);
+    /* Bounded by sysmon's forcePreemptNS (10 ms) plus its sleep and
+     * noise. */
+    CHECK_LT(waited, 100 * 1000 * 1000);
+    /* The pair did run meanwhile ... */
+    CHECK_GT(fair_handoffs, 10);
+    /* ... and their hand-offs inherited the time slice: had each one
+     * counted a tick, the 61-tick check would have let C in within 61
+     * hand-offs, long before sysmon's 10 ms. */
+    CHECK_GE(waited, 5 * 1000 * 1000);
+}
+
+TEST(fairness)
+{
+    pthread_t wd;
+    CHECK_EQ(pthread_create(&wd, NULL, fair_watchdog, NULL), 0);
+    run_main(fairness_main, NULL);
+    CHECK_EQ(pthread_join(wd, NULL), 0);
+}
+
+/* ---------------------------------------------------------------------------
+ * million
+ * ------------------------------------------------------------------------- */
+
+#if SANITIZED
+#define MILLION 100000
+#else
+#define MILLION 1000000
+#endif
+
+static int64_t million_count;
+static gort_waitgroup million_wg;
+
+static void million_one(void *arg)
+{
+    (void)arg;
+    ATOMIC_INC(&million_count);
+    gort_waitgroup_done(&million_wg);
+}
+
+static void million_main(void *arg)
+{
+    int procs = (int)(intptr_t)arg;
+    gort_gomaxprocs(procs);
+    CHECK_EQ(gort_gomaxprocs(0), procs);
+    million_count = 0;
+    gort_waitgroup_add(&million_wg, MILLION);
+    for (int i = 0; i < MILLION; i++)
+        CHECK_GT(gort_go(million_one, NULL), 0);
+    gort_waitgroup_wait(&million_wg);
+    CHECK_EQ(ATOMIC_LOAD(&million_count), MILLION);
+}
+
+TEST(million)
+{
+    int procs[4];
+    int n = test_procs_list(procs);
+    int64_t start = test_now_ns();
+    for (int i = 0; i < n; i++) {
+        /* Procs 1 and 2 always; the rest while time allows. */
+        if (i >= 2 && test_now_ns() - start > 20LL * 1000 * 1000 * 1000)
+            break;
+        int64_t t0 = test_now_ns();
+        run_main(million_main, (void *)(intptr_t)procs[i]);
+        fprintf(stderr, "procs=%d: %d goroutines in %.2f s\n", procs[i],
+                MILLION, (double)(test_now_ns() - t0) / 1e9);
+    }
+}
+
+/* ---------------------------------------------------------------------------
+ * park_100k
+ * ------------------------------------------------------------------------- */
+
+#if SANITIZED
+#define NPARK 20000
+#else
+#define NPARK 100000
+#endif
+
+static gort_waitgroup park_gate, park_all;
+static int64_t park_started, park_finished;
+
+static void park_one(void *arg)
+{
+    (void)arg;
+    ATOMIC_INC(&park_started);
+    gort_waitgroup_wait(&park_gate);
+    ATOMIC_INC(&park_finished);
+    gort_waitgroup_done(&park_all);
+}
+
+static void park_main(void *arg)
+{
+    (void)arg;
+    gort_waitgroup_add(&park_gate, 1);
+    gort_waitgroup_add(&park_all, NPARK);
+    for (int i = 0; i < NPARK; i++)
+        CHECK_GT(gort_go(park_one, NULL), 0);
+    int64_t deadline = gort_nanotime() + 30LL * 1000 * 1000 * 1000;
+    while (ATOMIC_LOAD(&park_started) < NPARK) {
+        CHECK_LT(gort_nanotime(), deadline);
+        gort_gosched();
+    }
+    /* Every one has started; none can pass the gate. */
+    int64_t ng = gort_numgoroutine();
+    fprintf(stderr, "numgoroutine=%lld with %d parked\n", (long long)ng,
+            NPARK);
+    CHECK_GE(ng, NPARK + 1);
+    CHECK_EQ(ATOMIC_LOAD(&park_finished), 0);
+    gort_waitgroup_done(&park_gate);
+    gort_waitgroup_wait(&park_all);
+    CHECK_EQ(ATOMIC_LOAD(&park_started), NPARK);
+    CHECK_EQ(ATOMIC_LOAD(&park_finished), NPARK);
+}
+
+TEST(park_100k)
+{
+    run_main(park_main, NULL);
+}
+
+/* ---------------------------------------------------------------------------
+ * gomaxprocs_change
+ * ------------------------------------------------------------------------- */
+
+#define NCHANGE 20000
+#define CHUNK (NCHANGE / 4)
+static int32_t change_runs[NCHANGE];
+static int64_t change_done;
+static gort_waitgroup change_wg;
+
+static void change_worker(void *arg)
+{
+    int i = (int)(intptr_t)arg;
+    for (int k = 0; k < 2 + i % 4; k++)
+        gort_gosched();
+    ATOMIC_INC(&change_runs[i]);
+    ATOMIC_INC(&change_done);
+    gort_waitgroup_done(&change_wg);
+}
+
+/* Set GOMAXPROCS to n and check what the runtime reports. */
+static void set_procs(int n)
+{
+    int prev = gort_gomaxprocs(0);
+    CHECK_EQ(gort_gomaxprocs(n), prev);
+    CHECK_EQ(gort_gomaxprocs(0), n);
+    uint32_t ticks[8];
+    CHECK_EQ(gort_sched_ticks(ticks, 8), n);
+}
+
+static void change_from_goroutine(void *arg)
+{
+    (void)arg;
+    CHECK_NE(gort_goid(), 1);
+    static const int seq[] = {1, 2, 1, 2, 3, 1, 2};
+    for (size_t k = 0; k < sizeof seq / sizeof seq[0]; k++) {
+        set_procs(seq[k]);
+        gort_gosched();
+    }
+    gort_waitgroup_done(&change_wg);
+}
+
+static void gomaxprocs_change_main(void *arg)
+{
+    (void)arg;
+    static const int seq[] = {1, 2, 1, 2};
+    gort_waitgroup_add(&change_wg, NCHANGE + 1);
+    int64_t inflight_at_change[4];
+    for (int c = 0; c < 4; c++) {
+        set_procs(seq[c]);
+        for (int i = c * CHUNK; i < (c + 1) * CHUNK; i++)
+            CHECK_GT(gort_go(change_worker, (void *)(intptr_t)i), 0);
+        inflight_at_change[c] = (c + 1) * CHUNK - ATOMIC_LOAD(&change_done);
+    }
+    gort_go(change_from_goroutine, NULL);
+    gort_waitgroup_wait(&change_wg);
+    CHECK_EQ(gort_gomaxprocs(0), 2);
+    for (int i = 0; i < NCHANGE; i++) {
+        if (change_runs[i] != 1)
+            fprintf(stderr, "goroutine %d ran %d times\n", i, change_runs[i]);
+        CHECK_EQ(change_runs[i], 1);
+    }
+    /* The changes really happened with goroutines in flight. */
+    for (int c = 0; c < 4; c++)
+        fprintf(stderr, "in flight after chunk %d: %lld\n", c,
+                (long long)inflight_at_change[c]);
+    CHECK_GT(inflight_at_change[0] + inflight_at_change[1] +
+                 inflight_at_change[2],
+             0);
+}
+
+TEST(gomaxprocs_change)
+{
+    run_main(gomaxprocs_change_main, NULL);
+}
+
+/* ---------------------------------------------------------------------------
+ * goexit_lifo
+ * ------------------------------------------------------------------------- */
+
+static char trail[64];
+static int ntrail;
+static int after_goexit;
+static gort_waitgroup lifo_wg;
+
+static void mark(void *arg)
+{
+    CHECK_LT(ntrail, (int)sizeof trail - 1);
+    trail[ntrail++] = (char)(intptr_t)arg;
+    trail[ntrail] = 0;
+}
+
+static void defers_more(void *arg)
+{
+    mark(arg);
+    CHECK_EQ(gort_defer(mark, (void *)'y'), 0);
+    CHECK_EQ(gort_defer(mark, (void *)'z'), 0);
+}
+
+static void lifo_return(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(gort_defer(mark, (void *)'1'), 0);
+    CHECK_EQ(gort_defer(mark, (void *)'2'), 0);
+    CHECK_EQ(gort_defer(mark, (void *)'3'), 0);
+}
+
+static GORT_NOINLINE void nested3(void)
+{
+    CHECK_EQ(gort_defer(mark, (void *)'c'), 0);
+    gort_goexit();
+}
+
+static GORT_NOINLINE void nested2(void)
+{
+    CHECK_EQ(gort_defer(mark, (void *)'b'), 0);
+    nested3();
+    ATOMIC_STORE(&after_goexit, 1); /* never */
+}
+
+static void lifo_goexit(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(gort_defer(mark, (void *)'a'), 0);
+    nested2();
+    ATOMIC_STORE(&after_goexit, 1); /* never */
+}
+
+static void lifo_nested_defer(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(gort_defer(mark, (void *)'w'), 0);
+    CHECK_EQ(gort_defer(defers_more, (void *)'x'), 0);
+}
+
+static void lifo_signal(void *arg)
+{
+    (void)arg;
+    gort_waitgroup_done(&lifo_wg);
+}
+
+/* Run fn as a goroutine whose first defer signals main, and wait. */
+static void lifo_case(void (*fn)(void *), const char *want)
+{
+    ntrail = 0;
+    trail[0] = 0;
+    gort_waitgroup_add(&lifo_wg, 1);
+    gort_go(fn, NULL);
+    gort_waitgroup_wait(&lifo_wg);
+    if (strcmp(trail, want) != 0)
+        fprintf(stderr, "defers ran \"%s\", want \"%s\"\n", trail, want);
+    CHECK(strcmp(trail, want) == 0);
+}
+
+static void lifo_wrap_return(void *arg)
+{
+    (void)arg;
+    gort_defer(lifo_signal, NULL);
+    lifo_return(NULL);
+}
+
+static void lifo_wrap_goexit(void *arg)
+{
+    (void)arg;
+    gort_defer(lifo_signal, NULL);
+    lifo_goexit(NULL);
+}
+
+static void lifo_wrap_nested(void *arg)
+{
+    (void)arg;
+    gort_defer(lifo_signal, NULL);
+    lifo_nested_defer(NULL);
+}
+
+static void goexit_lifo_main(void *arg)
+{
+    (void)arg;
+    lifo_case(lifo_wrap_return, "321");
+    lifo_case(lifo_wrap_goexit, "cba");
+    /* x runs first and registers y then z: they run next, z first, before
+     * the older w. */
+    lifo_case(lifo_wrap_nested, "xzyw");
+    CHECK_EQ(ATOMIC_LOAD(&after_goexit), 0);
+    /* gort_defer outside a goroutine or with no function. */
+    CHECK_EQ(gort_defer(NULL, NULL), -EINVAL);
+}
+
+TEST(goexit_lifo)
+{
+    CHECK_EQ(gort_defer(mark, NULL), -EPERM);
+    run_main(goexit_lifo_main, NULL);
+}
+
+/* ---------------------------------------------------------------------------
+ * main_goexit_others_run (child)
+ * ------------------------------------------------------------------------- */
+
+static void goexit_other(void *arg)
+{
+    int i = (int)(intptr_t)arg;
+    /* Keep running well after main has gone: 50 ms of yields. */
+    int64_t end = gort_nanotime() + 50 * 1000 * 1000;
+    while (gort_nanotime() < end)
+        gort_gosched();
+    printf("other %d done\n", i);
+    fflush(stdout);
+}
+
+static void main_goexit_main(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 4; i++)
+        gort_go(goexit_other, (void *)(intptr_t)i);
+    printf("main exits\n");
+    fflush(stdout);
+    gort_goexit();
+}
+
+TEST(main_goexit_child)
+{
+    gort_main(main_goexit_main, NULL);
+    printf("gort_main returned\n"); /* must not happen */
+    fflush(stdout);
+}
+
+TEST(main_goexit_others_run)
+{
+    struct test_child r;
+    test_run_child("main_goexit_child", NULL, 60, &r);
+    CHECK_STR_CONTAINS(r.out, "main exits\n");
+    for (int i = 0; i < 4; i++) {
+        char want[32];
+        snprintf(want, sizeof want, "other %d done\n", i);
+        CHECK_STR_CONTAINS(r.out, want);
+    }
+    CHECK(strstr(r.out, "gort_main returned") == NULL);
+    CHECK_STR_CONTAINS(r.err, "gort: fatal error: no goroutines (main called "
+                              "runtime.Goexit) - deadlock!");
+    CHECK_EQ(r.signal, SIGABRT);
+    test_child_free(&r);
+}
+
+/* ---------------------------------------------------------------------------
+ * twice
+ * ------------------------------------------------------------------------- */
+
+static int64_t twice_count;
+static gort_waitgroup twice_wg;
+static int twice_nested_err;
+
+static void twice_one(void *arg)
+{
+    (void)arg;
+    ATOMIC_INC(&twice_count);
+    gort_waitgroup_done(&twice_wg);
+}
+
+static void twice_nested(void *arg)
+{
+    (void)arg;
+    CHECK(0); /* gort_main must not run this */
+}
+
+static void twice_main(void *arg)
+{
+    int round = (int)(intptr_t)arg;
+    CHECK_EQ(gort_goid(), 1);
+    gort_gomaxprocs(2);
+    twice_count = 0;
+    gort_waitgroup_add(&twice_wg, 1000);
+    for (int i = 0; i < 1000; i++)
+        gort_go(twice_one, NULL);
+    gort_waitgroup_wait(&twice_wg);
+    CHECK_EQ(twice_count, 1000);
+    if (round == 1)
+        twice_nested_err = gort_main(twice_nested, NULL);
+}
+
+TEST(twice)
+{
+    run_main(twice_main, (void *)0);
+    run_main(twice_main, (void *)1);
+    CHECK_EQ(twice_nested_err, -EBUSY);
+    run_main(twice_main, (void *)2);
+}
+
+/* ---------------------------------------------------------------------------
+ * gomaxprocs_query_outside
+ * ------------------------------------------------------------------------- */
+
+static void noop_main(void *arg)
+{
+    (void)arg;
+    CHECK_GT(gort_gomaxprocs(0), 0);
+}
+
+TEST(gomaxprocs_query_outside)
+{
+    CHECK_GE(gort_gomaxprocs(0), 0);
+    CHECK_GE(gort_gomaxprocs(3), 0); /* not on a goroutine: only a query */
+    CHECK_EQ(gort_goid(), 0);
+    CHECK_EQ(gort_numgoroutine(), 0);
+    uint32_t ticks[4];
+    CHECK_EQ(gort_sched_ticks(ticks, 4), 0);
+    gort_gosched(); /* outside: just yields the thread */
+    CHECK_EQ(gort_go(noop_main, NULL), -EPERM);
+    run_main(noop_main, NULL);
+    CHECK_GE(gort_gomaxprocs(0), 0);
+    CHECK_EQ(gort_goid(), 0);
+}
