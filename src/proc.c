@@ -1039,10 +1039,15 @@ static struct g *findrunnable(struct m *mp, bool *inherit)
  * Running Gs on g0.
  * ------------------------------------------------------------------------- */
 
+static void gostart(void *prev);
+
 /* Make gp, taken from a run queue, the M's current G.  Mirrors the first
  * half of execute (proc.go). */
 static inline void execute_prep(struct m *mp, struct g *gp, bool inherit)
 {
+    if (!gp->sched_sp)
+        gp->sched_sp = gort__ctx_make((void *)gp->stack.hi, gostart,
+                                      gp->fpctl);
     store_relaxed(&mp->curg, gp);
     store_relaxed(&gp->m, mp);
     gort__casgstatus(gp, G_RUNNABLE, G_RUNNING);
@@ -1179,20 +1184,48 @@ static void allgadd(struct g *gp)
     gort__unlock(&gort__allglock);
 }
 
-/* A new G with a stack, status DEAD, on allgs.  The G structure lives at
- * the top of its own stack: a parked goroutine then costs one page of
- * memory (its G, its saved context and its top frames share it) and
- * creating one touches one page, not two.  G and stack live and die
- * together; dead Gs keep both on the free lists.  Mirrors malg. */
+/* G structures come from chunks of GCHUNK, never freed before shutdown
+ * (Go's allgs keeps every G too).  Dense: the run queues and free lists
+ * touch Gs far more often than stacks, so many Gs share a page and a TLB
+ * entry.  Under allglock. */
+#define GCHUNK 64
+struct gchunk {
+    struct gchunk *next;
+    uint32_t used;
+    struct g gs[GCHUNK];
+};
+static struct gchunk *gchunks;
+
+static struct g *galloc_locked(void)
+{
+    if (!gchunks || gchunks->used == GCHUNK) {
+        struct gchunk *c = calloc(1, sizeof *c);
+        if (!c)
+            return NULL;
+        c->next = gchunks;
+        gchunks = c;
+    }
+    return &gchunks->gs[gchunks->used++];
+}
+
+/* A new G with a stack, status DEAD, on allgs.  Its first context is made
+ * only when it first runs (execute_prep), so creating a goroutine touches
+ * its G but not its stack.  G and stack stay together for good: dead Gs
+ * keep their stacks on the free lists, so the per-P free-G cache is also
+ * the per-P stack cache.  Mirrors malg. */
 static struct g *malg(void)
 {
     struct gstack st;
     if (gort__stackalloc(&st) != 0)
         return NULL;
-    struct g *gp = (struct g *)((st.hi - sizeof(struct g)) & ~(uintptr_t)63);
-    memset(gp, 0, sizeof *gp);
+    gort__lock(&gort__allglock);
+    struct g *gp = galloc_locked();
+    gort__unlock(&gort__allglock);
+    if (!gp) {
+        gort__stackfree(&st);
+        return NULL;
+    }
     gp->stack = st;
-    gp->stack.hi = (uintptr_t)gp;
 #ifdef GORT_TSAN
     gp->tsan_fiber = __tsan_create_fiber(0);
 #endif
@@ -1262,7 +1295,8 @@ static int64_t newgoid(struct p *pp)
 static int64_t newproc1(struct p *pp, struct g *gp, void (*fn)(void *),
                         void *arg, uintptr_t pc)
 {
-    gp->sched_sp = gort__ctx_make((void *)gp->stack.hi, gostart);
+    gp->sched_sp = NULL; /* made when it first runs (execute_prep) */
+    gort__fpctl_save(gp->fpctl); /* it starts with its creator's FP modes */
     gp->fn = fn;
     gp->arg = arg;
     gp->startfn = fn;
@@ -1652,8 +1686,12 @@ static void teardown(void)
         if (gp->tsan_fiber)
             __tsan_destroy_fiber(gp->tsan_fiber);
 #endif
-        struct gstack st = gp->stack; /* gp lives on this stack */
-        gort__stackfree(&st);
+        gort__stackfree(&gp->stack);
+    }
+    while (gchunks) {
+        struct gchunk *next = gchunks->next;
+        free(gchunks);
+        gchunks = next;
     }
     free(gort__allgs);
     for (int32_t i = 0; i < allp_len; i++)

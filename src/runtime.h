@@ -131,11 +131,17 @@ GORT_HIDDEN void gort__futexwake(uint32_t *addr, int cnt);
  * state) on the current stack, stores the stack pointer in *save_sp, loads
  * to_sp, restores that context's registers and returns `arg` in it.  A
  * context made by gort__ctx_make starts by calling entry(arg) with the arg
- * of the first switch into it; entry must never return.
+ * of the first switch into it; entry must never return.  gort makes a
+ * goroutine's first context lazily, on the M that first runs it, so that
+ * creating a goroutine does not touch its stack.
  * ------------------------------------------------------------------------- */
 
 GORT_HIDDEN void *gort__ctx_switch(void **save_sp, void *to_sp, void *arg);
-GORT_HIDDEN void *gort__ctx_make(void *stack_top, void (*entry)(void *));
+GORT_HIDDEN void *gort__ctx_make(void *stack_top, void (*entry)(void *),
+                                 const uint64_t *fpctl);
+/* Save the FP control modes (rounding, flush-to-zero, exception masks) in
+ * the form gort__ctx_make takes. */
+GORT_HIDDEN void gort__fpctl_save(uint64_t fpctl[2]);
 
 /* ---------------------------------------------------------------------------
  * G: goroutine.  Mirrors type g (runtime2.go).
@@ -208,7 +214,7 @@ struct g {
     uint32_t preempt;       /* preemption requested: sysmon writes, the G
                                reads at runtime entries (relaxed: a late
                                read only delays preemption) */
-    int saved_errno;        /* errno across switches; owner only */
+    uint64_t fpctl[2];      /* creator's FP modes, for the first context */
     bool is_main;           /* the main goroutine (goid 1) */
     bool started;           /* has run at least once on this stack use */
     int64_t waitsince;      /* nanotime when it parked, for dumps */

@@ -48,11 +48,13 @@
  *     x2 = value that gort__ctx_switch returns (in x0) in the resumed
  *     context.
  *
- * void *gort__ctx_make(void *stack_top, void (*entry)(void *))
+ * void *gort__ctx_make(void *stack_top, void (*entry)(void *),
+ *                      const uint64_t *fpctl)
  *     Builds a context on a fresh stack that, when first switched to,
  *     calls entry(arg) on a 16-byte aligned stack, with x29 pointing at a
  *     terminal frame record {fp = 0, lr = 0} at the top of the stack, and
- *     with the caller's current FPCR.  Nothing is written at or above
+ *     with the FPCR saved in fpctl by gort__fpctl_save (NULL: the current
+ *     FPCR).  Nothing is written at or above
  *     stack_top.  Returns its sp.
  */
 
@@ -199,11 +201,28 @@ gort__ctx_make:
         stp     xzr, xzr, [x0, #112]    /* d10, d11 */
         stp     xzr, xzr, [x0, #128]    /* d12, d13 */
         stp     xzr, xzr, [x0, #144]    /* d14, d15 */
-        mrs     x11, fpcr               /* inherit the creator's FP modes */
-        stp     x11, xzr, [x0, #160]    /* FPCR, padding */
+        mrs     x11, fpcr               /* no fpctl: the current FP modes */
+        cbz     x2, 1f
+        ldr     x11, [x2]               /* FP modes saved by fpctl_save */
+1:      stp     x11, xzr, [x0, #160]    /* FPCR, padding */
         ret
         .cfi_endproc
         .size   gort__ctx_make, .-gort__ctx_make
+
+/* void gort__fpctl_save(uint64_t fpctl[2]): the FP control modes in the
+ * layout gort__ctx_make takes (FPCR, then an unused word). */
+        .globl  gort__fpctl_save
+        .hidden gort__fpctl_save
+        .type   gort__fpctl_save, %function
+        .p2align 2
+gort__fpctl_save:
+        .cfi_startproc
+        GORT_BTI_C
+        mrs     x1, fpcr
+        stp     x1, xzr, [x0]
+        ret
+        .cfi_endproc
+        .size   gort__fpctl_save, .-gort__fpctl_save
 
 #if defined(__ARM_FEATURE_BTI_DEFAULT) && __ARM_FEATURE_BTI_DEFAULT
 /* GNU property note: GNU_PROPERTY_AARCH64_FEATURE_1_AND = BTI.  (Not PAC:

@@ -24,9 +24,12 @@
  *     rdi = where to save this context's sp, rsi = the context to resume,
  *     rdx = value that gort__ctx_switch returns in the resumed context.
  *
- * void *gort__ctx_make(void *stack_top, void (*entry)(void *))
+ * void *gort__ctx_make(void *stack_top, void (*entry)(void *),
+ *                      const uint64_t *fpctl)
  *     Builds a context on a fresh stack that, when first switched to,
- *     calls entry(arg) on a 16-byte aligned stack.  Returns its sp.
+ *     calls entry(arg) on a 16-byte aligned stack, with the FP control
+ *     modes saved in fpctl by gort__fpctl_save (NULL: the current ones).
+ *     Returns its sp.
  */
         .text
 
@@ -132,10 +135,33 @@ gort__ctx_make:
         movq    $0, 32(%rax)
         movq    $0, 24(%rax)
         movq    $0, 16(%rax)
-        stmxcsr 8(%rax)                 /* inherit the creator's FP modes */
+        testq   %rdx, %rdx
+        jz      1f
+        movq    (%rdx), %rcx            /* FP modes saved by fpctl_save */
+        movq    %rcx, (%rax)
+        movq    8(%rdx), %rcx
+        movq    %rcx, 8(%rax)
+        ret
+1:      stmxcsr 8(%rax)                 /* no fpctl: the current FP modes */
         fnstcw  (%rax)
         ret
         .cfi_endproc
         .size   gort__ctx_make, .-gort__ctx_make
+
+/* void gort__fpctl_save(uint64_t fpctl[2]): the FP control modes, in the
+ * layout gort__ctx_make takes (x87 control word, then MXCSR). */
+        .globl  gort__fpctl_save
+        .hidden gort__fpctl_save
+        .type   gort__fpctl_save, @function
+        .p2align 4
+gort__fpctl_save:
+        .cfi_startproc
+        movq    $0, (%rdi)
+        movq    $0, 8(%rdi)
+        fnstcw  (%rdi)
+        stmxcsr 8(%rdi)
+        ret
+        .cfi_endproc
+        .size   gort__fpctl_save, .-gort__fpctl_save
 
         .section .note.GNU-stack,"",@progbits

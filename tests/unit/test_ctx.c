@@ -334,8 +334,8 @@ TEST(pingpong)
     struct tstack sa, sb;
     tstack_alloc(&sa, STACK_SIZE);
     tstack_alloc(&sb, STACK_SIZE);
-    pp.a_sp = gort__ctx_make(sa.hi, pp_a);
-    pp.b_sp = gort__ctx_make(sb.hi, pp_b);
+    pp.a_sp = gort__ctx_make(sa.hi, pp_a, NULL);
+    pp.b_sp = gort__ctx_make(sb.hi, pp_b, NULL);
     CHECK((char *)pp.a_sp >= sa.lo && (char *)pp.a_sp < sa.hi);
     CHECK((char *)pp.b_sp >= sb.lo && (char *)pp.b_sp < sb.hi);
 
@@ -402,7 +402,7 @@ TEST(entry_arg)
     struct tstack st[3];
     for (int i = 0; i < 3; i++) {
         tstack_alloc(&st[i], STACK_SIZE);
-        eas[i].sp = gort__ctx_make(st[i].hi, ea_entry);
+        eas[i].sp = gort__ctx_make(st[i].hi, ea_entry, NULL);
         CHECK((char *)eas[i].sp < st[i].hi);
         CHECK((char *)eas[i].sp >= st[i].hi - 512);
     }
@@ -433,7 +433,7 @@ TEST(entry_arg)
     /* A NULL arg is passed as NULL. */
     struct tstack s0;
     tstack_alloc(&s0, STACK_SIZE);
-    null_sp = gort__ctx_make(s0.hi, null_entry);
+    null_sp = gort__ctx_make(s0.hi, null_entry, NULL);
     null_arg = (void *)1;
     void *r = gort__ctx_switch(&null_main_sp, null_sp, NULL);
     CHECK(null_arg == NULL);
@@ -549,7 +549,7 @@ TEST(callee_saved)
 {
     struct tstack s;
     tstack_alloc(&s, STACK_SIZE);
-    cs.other_sp = gort__ctx_make(s.hi, cs_entry);
+    cs.other_sp = gort__ctx_make(s.hi, cs_entry, NULL);
     cs.seq = 100;
 
     uint64_t seed = 42;
@@ -740,7 +740,7 @@ TEST(fp_control)
     struct fpmode creator = {FE_UPWARD, 1};
     fpmode_set(creator);
     fpmode_check("creator", creator);
-    fps.other_sp = gort__ctx_make(s.hi, fp_entry);
+    fps.other_sp = gort__ctx_make(s.hi, fp_entry, NULL);
     fps.main_m.round = FE_TONEAREST;
     fps.main_m.ftz = 0;
     fpmode_set(fps.main_m);
@@ -817,7 +817,7 @@ TEST(stack_alignment)
         memset(top, 0xa5, (size_t)(s.hi - top));
         sa.lo = s.lo;
         sa.hi = top;
-        sa.sp = gort__ctx_make(top, sa_entry);
+        sa.sp = gort__ctx_make(top, sa_entry, NULL);
         CHECK((char *)sa.sp >= s.lo && (char *)sa.sp < top);
         CHECK((char *)sa.sp >= top - 512);
         void *r = gort__ctx_switch(&sa.main_sp, sa.sp, (void *)(uintptr_t)off);

@@ -11,6 +11,7 @@
  *   fairness                 two goroutines handing the P to each other
  *                            through runnext cannot starve one on the
  *                            global queue for more than sysmon's bound
+ *   fairness_waitgroup       the same with gort_waitgroups
  *   million                  1,000,000 goroutines at procs 1, 2, 4, ...
  *   park_100k                100,000 goroutines parked at once
  *   gomaxprocs_change        GOMAXPROCS 1 -> 2 -> 1 -> 2 with 20,000
@@ -170,33 +171,40 @@ TEST(distribution)
 }
 
 /* ---------------------------------------------------------------------------
- * fairness
+ * fairness, fairness_waitgroup
  *
- * With one P, goroutines A and B ping-pong through two semaphores.  Each
- * release with handoff readies the partner into runnext, and the releaser
- * then parks, so the partner runs next *inheriting the time slice*: the
- * P's schedtick never moves.  Go's fairness check "every 61st schedtick
- * look at the global queue first" therefore never fires (unless the tick
- * happens to sit on a multiple of 61), and a goroutine C on the global
- * queue would starve forever if nothing else intervened.  What intervenes
- * is sysmon: a P whose schedtick has not moved for forcePreemptNS (10 ms)
- * has its running G asked to yield, which sends it to the global queue
- * behind C; the P then finds its local queue empty and takes C.  So C must
- * run within about 10 ms (plus sysmon's sleep, up to 10 ms when idle, and
- * scheduling noise); we allow 100 ms.  Without sysmon's preemption this
- * test hangs and times out.
+ * With one P, goroutines A and B ping-pong: each wakes its partner, which
+ * goes into runnext, then parks, so the partner runs next *inheriting the
+ * time slice* and the P's schedtick never moves.  Go's fairness check
+ * "every 61st schedtick look at the global queue first" therefore never
+ * fires (the test first moves the tick off the multiples of 61), and a
+ * goroutine C on the global queue would starve forever if nothing else
+ * intervened.  What intervenes is sysmon: a P whose schedtick has not
+ * moved for forcePreemptNS (10 ms) has its running G asked to yield, which
+ * sends it to the global queue behind C; the P then finds its local queue
+ * empty and takes C.  So C must run within about 10 ms (plus sysmon's
+ * sleep, up to 10 ms, and scheduling noise): we allow 100 ms, and expect
+ * at least 5 ms, since an earlier run would mean the hand-offs did not
+ * inherit the slice.  A starved C fails the case by a watchdog thread
+ * after 10 s.
+ *
+ * fairness ping-pongs on the runtime's semaphores (gort__semacquire and
+ * gort__semrelease with handoff), the primitive sync and channels are
+ * built on; fairness_waitgroup on two gort_waitgroups, the public path.
  * ------------------------------------------------------------------------- */
 
+enum { FAIR_SEMA, FAIR_WAITGROUP };
+static int fair_mode;
 static uint32_t sem_a, sem_b;
-static int fair_stop;
+static gort_waitgroup fwg_a, fwg_b;
+static int fair_stop, fair_exited;
 static uint64_t fair_handoffs;
 static int64_t fair_queued_ns, fair_ran_ns;
 static uint32_t fair_tick_at_c;
 static gort_waitgroup fair_wg;
 
-static void fair_ping(void *arg)
+static void fair_ping_sema(bool is_a)
 {
-    bool is_a = arg != NULL;
     uint32_t *mine = is_a ? &sem_a : &sem_b;
     uint32_t *other = is_a ? &sem_b : &sem_a;
     if (!is_a)
@@ -208,6 +216,33 @@ static void fair_ping(void *arg)
     }
     /* Wake the partner, wherever it is, so that it sees the flag. */
     gort__semrelease(other, true);
+}
+
+/* A token passes between the two wait groups: the one at zero belongs to
+ * the goroutine allowed to run.  The first to see the flag passes the
+ * token on once more so that its partner wakes and sees it too. */
+static void fair_ping_waitgroup(bool is_a)
+{
+    gort_waitgroup *mine = is_a ? &fwg_a : &fwg_b;
+    gort_waitgroup *other = is_a ? &fwg_b : &fwg_a;
+    for (;;) {
+        gort_waitgroup_wait(mine);
+        if (ATOMIC_LOAD(&fair_stop))
+            break;
+        __atomic_add_fetch(&fair_handoffs, 1, __ATOMIC_RELAXED);
+        gort_waitgroup_add(mine, 1);
+        gort_waitgroup_done(other);
+    }
+    if (ATOMIC_INC(&fair_exited) == 1)
+        gort_waitgroup_done(other);
+}
+
+static void fair_ping(void *arg)
+{
+    if (fair_mode == FAIR_SEMA)
+        fair_ping_sema(arg != NULL);
+    else
+        fair_ping_waitgroup(arg != NULL);
     gort_waitgroup_done(&fair_wg);
 }
 
@@ -258,6 +293,7 @@ static void fairness_main(void *arg)
            tick0() % GORT_GLOBAL_CHECK_TICKS > 50)
         gort_gosched();
     gort_waitgroup_add(&fair_wg, 3);
+    gort_waitgroup_add(&fwg_b, 1); /* A holds the token */
     /* Ring: [B, A], runnext: C.  When main parks, C runs first and goes
      * to the global queue; then B (which parks) and A start the
      * ping-pong, each hand-off through runnext. */
@@ -281,12 +317,23 @@ static void fairness_main(void *arg)
     CHECK_GE(waited, 5 * 1000 * 1000);
 }
 
-TEST(fairness)
+static void fairness_run(int mode)
 {
+    fair_mode = mode;
     pthread_t wd;
     CHECK_EQ(pthread_create(&wd, NULL, fair_watchdog, NULL), 0);
     run_main(fairness_main, NULL);
     CHECK_EQ(pthread_join(wd, NULL), 0);
+}
+
+TEST(fairness)
+{
+    fairness_run(FAIR_SEMA);
+}
+
+TEST(fairness_waitgroup)
+{
+    fairness_run(FAIR_WAITGROUP);
 }
 
 /* ---------------------------------------------------------------------------
