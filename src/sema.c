@@ -70,6 +70,10 @@ static bool unlock_root(struct g *gp, void *lock)
 
 void gort__semacquire(uint32_t *addr, uint32_t reason)
 {
+    /* A runtime entry: honour a pending preemption request first, as Go's
+     * function prologues do.  Without this, two goroutines handing the P
+     * to each other through runnext would never yield to sysmon. */
+    gort__preempt_check();
     if (cansemacquire(addr))
         return;
     struct g *gp = gort__getg();
@@ -141,6 +145,7 @@ void gort__semrelease(uint32_t *addr, bool handoff)
     if (handoff && cansemacquire(addr))
         s->ticket = 1;
     gort__ready(s->g, true);
+    gort__preempt_check();
 }
 
 void gort__semafini(void)
