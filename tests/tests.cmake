@@ -2,3 +2,5 @@ gort_test(test_ctx CASES pingpong entry_arg callee_saved fp_control stack_alignm
 gort_test(test_env CASES maxprocs_valid maxprocs_bad debug_keys debug_bad stacksize cgroup_v2 cgroup_v1 cgroup_mount_root cgroup_long_lines cgroup_missing default_procs affinity read_env)
 gort_test(test_runq TIMEOUT 300 CASES put_get_order overflow_batch_129 runqempty_and_len globrunqget_batch steal_half steal_stress)
 gort_test(test_sched TIMEOUT 180 CASES runnext_order distribution fairness million park_100k gomaxprocs_change goexit_lifo main_goexit_others_run twice gomaxprocs_query_outside)
+gort_test(test_fatal TIMEOUT 120 CASES deadlock negative_waitgroup stack_overflow stack_overflow_canary stack_overflow_mprotect thread_limit)
+gort_test(test_env_runtime TIMEOUT 120 CASES maxprocs_abc maxprocs_zero maxprocs_negative maxprocs_huge maxprocs_good debug_bad_schedtrace stacksize_too_small set_stack_size schedtrace_format schedtrace_many_procs scheddetail_format)

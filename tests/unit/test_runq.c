@@ -774,6 +774,10 @@ static struct g *pool_alloc(struct stress *st, uint32_t *cursor)
     return NULL;
 }
 
+/* With randomized, also GORTDEBUG=randomize=1 (the owner and thieves get
+ * fake Ms for fastrand), and the owner's P is P_SYSCALL instead of
+ * P_RUNNING, so that thieves take runnext without the 3 us back-off and
+ * race the owner's runqget and runqput for it far more often. */
 static void stress_round(int nthieves, uint64_t ops, bool randomized,
                          uint64_t seed)
 {
@@ -783,6 +787,8 @@ static void stress_round(int nthieves, uint64_t ops, bool randomized,
     st.nps = 1 + nthieves;
     for (int i = 0; i < st.nps; i++)
         st.ps[i] = newp(i);
+    if (randomized)
+        st.ps[0]->status = P_SYSCALL;
     st.npool = 64 * RQ < 4096 ? 4096 : 64 * RQ;
     st.pool = newgs((int)st.npool, -1);
     st.busy = calloc(st.npool, 1);
@@ -809,8 +815,11 @@ static void stress_round(int nthieves, uint64_t ops, bool randomized,
         CHECK_EQ(pthread_create(&th[i].thread, NULL, thief_main, &th[i]), 0);
     }
 
-    /* The owner: alternating bursts of puts and gets, long enough to
-     * fill the ring and spill to the global queue. */
+    /* The owner: bursts of puts that fill the ring and spill to the
+     * global queue; of gets; of random puts and gets that keep the ring
+     * short (owner and thieves CAS head together); and of put-next/get
+     * pairs that keep the ring empty and runnext busy (thieves take
+     * runnext on their last pass). */
     struct p *pp = st.ps[0];
     uint64_t rng = seed | 1, produced = 0, owner_consumed = 0;
     uint64_t owner_global = 0, full_puts = 0;
@@ -820,11 +829,25 @@ static void stress_round(int nthieves, uint64_t ops, bool randomized,
     while (op < ops) {
         uint64_t r = xorshift(&rng);
         uint64_t burst = 1 + (r >> 8) % (3 * RQ);
-        bool putting = (r & 3) != 0; /* 3/4 put bursts: the ring fills */
+        int kind = (int)(r & 7);
         for (uint64_t b = 0; b < burst && op < ops; b++, op++) {
+            bool putting, next;
+            if (kind < 3) {         /* put burst */
+                putting = true;
+                next = (xorshift(&rng) & 3) == 0;
+            } else if (kind < 5) {  /* get burst */
+                putting = false;
+                next = false;
+            } else if (kind < 6) {  /* random */
+                uint64_t x = xorshift(&rng);
+                putting = x & 1;
+                next = (x & 6) == 0;
+            } else {                /* put-next, get, put-next, get, ... */
+                putting = (b & 1) == 0;
+                next = true;
+            }
             struct g *gp = putting ? pool_alloc(&st, &cursor) : NULL;
             if (gp) {
-                bool next = (xorshift(&rng) & 3) == 0;
                 gp->goid = (int64_t)produced++;
                 if (gort__runqlen(pp) == RQ &&
                     (!next || load_relaxed(&pp->runnext)))

@@ -6,6 +6,8 @@
  *   runnext_order            one P: goroutines 1..10 run as [10 1 2 ... 9]
  *                            (the newest in runnext, the rest FIFO), 20
  *                            times in a row
+ *   no_early_preempt         sysmon does not ask main to yield before it has
+ *                            run 10 ms
  *   distribution             GOMAXPROCS=4, one creator of 1000 CPU-bound
  *                            goroutines: every P schedules >= 15% of them
  *   fairness                 two goroutines handing the P to each other
@@ -111,6 +113,36 @@ static void runnext_order_main(void *arg)
 TEST(runnext_order)
 {
     run_main(runnext_order_main, NULL);
+}
+
+/* ---------------------------------------------------------------------------
+ * no_early_preempt
+ *
+ * sysmon asks a G to yield once its P's schedtick has not moved for
+ * forcePreemptNS (10 ms).  A main goroutine that has run for only 3 ms
+ * since gort_main started must not have been asked: otherwise its first
+ * runtime call (say gort_go) sends it to the global queue and the program
+ * starts in an order that depends on sysmon's timing.
+ * ------------------------------------------------------------------------- */
+
+static void no_early_preempt_main(void *arg)
+{
+    (void)arg;
+    struct g *gp = gort__getg();
+    /* No runtime call during the spin: nothing can clear the flag. */
+    burn_us(3000);
+    uint32_t req = __atomic_load_n(&gp->preempt, __ATOMIC_RELAXED);
+    if (req)
+        fprintf(stderr, "main was asked to yield after 3 ms (schedtick %u)\n",
+                __atomic_load_n(&gort__getm()->p->schedtick,
+                                __ATOMIC_RELAXED));
+    CHECK_EQ(req, 0);
+}
+
+TEST(no_early_preempt)
+{
+    for (int i = 0; i < 5; i++)
+        run_main(no_early_preempt_main, NULL);
 }
 
 /* ---------------------------------------------------------------------------

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# install_test.sh SRC_DIR BUILD_DIR - `cmake --install` into a temporary
+# prefix, then build and run a program against it with pkg-config, once
+# with the shared library and once with the static one.
+set -euo pipefail
+src=$1 build=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
+cat > "$tmp/hello.c" <<'C'
+#include <gort.h>
+#include <stdio.h>
+static gort_waitgroup wg;
+static int64_t sum;
+static void add(void *arg) { __atomic_add_fetch(&sum, (int64_t)(intptr_t)arg, __ATOMIC_RELAXED); gort_waitgroup_done(&wg); }
+static void main_g(void *arg) {
+    (void)arg;
+    for (int i = 1; i <= 100; i++) { gort_waitgroup_add(&wg, 1); gort_go(add, (void *)(intptr_t)i); }
+    gort_waitgroup_wait(&wg);
+    printf("sum=%lld\n", (long long)sum);
+}
+int main(void) { return gort_main(main_g, NULL); }
+C
+export PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig:$tmp/prefix/lib64/pkgconfig:$tmp/prefix/lib/x86_64-linux-gnu/pkgconfig"
+cc -o "$tmp/hello" "$tmp/hello.c" $(pkg-config --cflags --libs gort)
+out=$(LD_LIBRARY_PATH=$(pkg-config --variable=libdir gort) "$tmp/hello")
+[ "$out" = "sum=5050" ] || { echo "shared: got '$out', want sum=5050"; exit 1; }
+libdir=$(pkg-config --variable=libdir gort)
+cc -o "$tmp/hello_static" "$tmp/hello.c" $(pkg-config --cflags gort) "$libdir/libgort.a" -lpthread
+out=$("$tmp/hello_static")
+[ "$out" = "sum=5050" ] || { echo "static: got '$out', want sum=5050"; exit 1; }
+echo "install test passed"

@@ -1,0 +1,407 @@
+/*
+ * test_env_runtime.c - settings and schedtrace through the real
+ * gort_main, in child processes with their own environment.
+ *
+ *   maxprocs_abc, maxprocs_zero, maxprocs_negative, maxprocs_huge
+ *                         a bad GORTMAXPROCS is reported on one stderr line
+ *                         naming the value, and the program runs with the
+ *                         default (affinity CPUs capped by the cgroup)
+ *   debug_bad_schedtrace  GORTDEBUG=schedtrace=x: reported, program runs
+ *   stacksize_too_small   GORTSTACKSIZE=1k: reported, default size kept
+ *   set_stack_size        gort_set_stack_size bounds and -EBUSY
+ *   schedtrace_format     GORTDEBUG=schedtrace=10: Go's SCHED line format
+ *   schedtrace_many_procs the same with 300 Ps: lines of some 2 KB whole
+ *   scheddetail_format    ...,scheddetail=1: Go's SCHED, P, M and G lines
+ *
+ * The parent clears GORTMAXPROCS, GORTDEBUG and GORTSTACKSIZE from its own
+ * environment first, so that only what a case sets reaches the child.
+ */
+#include "runtime.h"
+#include "test.h"
+
+#include <errno.h>
+#include <regex.h>
+#include <unistd.h>
+
+static void clean_env(void)
+{
+    unsetenv("GORTMAXPROCS");
+    unsetenv("GORTDEBUG");
+    unsetenv("GORTSTACKSIZE");
+}
+
+static int count_lines(const char *s)
+{
+    int n = 0;
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+/* ---------------------------------------------------------------------------
+ * The child: a small program that reports what it ran with.
+ * ------------------------------------------------------------------------- */
+
+static gort_waitgroup child_wg;
+static int64_t child_ran;
+
+static void child_worker(void *arg)
+{
+    (void)arg;
+    __atomic_add_fetch(&child_ran, 1, __ATOMIC_RELAXED);
+    gort_waitgroup_done(&child_wg);
+}
+
+static void child_main(void *arg)
+{
+    (void)arg;
+    gort_waitgroup_add(&child_wg, 100);
+    for (int i = 0; i < 100; i++)
+        gort_go(child_worker, NULL);
+    gort_waitgroup_wait(&child_wg);
+    printf("gomaxprocs=%d ran=%lld stacksize=%zu\n", gort_gomaxprocs(0),
+           (long long)child_ran, gort__stack_size);
+}
+
+TEST(settings_child)
+{
+    CHECK_EQ(gort_main(child_main, NULL), 0);
+}
+
+/* Run the settings child with env; check it ran 100 goroutines with
+ * `procs` Ps and the default stack size, and exited 0.  Returns stderr
+ * (malloc'd). */
+static char *run_settings(const char *const *env, int procs)
+{
+    clean_env();
+    struct test_child r;
+    test_run_child("settings_child", env, 60, &r);
+    if (r.exit_code != 0)
+        fprintf(stderr, "child: exit %d signal %d\n--- stdout ---\n%s\n"
+                        "--- stderr ---\n%s\n",
+                r.exit_code, r.signal, r.out, r.err);
+    CHECK_EQ(r.exit_code, 0);
+    char want[128];
+    snprintf(want, sizeof want, "gomaxprocs=%d ran=100 stacksize=%d\n", procs,
+             GORT_DEFAULT_STACK_SIZE);
+    CHECK_STR_CONTAINS(r.out, want);
+    free(r.out);
+    return r.err;
+}
+
+/* The default GOMAXPROCS, computed as gort_main does. */
+static int default_procs(void)
+{
+    return gort__default_procs("", gort__affinity_cpus());
+}
+
+/* A bad GORTMAXPROCS: one line naming the value, then the default. */
+static void check_bad_maxprocs(const char *value)
+{
+    char var[64], named[64], using_[64];
+    snprintf(var, sizeof var, "GORTMAXPROCS=%s", value);
+    snprintf(named, sizeof named, "GORTMAXPROCS=\"%s\"", value);
+    snprintf(using_, sizeof using_, "using %d\n", default_procs());
+    const char *env[] = {var, NULL};
+    char *err = run_settings(env, default_procs());
+    CHECK_EQ(count_lines(err), 1);
+    CHECK(strncmp(err, "gort: ", 6) == 0);
+    CHECK_STR_CONTAINS(err, named);
+    CHECK_STR_CONTAINS(err, "not a valid processor count");
+    CHECK_STR_CONTAINS(err, using_);
+    free(err);
+}
+
+TEST(maxprocs_abc)
+{
+    check_bad_maxprocs("abc");
+}
+
+TEST(maxprocs_zero)
+{
+    check_bad_maxprocs("0");
+}
+
+TEST(maxprocs_negative)
+{
+    check_bad_maxprocs("-3");
+}
+
+TEST(maxprocs_huge)
+{
+    check_bad_maxprocs("99999");
+}
+
+TEST(maxprocs_good)
+{
+    /* The control: a valid value is used, silently. */
+    static const char *const env[] = {"GORTMAXPROCS=3", NULL};
+    char *err = run_settings(env, 3);
+    CHECK_EQ(strlen(err), 0);
+    free(err);
+}
+
+TEST(debug_bad_schedtrace)
+{
+    static const char *const env[] = {"GORTDEBUG=schedtrace=x", NULL};
+    char *err = run_settings(env, default_procs());
+    CHECK_EQ(count_lines(err), 1);
+    CHECK_STR_CONTAINS(err, "gort: GORTDEBUG: schedtrace=\"x\" is not valid");
+    /* No SCHED lines: tracing stayed off. */
+    CHECK(strstr(err, "SCHED") == NULL);
+    free(err);
+}
+
+TEST(stacksize_too_small)
+{
+    static const char *const env[] = {"GORTSTACKSIZE=1k", NULL};
+    char *err = run_settings(env, default_procs());
+    CHECK_EQ(count_lines(err), 1);
+    CHECK_STR_CONTAINS(err, "gort: GORTSTACKSIZE=\"1k\" is not a valid stack "
+                            "size");
+    free(err);
+}
+
+/* ---------------------------------------------------------------------------
+ * set_stack_size
+ * ------------------------------------------------------------------------- */
+
+static int busy_err;
+
+static void set_stack_size_main(void *arg)
+{
+    (void)arg;
+    busy_err = gort_set_stack_size(128 * 1024);
+}
+
+TEST(set_stack_size)
+{
+    CHECK_EQ(gort_set_stack_size(1024), -EINVAL);
+    CHECK_EQ(gort_set_stack_size(GORT_MIN_STACK_SIZE - 1), -EINVAL);
+    CHECK_EQ(gort_set_stack_size(((size_t)1 << 30) + 1), -EINVAL);
+    CHECK_EQ(gort__stack_size, GORT_DEFAULT_STACK_SIZE);
+    CHECK_EQ(gort_main(set_stack_size_main, NULL), 0);
+    CHECK_EQ(busy_err, -EBUSY);
+    CHECK_EQ(gort__stack_size, GORT_DEFAULT_STACK_SIZE);
+    /* Between runs it may be set again. */
+    CHECK_EQ(gort_set_stack_size(GORT_MIN_STACK_SIZE), 0);
+    CHECK_EQ(gort__stack_size, GORT_MIN_STACK_SIZE);
+    CHECK_EQ(gort_set_stack_size(GORT_DEFAULT_STACK_SIZE), 0);
+}
+
+/* ---------------------------------------------------------------------------
+ * schedtrace_format, scheddetail_format
+ * ------------------------------------------------------------------------- */
+
+static gort_waitgroup busy_wg;
+
+static void busy_100ms(void *arg)
+{
+    (void)arg;
+    int64_t end = gort_nanotime() + 100 * 1000 * 1000;
+    while (gort_nanotime() < end)
+        ;
+    gort_waitgroup_done(&busy_wg);
+}
+
+/* Keep two Ps busy for 100 ms while main waits. */
+static void trace_main(void *arg)
+{
+    (void)arg;
+    gort_waitgroup_add(&busy_wg, 2);
+    gort_go(busy_100ms, NULL);
+    gort_go(busy_100ms, NULL);
+    gort_waitgroup_wait(&busy_wg);
+}
+
+TEST(trace_child)
+{
+    CHECK_EQ(gort_main(trace_main, NULL), 0);
+}
+
+static void compile(regex_t *re, const char *pattern)
+{
+    int rc = regcomp(re, pattern, REG_EXTENDED | REG_NOSUB);
+    if (rc != 0) {
+        char msg[256];
+        regerror(rc, re, msg, sizeof msg);
+        fprintf(stderr, "regcomp(%s): %s\n", pattern, msg);
+    }
+    CHECK_EQ(rc, 0);
+}
+
+static bool matches(regex_t *re, const char *line)
+{
+    return regexec(re, line, 0, NULL, 0) == 0;
+}
+
+/* Split text into lines in place; returns the count (at most max).  A
+ * last line without its newline counts, and fails the format checks. */
+static int split_lines(char *text, char **lines, int max)
+{
+    int n = 0;
+    for (char *s = text; *s && n < max;) {
+        lines[n++] = s;
+        char *nl = strchr(s, '\n');
+        if (!nl)
+            break;
+        *nl = 0;
+        s = nl + 1;
+    }
+    return n;
+}
+
+static void run_trace(const char *procs, const char *debug,
+                      struct test_child *r)
+{
+    clean_env();
+    const char *env[] = {procs, debug, NULL};
+    test_run_child("trace_child", env, 60, r);
+    if (r->exit_code != 0)
+        fprintf(stderr, "child: exit %d signal %d\n--- stderr ---\n%s\n",
+                r->exit_code, r->signal, r->err);
+    CHECK_EQ(r->exit_code, 0);
+}
+
+#define SCHED_RE                                                               \
+    "^SCHED [0-9]+ms: gomaxprocs=[0-9]+ idleprocs=[0-9]+ threads=[0-9]+ "      \
+    "spinningthreads=[0-9]+ needspinning=[0-9]+ idlethreads=[0-9]+ "           \
+    "runqueue=[0-9]+"
+
+TEST(schedtrace_format)
+{
+    struct test_child r;
+    run_trace("GORTMAXPROCS=2", "GORTDEBUG=schedtrace=10", &r);
+    regex_t re;
+    compile(&re, SCHED_RE " \\[( [0-9]+)+ \\] schedticks=\\[ ([0-9]+ )+\\]$");
+    static char *lines[100000];
+    int n = split_lines(r.err, lines, 100000);
+    int busy = 0;
+    long last_ms = -1;
+    for (int i = 0; i < n; i++) {
+        if (!matches(&re, lines[i]))
+            fprintf(stderr, "line %d does not match: \"%s\"\n", i, lines[i]);
+        CHECK(matches(&re, lines[i]));
+        CHECK_STR_CONTAINS(lines[i], " gomaxprocs=2 ");
+        /* Two entries in each list: one per P. */
+        CHECK_STR_CONTAINS(lines[i], "runqueue=");
+        long ms = atol(lines[i] + 6);
+        CHECK_GE(ms, last_ms);
+        last_ms = ms;
+        busy += strstr(lines[i], " idleprocs=0 ") != NULL;
+    }
+    /* 100 ms at one line per 10 ms: about 10; 3 is safe on a loaded
+     * machine.  And at least one while both Ps were busy. */
+    fprintf(stderr, "%d SCHED lines, %d with both Ps busy\n", n, busy);
+    CHECK_GE(n, 3);
+    CHECK_GE(busy, 1);
+    regfree(&re);
+    test_child_free(&r);
+}
+
+/* Entries in the list that starts at the first "[" after key. */
+static int list_len(const char *line, const char *key)
+{
+    const char *s = strstr(line, key);
+    CHECK(s != NULL);
+    s = strchr(s, '[');
+    CHECK(s != NULL);
+    int n = 0;
+    for (s++; *s && *s != ']'; s++)
+        n += s[0] == ' ' && s[1] >= '0' && s[1] <= '9';
+    return n;
+}
+
+/* Long SCHED lines (300 Ps: some 2 KB) stay whole, one per line. */
+TEST(schedtrace_many_procs)
+{
+    struct test_child r;
+    run_trace("GORTMAXPROCS=300", "GORTDEBUG=schedtrace=10", &r);
+    regex_t re;
+    compile(&re, SCHED_RE " \\[( [0-9]+)+ \\] schedticks=\\[ ([0-9]+ )+\\]$");
+    static char *lines[100000];
+    int n = split_lines(r.err, lines, 100000);
+    for (int i = 0; i < n; i++) {
+        if (!matches(&re, lines[i]))
+            fprintf(stderr, "line %d (%zu bytes) does not match: "
+                            "\"%.100s ... %s\"\n",
+                    i, strlen(lines[i]), lines[i],
+                    lines[i] + (strlen(lines[i]) > 60 ? strlen(lines[i]) - 60
+                                                      : 0));
+        CHECK(matches(&re, lines[i]));
+        CHECK_STR_CONTAINS(lines[i], " gomaxprocs=300 ");
+        CHECK_EQ(list_len(lines[i], "runqueue="), 300);
+        CHECK_EQ(list_len(lines[i], "schedticks="), 300);
+    }
+    CHECK_GE(n, 3);
+    regfree(&re);
+    test_child_free(&r);
+}
+
+TEST(scheddetail_format)
+{
+    struct test_child r;
+    run_trace("GORTMAXPROCS=2", "GORTDEBUG=schedtrace=10,scheddetail=1", &r);
+    regex_t sched, p, m, g;
+    compile(&sched, SCHED_RE " gcwaiting=(true|false) nmidlelocked=[0-9]+ "
+                             "stopwait=[0-9]+ sysmonwait=(true|false)$");
+    compile(&p, "^  P([0-9]+): status=[0-9]+ schedtick=[0-9]+ "
+                "syscalltick=[0-9]+ m=([0-9]+|nil) runqsize=[0-9]+ "
+                "gfreecnt=[0-9]+ timerslen=[0-9]+$");
+    compile(&m, "^  M[0-9]+: p=([0-9]+|nil) curg=([0-9]+|nil) "
+                "mallocing=[0-9]+ throwing=[0-9]+ preemptoff=[^ ]* "
+                "locks=[0-9]+ dying=[0-9]+ spinning=(true|false) "
+                "blocked=(true|false) lockedg=([0-9]+|nil)$");
+    compile(&g, "^  G[0-9]+: status=[0-9]+\\([^)]*\\) m=([0-9]+|nil) "
+                "lockedm=([0-9]+|nil)$");
+    static char *lines[100000];
+    int n = split_lines(r.err, lines, 100000);
+    int blocks = 0, main_waiting = 0, max_ng = 0;
+    for (int i = 0; i < n;) {
+        /* A block: the SCHED line, then P0 and P1, then M lines, then G
+         * lines, in that order. */
+        if (!matches(&sched, lines[i]))
+            fprintf(stderr, "line %d: want a SCHED line: \"%s\"\n", i,
+                    lines[i]);
+        CHECK(matches(&sched, lines[i]));
+        CHECK_STR_CONTAINS(lines[i], " gomaxprocs=2 ");
+        i++;
+        for (int k = 0; k < 2; k++, i++) {
+            CHECK_LT(i, n);
+            char want[16];
+            snprintf(want, sizeof want, "  P%d: ", k);
+            if (!matches(&p, lines[i]) || strncmp(lines[i], want, 5) != 0)
+                fprintf(stderr, "line %d: want a P%d line: \"%s\"\n", i, k,
+                        lines[i]);
+            CHECK(matches(&p, lines[i]));
+            CHECK(strncmp(lines[i], want, strlen(want)) == 0);
+        }
+        int nm = 0, ng = 0;
+        for (; i < n && matches(&m, lines[i]); i++)
+            nm++;
+        for (; i < n && matches(&g, lines[i]); i++) {
+            ng++;
+            main_waiting +=
+                strncmp(lines[i], "  G1: status=4(sync.WaitGroup.Wait) ",
+                        36) == 0;
+        }
+        if (i < n && !matches(&sched, lines[i]))
+            fprintf(stderr, "line %d matches no format: \"%s\"\n", i,
+                    lines[i]);
+        /* M0 and sysmon at least; main at least. */
+        CHECK_GE(nm, 2);
+        CHECK_GE(ng, 1);
+        max_ng = ng > max_ng ? ng : max_ng;
+        blocks++;
+    }
+    fprintf(stderr, "%d blocks, %d with main waiting\n", blocks,
+            main_waiting);
+    CHECK_GE(blocks, 3);
+    CHECK_GE(main_waiting, 1);
+    CHECK_GE(max_ng, 3); /* main and the two busy goroutines */
+    regfree(&sched);
+    regfree(&p);
+    regfree(&m);
+    regfree(&g);
+    test_child_free(&r);
+}
