@@ -175,7 +175,7 @@ void gort__throw_assert(const char *cond, const char *file, int line)
  * schedtrace.  Mirrors schedtrace (proc.go).
  * ------------------------------------------------------------------------- */
 
-/* Append to a fixed line buffer; long lines are cut, never overflowed. */
+/* A line being assembled for one write(2). */
 struct line {
     char buf[8192];
     size_t len;
@@ -183,24 +183,36 @@ struct line {
 
 static void lput(struct line *l, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-static void lput(struct line *l, const char *fmt, ...)
-{
-    if (l->len >= sizeof l->buf - 1)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(l->buf + l->len, sizeof l->buf - l->len, fmt, ap);
-    va_end(ap);
-    if (n > 0)
-        l->len += (size_t)n < sizeof l->buf - l->len ? (size_t)n
-                                                     : sizeof l->buf - 1 - l->len;
-}
-
 static void lflush(struct line *l)
 {
-    gort__printf(2, "%s", l->buf);
+    size_t off = 0;
+    while (off < l->len) {
+        ssize_t w = write(2, l->buf + off, l->len - off);
+        if (w <= 0)
+            break;
+        off += (size_t)w;
+    }
     l->len = 0;
     l->buf[0] = 0;
+}
+
+/* Append to the line; a line longer than the buffer (thousands of Ps) is
+ * written out in pieces rather than cut. */
+static void lput(struct line *l, const char *fmt, ...)
+{
+    char piece[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(piece, sizeof piece, fmt, ap);
+    va_end(ap);
+    if (n <= 0)
+        return;
+    size_t len = (size_t)n < sizeof piece ? (size_t)n : sizeof piece - 1;
+    if (l->len + len >= sizeof l->buf)
+        lflush(l);
+    memcpy(l->buf + l->len, piece, len);
+    l->len += len;
+    l->buf[l->len] = 0;
 }
 
 GORT_NO_TSAN static void trace_p(struct line *l, struct p *pp, bool detail, int32_t i,

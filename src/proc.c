@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #ifdef GORT_ASAN
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
 #ifdef GORT_TSAN
@@ -467,6 +468,13 @@ static bool stopm(struct m *mp)
     if (mp->spinning)
         gort__throw("stopm: spinning");
     gort__lock(&gort__sched.lock);
+    if (load_relaxed(&gort__sched.exiting)) {
+        /* Shutting down: main_exit_m may already have emptied the idle
+         * list (a gcstopm counts its P stopped before it gets here), so
+         * nobody would wake us.  Exit instead of parking. */
+        gort__unlock(&gort__sched.lock);
+        return false;
+    }
     mput_locked(mp);
     gort__unlock(&gort__sched.lock);
     gort__notesleep(&mp->park);
@@ -738,6 +746,7 @@ static void destroyp_locked(struct p *pp)
 {
     gort__runqdrain_to_global_locked(pp);
     gfpurge(pp);
+    gort__stackcache_flush(&pp->stackcache);
     store_relaxed(&pp->status, P_DEAD);
 }
 
@@ -1045,9 +1054,19 @@ static void gostart(void *prev);
  * half of execute (proc.go). */
 static inline void execute_prep(struct m *mp, struct g *gp, bool inherit)
 {
-    if (!gp->sched_sp)
+    if (!gp->sched_sp) {
+        /* First run: trade the G's untouched stack for the hot top of this
+         * P's cache (stack.c, "Per-P stack caches"). */
+        struct stackcache *c = &mp->p->stackcache;
+        if (c->n > 0) {
+            struct gstack hot;
+            gort__stackcache_get(c, &hot, true);
+            gort__stackcache_put(c, &gp->stack, false);
+            gp->stack = hot;
+        }
         gp->sched_sp = gort__ctx_make((void *)gp->stack.hi, gostart,
                                       gp->fpctl);
+    }
     store_relaxed(&mp->curg, gp);
     store_relaxed(&gp->m, mp);
     gort__casgstatus(gp, G_RUNNABLE, G_RUNNING);
@@ -1208,24 +1227,17 @@ static struct g *galloc_locked(void)
     return &gchunks->gs[gchunks->used++];
 }
 
-/* A new G with a stack, status DEAD, on allgs.  Its first context is made
- * only when it first runs (execute_prep), so creating a goroutine touches
- * its G but not its stack.  G and stack stay together for good: dead Gs
- * keep their stacks on the free lists, so the per-P free-G cache is also
- * the per-P stack cache.  Mirrors malg. */
+/* A new G, without a stack yet, status DEAD, on allgs.  newproc1 gives
+ * it a stack; its first context is made only when it first runs
+ * (execute_prep), so creating a goroutine does not touch its stack.
+ * Mirrors malg. */
 static struct g *malg(void)
 {
-    struct gstack st;
-    if (gort__stackalloc(&st) != 0)
-        return NULL;
     gort__lock(&gort__allglock);
     struct g *gp = galloc_locked();
     gort__unlock(&gort__allglock);
-    if (!gp) {
-        gort__stackfree(&st);
+    if (!gp)
         return NULL;
-    }
-    gp->stack = st;
 #ifdef GORT_TSAN
     gp->tsan_fiber = __tsan_create_fiber(0);
 #endif
@@ -1266,6 +1278,21 @@ static struct g *gfget(struct p *pp)
 
 static void goexit1(struct g *gp);
 
+/* A G has exited and its context is gone: its stack goes to the hot top
+ * of the P's stack cache, the G to the free list. */
+static void gfree_stack_and_put(struct p *pp, struct g *gp)
+{
+#ifdef GORT_ASAN
+    /* Frames that never returned left their redzones poisoned. */
+    ASAN_UNPOISON_MEMORY_REGION((void *)gp->stack.lo,
+                                gp->stack.hi - gp->stack.lo);
+#endif
+    gort__stackcache_put(&pp->stackcache, &gp->stack, true);
+    memset(&gp->stack, 0, sizeof gp->stack);
+    gp->sched_sp = NULL;
+    gfput(pp, gp);
+}
+
 /* First code of every goroutine, on its own stack. */
 static void gostart(void *prev)
 {
@@ -1290,11 +1317,16 @@ static int64_t newgoid(struct p *pp)
     return pp->goidcache++;
 }
 
-/* Make gp (DEAD) ready to run fn(arg) and queue it on pp.  Returns its
- * goid.  Mirrors newproc1 (proc.go). */
+/* Make gp (DEAD, stackless) ready to run fn(arg) and queue it on pp.
+ * Returns its goid, or -ENOMEM when no stack can be had (gp is then left
+ * unchanged).  Mirrors newproc1 (proc.go). */
 static int64_t newproc1(struct p *pp, struct g *gp, void (*fn)(void *),
                         void *arg, uintptr_t pc)
 {
+    /* The cold end of the cache: a claim on a stack, swapped for a hot
+     * one when the G first runs (execute_prep). */
+    if (gort__stackcache_get(&pp->stackcache, &gp->stack, false) != 0)
+        return -ENOMEM;
     gp->sched_sp = NULL; /* made when it first runs (execute_prep) */
     gort__fpctl_save(gp->fpctl); /* it starts with its creator's FP modes */
     gp->fn = fn;
@@ -1327,6 +1359,11 @@ int64_t gort_go(void (*fn)(void *), void *arg)
     }
     int64_t goid = newproc1(pp, newg, fn, arg,
                             (uintptr_t)__builtin_return_address(0));
+    if (goid < 0) {
+        gfput(pp, newg);
+        mp->locks--;
+        return goid;
+    }
     if (load_relaxed(&gort__main_started))
         gort__wakep();
     mp->locks--;
@@ -1345,11 +1382,7 @@ static struct g *goexit0(struct g *gp)
     gp->goid = 0;
     gp->is_main = false;
     gp->waitreason = WAIT_ZERO;
-#ifdef GORT_ASAN
-    ASAN_UNPOISON_MEMORY_REGION((void *)gp->stack.lo,
-                                gp->stack.hi - gp->stack.lo);
-#endif
-    gfput(mp->p, gp);
+    gfree_stack_and_put(mp->p, gp);
     return NULL;
 }
 
@@ -1370,11 +1403,7 @@ static void rundefers(struct g *gp)
 static void post_goexit(struct m *mp, struct g *prev)
 {
     post_unlock_sched(mp);
-#ifdef GORT_ASAN
-    ASAN_UNPOISON_MEMORY_REGION((void *)prev->stack.lo,
-                                prev->stack.hi - prev->stack.lo);
-#endif
-    gfput(mp->p, prev);
+    gfree_stack_and_put(mp->p, prev);
 }
 
 static GORT_NORETURN void goexit1(struct g *gp)
@@ -1686,8 +1715,10 @@ static void teardown(void)
         if (gp->tsan_fiber)
             __tsan_destroy_fiber(gp->tsan_fiber);
 #endif
-        gort__stackfree(&gp->stack);
+        gort__stackfree(&gp->stack); /* no-op for stackless Gs */
     }
+    for (int32_t i = 0; i < allp_len; i++)
+        gort__stackcache_flush(&gort__allp[i]->stackcache);
     while (gchunks) {
         struct gchunk *next = gchunks->next;
         free(gchunks);
@@ -1733,8 +1764,9 @@ static int boot(struct m *mp, void (*fn)(void *), void *arg)
     if (!gp)
         return -ENOMEM;
     gp->is_main = true;
-    newproc1(mp->p, gp, fn, arg, (uintptr_t)__builtin_return_address(0));
-    return 0;
+    int64_t goid = newproc1(mp->p, gp, fn, arg,
+                            (uintptr_t)__builtin_return_address(0));
+    return goid < 0 ? (int)goid : 0;
 }
 
 int gort_main(void (*fn)(void *), void *arg)

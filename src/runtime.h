@@ -80,6 +80,12 @@
 #ifndef GORT_RUNQ_SIZE
 #define GORT_RUNQ_SIZE 256
 #endif
+/* runq.c indexes with free-running uint32 counters modulo the size, which
+ * is only correct across wrap-around for a power of two; and a steal takes
+ * half, rounded up, which must fit in half the ring. */
+_Static_assert(GORT_RUNQ_SIZE >= 2 &&
+                   (GORT_RUNQ_SIZE & (GORT_RUNQ_SIZE - 1)) == 0,
+               "GORT_RUNQ_SIZE must be a power of two >= 2");
 /* Every 61st schedule looks at the global queue first (proc.go): a prime,
  * so that it does not fall into step with periodic user patterns. */
 #define GORT_GLOBAL_CHECK_TICKS 61
@@ -252,6 +258,16 @@ static inline uint32_t gort__readgstatus(struct g *gp)
 GORT_HIDDEN const char *gort__gstatus_name(uint32_t s);
 GORT_HIDDEN const char *gort__waitreason_name(uint32_t r);
 
+/* A P's cache of free stacks (stack.c): a double-ended ring.  The top
+ * holds the most recently freed, hot in the cache; the bottom the
+ * coldest.  Owner P only. */
+#define GORT_STACKCACHE 64
+struct stackcache {
+    struct gstack s[GORT_STACKCACHE];
+    uint32_t bottom; /* index of the bottom entry */
+    uint32_t n;      /* entries */
+};
+
 /* A queue of Gs linked through schedlink (gQueue in runtime2.go). */
 struct gqueue {
     struct g *head, *tail;
@@ -332,7 +348,8 @@ struct p {
      * on their last pass only. */
     struct g *runnext;
 
-    struct glist gfree;    /* dead Gs with stacks, for reuse; owner only */
+    struct glist gfree;    /* dead Gs (without stacks), for reuse; owner */
+    struct stackcache stackcache; /* free stacks; owner only */
     int64_t goidcache, goidcacheend; /* goids handed to this P */
     uint64_t nsteals;      /* Gs this P's M has stolen (relaxed stats) */
 };
@@ -532,6 +549,16 @@ GORT_HIDDEN int gort__stackinit(void);
 GORT_HIDDEN void gort__stackfini(void);
 GORT_HIDDEN int gort__stackalloc(struct gstack *st);
 GORT_HIDDEN void gort__stackfree(struct gstack *st);
+/* Take a stack from a P's cache: the hot top or the cold bottom; refills
+ * from the global pool when empty.  0 or -ENOMEM. */
+GORT_HIDDEN int gort__stackcache_get(struct stackcache *c, struct gstack *st,
+                                     bool hot);
+/* Give a stack to a P's cache, on top (hot) or at the bottom (cold);
+ * spills the coldest half to the global pool when full. */
+GORT_HIDDEN void gort__stackcache_put(struct stackcache *c,
+                                      const struct gstack *st, bool hot);
+/* Return every cached stack to the global pool. */
+GORT_HIDDEN void gort__stackcache_flush(struct stackcache *c);
 /* Fatal if an unguarded stack's canary was overwritten. */
 GORT_HIDDEN void gort__stack_check(struct g *gp);
 /* True when addr is in gp's guard region: a fault there is an overflow. */

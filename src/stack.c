@@ -323,6 +323,81 @@ void gort__stackfree(struct gstack *st)
     memset(st, 0, sizeof *st);
 }
 
+/* ---------------------------------------------------------------------------
+ * Per-P stack caches.
+ *
+ * A goroutine gets a stack when it is created (so that gort_go can report
+ * -ENOMEM), taken from the cold bottom of its P's cache; it is a claim
+ * more than a stack, since nothing touches it yet.  When the goroutine
+ * first runs, proc.c swaps that stack for the hot top of the running P's
+ * cache: the stack the last goroutine to exit on this P ran on, still in
+ * the CPU caches.  A goroutine that exits gives its stack back to the top.
+ * So a stream of short goroutines runs on a handful of hot stacks however
+ * many are queued, instead of touching one cold stack each.
+ * ------------------------------------------------------------------------- */
+
+#define SC_MASK (GORT_STACKCACHE - 1)
+#define SC_BATCH (GORT_STACKCACHE / 2)
+
+static void sc_refill(struct stackcache *c)
+{
+    while (c->n < SC_BATCH) {
+        struct gstack st;
+        if (gort__stackalloc(&st) != 0)
+            return;
+        c->s[(c->bottom + c->n) & SC_MASK] = st;
+        c->n++;
+    }
+}
+
+/* Move the coldest half to the global pool. */
+static void sc_spill(struct stackcache *c)
+{
+    for (int i = 0; i < SC_BATCH && c->n > 0; i++) {
+        gort__stackfree(&c->s[c->bottom]);
+        c->bottom = (c->bottom + 1) & SC_MASK;
+        c->n--;
+    }
+}
+
+int gort__stackcache_get(struct stackcache *c, struct gstack *st, bool hot)
+{
+    if (c->n == 0) {
+        sc_refill(c);
+        if (c->n == 0)
+            return -ENOMEM;
+    }
+    if (hot) {
+        *st = c->s[(c->bottom + c->n - 1) & SC_MASK];
+    } else {
+        *st = c->s[c->bottom];
+        c->bottom = (c->bottom + 1) & SC_MASK;
+    }
+    c->n--;
+    return 0;
+}
+
+void gort__stackcache_put(struct stackcache *c, const struct gstack *st,
+                          bool hot)
+{
+    if (c->n == GORT_STACKCACHE)
+        sc_spill(c);
+    if (hot) {
+        c->s[(c->bottom + c->n) & SC_MASK] = *st;
+    } else {
+        c->bottom = (c->bottom - 1) & SC_MASK;
+        c->s[c->bottom] = *st;
+    }
+    c->n++;
+}
+
+void gort__stackcache_flush(struct stackcache *c)
+{
+    while (c->n > 0)
+        sc_spill(c);
+    c->bottom = 0;
+}
+
 void gort__stackfini(void)
 {
     struct arena *a = pool.arenas;

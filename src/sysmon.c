@@ -77,7 +77,9 @@ static void retake(int64_t now)
         if (load_relaxed(&pp->status) != P_RUNNING)
             continue;
         uint32_t t = load_relaxed(&pp->schedtick);
-        if (pp->sysmon_schedtick != t) {
+        /* schedwhen 0: sysmon has not looked at this P yet (a new P, or
+         * a G still on its first slice of tick 0): start the clock. */
+        if (pp->sysmon_schedtick != t || pp->sysmon_schedwhen == 0) {
             pp->sysmon_schedtick = t;
             pp->sysmon_schedwhen = now;
         } else if (pp->sysmon_schedwhen + GORT_FORCE_PREEMPT_NS <= now) {

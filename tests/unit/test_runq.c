@@ -6,7 +6,7 @@
  * Off the runtime gort__getm() is NULL, which gort__lock accepts; every case
  * resets gort__sched and sets gort__gomaxprocs (globrunqget divides by it).
  * Sizes derive from GORT_RUNQ_SIZE (RQ below), so the cases also hold for a
- * build with a shrunk ring.
+ * build with a shrunk ring (a power of two >= 4).
  *
  *   put_get_order       FIFO ring with inherit_time false; runnext first with
  *                       inherit_time true, its old G kicked to the ring tail
@@ -29,7 +29,9 @@
  *   steal_stress        an owner thread puts and gets millions of Gs while
  *                       3, then 4 thief threads steal from it and from each
  *                       other and take from the global queue: every G
- *                       produced is consumed exactly once
+ *                       produced is consumed exactly once (the second round
+ *                       randomized, with runnext stolen without back-off);
+ *                       GORT_TEST_SEED=n repeats a run's owner choices
  */
 #include "runtime.h"
 #include "test.h"
@@ -87,10 +89,23 @@ static void check_layout(void)
 /* A fresh scheduler state with procs Ps and no randomization. */
 static void reset(int32_t procs)
 {
+    /* runq.c indexes slots by free-running uint32 counters mod RQ, which
+     * wrap correctly only for a power of two, and runqgrab retries forever
+     * on a full ring of odd size (ceil(RQ/2) > RQ/2). */
+    if (RQ < 4 || (RQ & (RQ - 1)) != 0) {
+        fprintf(stderr, "test_runq: GORT_RUNQ_SIZE=%d is not a power of two "
+                        ">= 4, which runq.c needs\n", RQ);
+        abort();
+    }
     memset(&gort__sched, 0, sizeof gort__sched);
     gort__gomaxprocs = procs;
     gort__debug.randomize = 0;
     check_layout();
+}
+
+static int imin(int a, int b)
+{
+    return a < b ? a : b;
 }
 
 static struct g *get(struct p *pp, bool *inherit)
@@ -166,13 +181,16 @@ TEST(put_get_order)
     expect_get(pp, NULL, false);
 
     /* The runnext experiment: put 1..10 each with next; the last one runs
-     * first, then the others in the order they were put. */
-    for (int i = 1; i <= 10; i++)
+     * first, then the others in the order they were put (fewer if the
+     * ring is smaller). */
+    int last = imin(10, RQ);
+    for (int i = 1; i <= last; i++)
         gort__runqput(pp, &gs[i], true);
-    expect_get(pp, &gs[10], true);
-    for (int i = 1; i <= 9; i++)
+    expect_get(pp, &gs[last], true);
+    for (int i = 1; i < last; i++)
         expect_get(pp, &gs[i], false);
     expect_get(pp, NULL, false);
+    CHECK_EQ(gort__sched.runqsize, 0);
 
     /* Free-running counters wrap around UINT32_MAX: order and capacity
      * are unchanged.  Check against a model FIFO over many cycles. */
@@ -412,11 +430,6 @@ static struct g *globget(struct p *pp, int32_t max)
     return gp;
 }
 
-static int imin(int a, int b)
-{
-    return a < b ? a : b;
-}
-
 TEST(globrunqget_batch)
 {
     reset(4);
@@ -455,11 +468,13 @@ TEST(globrunqget_batch)
 
     /* max caps the batch. */
     struct p *p2 = newp(2);
+    int take3 = imin(3, RQ / 2);
     CHECK(globget(p2, 3) == &gs[head]);
-    CHECK_EQ(gort__runqlen(p2), 2);
-    expect_get(p2, &gs[head + 1], false);
-    expect_get(p2, &gs[head + 2], false);
-    head += 3;
+    CHECK_EQ(gort__runqlen(p2), take3 - 1);
+    for (int i = 1; i < take3; i++)
+        expect_get(p2, &gs[head + i], false);
+    expect_get(p2, NULL, false);
+    head += take3;
     CHECK(globget(p2, 1) == &gs[head]);
     CHECK(gort__runqempty(p2));
     head++;
@@ -506,7 +521,7 @@ TEST(globrunqget_batch)
     CHECK_EQ(global_list(glob, ng), 4 * RQ - RQ);
     CHECK(glob[0] == &gs[100 + RQ]);
 
-    /* putheadto the front (runqdrain_to_global, preemption). */
+    /* puthead goes to the front. */
     gort__lock(&gort__sched.lock);
     gort__globrunqputhead_locked(&gs[0]);
     gort__unlock(&gort__sched.lock);
@@ -562,18 +577,22 @@ TEST(steal_half)
         expect_get(victim, &gs[i], false);
     expect_get(victim, NULL, false);
 
-    /* Odd lengths round up: 5 -> 3, 2 -> 1, 1 -> 1. */
-    for (int i = 0; i < 5; i++)
+    /* Odd lengths round up: 5 -> 3, 2 -> 1, 1 -> 1 (with 8+ slots). */
+    int len = imin(5, RQ);
+    for (int i = 0; i < len; i++)
         gort__runqput(victim, &gs[i], false);
-    int expect_taken[] = {3, 1, 1};
     int base = 0;
-    for (int k = 0; k < 3; k++) {
-        int t = expect_taken[k];
+    while (len > 0) {
+        int t = len - len / 2;
+        if (RQ >= 8)
+            CHECK_EQ(t, len == 5 ? 3 : 1);
         CHECK(gort__runqsteal(thief, victim, false) == &gs[base + t - 1]);
         CHECK_EQ(gort__runqlen(thief), t - 1);
+        CHECK_EQ(gort__runqlen(victim), len - t);
         for (int i = 0; i < t - 1; i++)
             expect_get(thief, &gs[base + i], false);
         base += t;
+        len -= t;
     }
     CHECK(gort__runqempty(victim));
     CHECK(gort__runqsteal(thief, victim, true) == NULL);
@@ -624,7 +643,8 @@ TEST(steal_half)
         struct test_child r;
         test_run_child("steal_overflow_child", NULL, 30, &r);
         CHECK_EQ(r.signal, SIGABRT);
-        CHECK_STR_CONTAINS(r.err, "gort: fatal error: runqsteal: runq overflow");
+        CHECK_STR_CONTAINS(r.err,
+                           "gort: fatal error: runqsteal: runq overflow");
         test_child_free(&r);
     }
     free(gs);
@@ -915,7 +935,8 @@ static void stress_round(int nthieves, uint64_t ops, bool randomized,
         CHECK_EQ(st.busy[i], 0);
 
     printf("steal_stress: %d thieves%s: %llu Gs; owner ran %llu (%llu via "
-           "global), thieves %llu (%llu steals, %llu global takes), %llu left on global; %llu puts on a full ring\n",
+           "global), thieves %llu (%llu steals, %llu global takes), %llu "
+           "left on global; %llu puts on a full ring\n",
            nthieves, randomized ? " randomized" : "",
            (unsigned long long)produced, (unsigned long long)owner_consumed,
            (unsigned long long)owner_global,
@@ -938,7 +959,7 @@ static void stress_round(int nthieves, uint64_t ops, bool randomized,
 TEST(steal_stress)
 {
 #ifdef GORT_TSAN
-    uint64_t ops = 200 * 1000; /* TSan: ~10x slower, shadow per access */
+    uint64_t ops = 1000 * 1000; /* TSan is ~10x slower */
 #else
     uint64_t ops = 2 * 1000 * 1000;
 #endif

@@ -19,6 +19,8 @@
  *   gomaxprocs_change        GOMAXPROCS 1 -> 2 -> 1 -> 2 with 20,000
  *                            goroutines in flight, from main and from
  *                            another goroutine; each runs exactly once
+ *   gomaxprocs_no_self_preempt  changing GOMAXPROCS does not make the
+ *                            caller yield
  *   goexit_lifo              defers run LIFO on return and on goexit from
  *                            nested calls; a handler may defer another
  *   main_goexit_others_run   main's goexit lets the others finish, then
@@ -542,6 +544,51 @@ static void gomaxprocs_change_main(void *arg)
 TEST(gomaxprocs_change)
 {
     run_main(gomaxprocs_change_main, NULL);
+}
+
+/* ---------------------------------------------------------------------------
+ * gomaxprocs_no_self_preempt
+ *
+ * Changing GOMAXPROCS stops the world and asks every running G to yield,
+ * but not the caller (Go's preemptone skips the calling M): with nothing
+ * else runnable, no P schedules anything across the calls, so the sum of
+ * the schedticks stays put.  A caller that yielded to the global queue
+ * would be scheduled again with a tick of its own.
+ * ------------------------------------------------------------------------- */
+
+static uint64_t tick_sum(void)
+{
+    uint32_t t[GORT_MAX_PROCS];
+    int n = gort_sched_ticks(t, GORT_MAX_PROCS);
+    uint64_t sum = 0;
+    for (int i = 0; i < n; i++)
+        sum += t[i];
+    return sum;
+}
+
+static void no_self_preempt_main(void *arg)
+{
+    (void)arg;
+    gort_gomaxprocs(1);
+    static const int seq[] = {2, 1, 3, 2, 1};
+    int yields = 0;
+    for (size_t k = 0; k < sizeof seq / sizeof seq[0]; k++) {
+        uint64_t before = tick_sum();
+        set_procs(seq[k]);
+        uint64_t after = tick_sum();
+        /* Shrinking drops the ticks of removed Ps from the sum. */
+        if (after > before)
+            yields++;
+    }
+    if (yields)
+        fprintf(stderr, "the caller of gort_gomaxprocs was rescheduled in "
+                        "%d of 5 calls\n", yields);
+    CHECK_EQ(yields, 0);
+}
+
+TEST(gomaxprocs_no_self_preempt)
+{
+    run_main(no_self_preempt_main, NULL);
 }
 
 /* ---------------------------------------------------------------------------
