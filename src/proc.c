@@ -1388,13 +1388,27 @@ static struct g *goexit0(struct g *gp)
 
 static struct g *main_exit_m(struct g *gp);
 
-/* Run the G's deferred handlers, LIFO.  A handler may defer more. */
+/* Run the G's deferred handlers, LIFO.  A handler may defer more (they
+ * run next).  A record stays on the list while its handler runs, so that
+ * a goroutine discarded at shutdown in the middle of a handler (it may
+ * park) still has every record freed by teardown. */
 static void rundefers(struct g *gp)
 {
     struct gort_defer_rec *d;
     while ((d = gp->defers)) {
-        gp->defers = d->next;
+        if (d->started) {
+            /* Its handler called gort_goexit: it never returns, so drop
+             * the record and go on with the rest (Go's d.started). */
+            gp->defers = d->next;
+            free(d);
+            continue;
+        }
+        d->started = true;
         d->fn(d->arg);
+        struct gort_defer_rec **pp = &gp->defers;
+        while (*pp != d)
+            pp = &(*pp)->next; /* handlers deferred by d sit above it */
+        *pp = d->next;
         free(d);
     }
 }
@@ -1436,6 +1450,7 @@ int gort_defer(void (*fn)(void *), void *arg)
         return -ENOMEM;
     d->fn = fn;
     d->arg = arg;
+    d->started = false;
     d->next = gp->defers;
     gp->defers = d;
     return 0;

@@ -189,6 +189,7 @@ enum waitreason {
 struct gort_defer_rec {
     void (*fn)(void *);
     void *arg;
+    bool started;  /* its handler is running (or called gort_goexit) */
     struct gort_defer_rec *next;
 };
 
