@@ -632,8 +632,9 @@ static void preemptall(void)
         struct p *pp = gort__allp[i];
         if (load_relaxed(&pp->status) != P_RUNNING)
             continue;
-        struct m *mp = load_relaxed(&pp->m);
-        struct g *gp = mp ? load_relaxed(&mp->curg) : NULL;
+        /* Acquire both: pair with acquirep and execute_prep. */
+        struct m *mp = load_acq(&pp->m);
+        struct g *gp = mp ? load_acq(&mp->curg) : NULL;
         if (gp)
             store_relaxed(&gp->preempt, 1);
     }
@@ -1067,7 +1068,9 @@ static inline void execute_prep(struct m *mp, struct g *gp, bool inherit)
         gp->sched_sp = gort__ctx_make((void *)gp->stack.hi, gostart,
                                       gp->fpctl);
     }
-    store_relaxed(&mp->curg, gp);
+    /* Release: sysmon load-acquires curg and then touches the G, whose
+     * memory another thread may have initialised. */
+    store_rel(&mp->curg, gp);
     store_relaxed(&gp->m, mp);
     gort__casgstatus(gp, G_RUNNABLE, G_RUNNING);
     gp->waitsince = 0;

@@ -62,7 +62,7 @@ static void preemptone(struct p *pp)
 {
     /* Acquire: pairs with acquirep's store-release of pp->m. */
     struct m *mp = load_acq(&pp->m);
-    struct g *gp = mp ? load_relaxed(&mp->curg) : NULL;
+    struct g *gp = mp ? load_acq(&mp->curg) : NULL; /* pairs: execute_prep */
     if (gp)
         store_relaxed(&gp->preempt, 1);
 }
