@@ -648,9 +648,11 @@ static void stw_stop(struct m *mp)
     gort__lock(&gort__sched.lock);
     gort__sched.stopwait = gort__gomaxprocs;
     store_relaxed(&gort__sched.gcwaiting, 1);
-    preemptall();
+    /* Our own P first, so that preemptall skips it: the stopper must not
+     * ask itself to yield (as in Go, where it is _Pgcstop by then). */
     store_relaxed(&mp->p->status, P_GCSTOP);
     gort__sched.stopwait--;
+    preemptall();
     struct p *pp;
     while ((pp = pidleget_locked())) {
         store_relaxed(&pp->status, P_GCSTOP);

@@ -140,6 +140,8 @@ TEST(runnext_order)
  * starts in an order that depends on sysmon's timing.
  * ------------------------------------------------------------------------- */
 
+static int early_judged;
+
 static void no_early_preempt_main(void *arg)
 {
     (void)arg;
@@ -147,8 +149,19 @@ static void no_early_preempt_main(void *arg)
     /* No runtime call during the spin: nothing can clear the flag. */
     burn_us(3000);
     uint32_t req = __atomic_load_n(&gp->preempt, __ATOMIC_RELAXED);
+    /* The P has been held since boot: if booting took so long that 10 ms
+     * have passed since gort_main started, a request is legitimate. */
+    int64_t since_boot = gort_nanotime() - gort__runtime_init_time;
+    if (since_boot >= 9 * 1000 * 1000) {
+        fprintf(stderr, "%.1f ms since boot: not judged\n",
+                (double)since_boot / 1e6);
+        return;
+    }
+    early_judged++;
     if (req)
-        fprintf(stderr, "main was asked to yield after 3 ms (schedtick %u)\n",
+        fprintf(stderr, "main was asked to yield after %.1f ms "
+                        "(schedtick %u)\n",
+                (double)since_boot / 1e6,
                 __atomic_load_n(&gort__getm()->p->schedtick,
                                 __ATOMIC_RELAXED));
     CHECK_EQ(req, 0);
@@ -158,6 +171,10 @@ TEST(no_early_preempt)
 {
     for (int i = 0; i < 5; i++)
         run_main(no_early_preempt_main, NULL);
+    fprintf(stderr, "%d of 5 runs judged\n", early_judged);
+#if !SANITIZED
+    CHECK_GE(early_judged, 1);
+#endif
 }
 
 /* ---------------------------------------------------------------------------
