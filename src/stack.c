@@ -123,6 +123,29 @@ static long read_max_map_count(void)
     return v;
 }
 
+/* Does MADV_GUARD_INSTALL really guard?  Some environments accept the
+ * advice and do nothing (qemu-user passes it through as a no-op), which
+ * would leave stacks unguarded.  Probe a guarded page with write(2) from
+ * it into a pipe: the kernel must refuse with EFAULT. */
+static bool madvise_guard_works(void)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    void *mem = mmap(NULL, page, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED)
+        return false;
+    bool works = false;
+    int fds[2];
+    if (madvise(mem, page, MADV_GUARD_INSTALL) == 0 && pipe(fds) == 0) {
+        ssize_t r = write(fds[1], mem, 1);
+        works = r < 0 && errno == EFAULT;
+        close(fds[0]);
+        close(fds[1]);
+    }
+    munmap(mem, page);
+    return works;
+}
+
 int gort__stackinit(void)
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -140,6 +163,8 @@ int gort__stackinit(void)
                                             : STACK_GUARD_MADVISE;
     pool.mprotect_budget = read_max_map_count() / 4;
     pool.pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+    if (pool.mode == STACK_GUARD_MADVISE && !madvise_guard_works())
+        pool.mode = STACK_GUARD_MPROTECT;
     return 0;
 }
 
