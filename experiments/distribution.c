@@ -1,5 +1,5 @@
 /*
- * distribution - the lesson's work-distribution experiment.
+ * distribution - the classic work-distribution experiment on Go's scheduler.
  *
  * GOMAXPROCS=4 (on any number of cores), schedtrace every 10 ms.  One
  * goroutine creates 1000 goroutines, each burning about 0.6 ms of CPU.

@@ -1,5 +1,5 @@
 /*
- * runnext - the lesson's runnext experiment.
+ * runnext - the classic runnext experiment on Go's scheduler.
  *
  * With one P, main starts goroutines 1..10 and waits.  Each new goroutine
  * goes into runnext, kicking the previous one to the tail of the local

@@ -56,9 +56,9 @@
  *      changes; gort reads them once at start.
  *   5. Rounding.  Go rounds the limit up and then to at least 2 ("a limit
  *      less than 2 is rounded up to 2"; its comment leaves the rationale
- *      as a TODO).  gort's spec says "rounded up, at least 1", and we keep
- *      it: a cgroup allowed less than one CPU gets one P, rather than two
- *      Ps that the kernel would throttle in turn.
+ *      as an open question).  gort rounds up to at least 1: a cgroup
+ *      allowed less than one CPU gets one P, rather than two Ps that the
+ *      kernel would throttle in turn.
  *
  * Alternative rejected: Go parses into a fixed ~70 KiB scratch buffer
  * because it runs before its allocator exists.  We run from ordinary C

@@ -65,10 +65,9 @@ uint32_t gort__main_started;
 struct gort_debugvars gort__debug;
 
 static uint32_t allgcap;
-static int32_t allp_len;       /* entries of gort__allp allocated (>= procs) */
+int32_t gort__allp_len;       /* entries of gort__allp allocated (>= procs) */
 static uint32_t gort_running;  /* atomic: a gort_main is in progress */
 static struct m *m0;           /* the thread that called gort_main */
-static int32_t newprocs;       /* GOMAXPROCS wanted by the next STW start */
 static int main_status;
 
 /* The current M.  initial-exec TLS: one %fs-relative load, also in the
@@ -241,14 +240,14 @@ void gort__setidlep(int32_t id, bool idle)
         and_relaxed(&gort__idlepmask[id / 32], ~bit);
 }
 
-/* Associate pp with mp.  Mirrors acquirep/wirep (proc.go). */
-static void acquirep(struct m *mp, struct p *pp)
+/* Associate pp with mp.  Mirrors gort__acquirep/wirep (proc.go). */
+void gort__acquirep(struct m *mp, struct p *pp)
 {
     if (mp->p || pp->m)
-        gort__throw("acquirep: M%lld already has P%d or P%d has an M",
+        gort__throw("gort__acquirep: M%lld already has P%d or P%d has an M",
                     (long long)mp->id, mp->p ? mp->p->id : -1, pp->id);
     if (pp->status != P_IDLE)
-        gort__throw("acquirep: P%d has status %u, want idle", pp->id,
+        gort__throw("gort__acquirep: P%d has status %u, want idle", pp->id,
                     pp->status);
     store_relaxed(&mp->p, pp);
     /* Release: sysmon load-acquires pp->m and then reads the M. */
@@ -275,7 +274,7 @@ static struct p *releasep(struct m *mp)
 }
 
 /* Idle P list; sched.lock held.  Mirrors pidleput/pidleget. */
-static void pidleput_locked(struct p *pp)
+void gort__pidleput_locked(struct p *pp)
 {
     if (!gort__runqempty(pp))
         gort__throw("pidleput: P%d has a non-empty run queue", pp->id);
@@ -287,7 +286,7 @@ static void pidleput_locked(struct p *pp)
     xadd_acqrel(&gort__sched.npidle, 1);
 }
 
-static struct p *pidleget_locked(void)
+struct p *gort__pidleget_locked(void)
 {
     struct p *pp = gort__sched.pidle;
     if (pp) {
@@ -304,7 +303,7 @@ static struct p *pidleget_locked(void)
  * pidlegetSpinning (proc.go). */
 static struct p *pidlegetspinning_locked(void)
 {
-    struct p *pp = pidleget_locked();
+    struct p *pp = gort__pidleget_locked();
     if (!pp)
         store_relaxed(&gort__sched.needspinning, 1);
     return pp;
@@ -413,15 +412,15 @@ static void *mstart(void *arg)
      * existed; nmspinning already counts it (Go's mspinning). */
     struct p *pp = mp->nextp;
     mp->nextp = NULL;
-    acquirep(mp, pp);
+    gort__acquirep(mp, pp);
     schedule();
     gort__unminit(mp);
     gort__setm(NULL);
     return NULL;
 }
 
-/* Create a new M to run pp.  Mirrors newm (proc.go). */
-static void newm(struct p *pp, bool spinning)
+/* Create a new M to run pp.  Mirrors gort__newm (proc.go). */
+void gort__newm(struct p *pp, bool spinning)
 {
     struct m *mp = allocm();
     if (!mp)
@@ -446,7 +445,7 @@ static void mput_locked(struct m *mp)
     gort__checkdead_locked();
 }
 
-static struct m *mget_locked(void)
+struct m *gort__mget_locked(void)
 {
     struct m *mp = gort__sched.midle;
     if (mp) {
@@ -481,7 +480,7 @@ static bool stopm(struct m *mp)
     gort__noteclear(&mp->park);
     if (mp->exiting)
         return false;
-    acquirep(mp, mp->nextp);
+    gort__acquirep(mp, mp->nextp);
     mp->nextp = NULL;
     return true;
 }
@@ -496,17 +495,17 @@ static void startm(struct p *pp, bool spinning, bool lockheld)
     if (!pp) {
         if (spinning)
             gort__throw("startm: P required for spinning M");
-        pp = pidleget_locked();
+        pp = gort__pidleget_locked();
         if (!pp) {
             if (!lockheld)
                 gort__unlock(&gort__sched.lock);
             return;
         }
     }
-    struct m *nmp = mget_locked();
+    struct m *nmp = gort__mget_locked();
     if (!nmp) {
         gort__unlock(&gort__sched.lock);
-        newm(pp, spinning);
+        gort__newm(pp, spinning);
         if (lockheld)
             gort__lock(&gort__sched.lock);
         return;
@@ -554,7 +553,7 @@ void gort__handoffp(struct p *pp)
         startm(pp, false, false);
         return;
     }
-    pidleput_locked(pp);
+    gort__pidleput_locked(pp);
     gort__unlock(&gort__sched.lock);
 }
 
@@ -625,219 +624,6 @@ static bool gcstopm(struct m *mp)
     return stopm(mp);
 }
 
-/* Ask every running G to yield at its next runtime call. */
-static void preemptall(void)
-{
-    for (int32_t i = 0; i < gort__gomaxprocs; i++) {
-        struct p *pp = gort__allp[i];
-        if (load_relaxed(&pp->status) != P_RUNNING)
-            continue;
-        /* Acquire both: pair with acquirep and execute_prep. */
-        struct m *mp = load_acq(&pp->m);
-        struct g *gp = mp ? load_acq(&mp->curg) : NULL;
-        if (gp)
-            store_relaxed(&gp->preempt, 1);
-    }
-}
-
-/* Stop every P but the caller's.  Runs on any stack of an M holding a P;
- * on return the caller's P is P_GCSTOP and all others are stopped.
- * Mirrors stopTheWorldWithSema (proc.go). */
-static void stw_stop(struct m *mp)
-{
-    gort__lock(&gort__sched.lock);
-    gort__sched.stopwait = gort__gomaxprocs;
-    store_relaxed(&gort__sched.gcwaiting, 1);
-    /* Our own P first, so that preemptall skips it: the stopper must not
-     * ask itself to yield (as in Go, where it is _Pgcstop by then). */
-    store_relaxed(&mp->p->status, P_GCSTOP);
-    gort__sched.stopwait--;
-    preemptall();
-    struct p *pp;
-    while ((pp = pidleget_locked())) {
-        store_relaxed(&pp->status, P_GCSTOP);
-        gort__sched.stopwait--;
-    }
-    bool wait = gort__sched.stopwait > 0;
-    gort__unlock(&gort__sched.lock);
-    if (wait) {
-        /* Re-ask every 100 us: a G may have been scheduled after the
-         * first request (Go's stopTheWorldWithSema loop). */
-        while (!gort__notetsleep(&gort__sched.stopnote, 100 * 1000))
-            preemptall();
-        gort__noteclear(&gort__sched.stopnote);
-    }
-    for (int32_t i = 0; i < gort__gomaxprocs; i++)
-        if (gort__allp[i]->status != P_GCSTOP)
-            gort__throw("stopTheWorld: P%d not stopped (status %u)", i,
-                        gort__allp[i]->status);
-}
-
-static struct p *procresize(struct m *mp, int32_t nprocs);
-static void steal_order_reset(uint32_t count);
-
-/* Restart after stw_stop, applying a pending GOMAXPROCS change.  Mirrors
- * startTheWorldWithSema (proc.go). */
-static void stw_start(struct m *mp)
-{
-    gort__lock(&gort__sched.lock);
-    int32_t procs = newprocs ? newprocs : gort__gomaxprocs;
-    newprocs = 0;
-    struct p *runnable = procresize(mp, procs);
-    store_relaxed(&gort__sched.gcwaiting, 0);
-    if (load_relaxed(&gort__sched.sysmonwait))
-        gort__sysmon_wake();
-    gort__unlock(&gort__sched.lock);
-    while (runnable) {
-        struct p *pp = runnable;
-        runnable = pp->link;
-        pp->link = NULL;
-        struct m *nmp = pp->m;
-        if (nmp) {
-            store_relaxed(&pp->m, NULL);
-            if (nmp->nextp)
-                gort__throw("startTheWorld: inconsistent M->nextp");
-            nmp->nextp = pp;
-            gort__notewakeup(&nmp->park);
-        } else {
-            newm(pp, false);
-        }
-    }
-    gort__wakep();
-}
-
-void gort__stop_the_world(const char *why)
-{
-    (void)why;
-    struct m *mp = gort__getm();
-    mp->locks++; /* no preemption while the world is stopped */
-    stw_stop(mp);
-}
-
-void gort__start_the_world(void)
-{
-    struct m *mp = gort__getm();
-    stw_start(mp);
-    mp->locks--;
-}
-
-/* ---------------------------------------------------------------------------
- * GOMAXPROCS.  Mirrors procresize (proc.go).
- * ------------------------------------------------------------------------- */
-
-static struct p *newp(int32_t id)
-{
-    struct p *pp = calloc(1, sizeof *pp);
-    if (!pp)
-        gort__fatal("out of memory allocating P%d", id);
-    pp->id = id;
-    store_relaxed(&pp->status, P_GCSTOP);
-    return pp;
-}
-
-/* Return a dead P's free Gs to the global list (gfpurge). */
-static void gfpurge(struct p *pp)
-{
-    gort__lock(&gort__sched.gfree_lock);
-    struct g *gp;
-    while ((gp = glist_pop(&pp->gfree)))
-        glist_push(&gort__sched.gfree, gp);
-    gort__unlock(&gort__sched.gfree_lock);
-}
-
-static void destroyp_locked(struct p *pp)
-{
-    gort__runqdrain_to_global_locked(pp);
-    gfpurge(pp);
-    gort__stackcache_flush(&pp->stackcache);
-    store_relaxed(&pp->status, P_DEAD);
-}
-
-/* Grow gort__allp to hold n Ps, keeping the Ps it has (dead ones are
- * revived when GOMAXPROCS grows again, as in Go). */
-static void growallp(int32_t n)
-{
-    if (n <= allp_len)
-        return;
-    /* allplock: sysmon walks allp without sched.lock. */
-    gort__lock(&gort__allplock);
-    struct p **na = calloc((size_t)n, sizeof *na);
-    if (!na)
-        gort__fatal("out of memory growing allp to %d", n);
-    if (gort__allp)
-        memcpy(na, gort__allp, (size_t)allp_len * sizeof *na);
-    for (int32_t i = allp_len; i < n; i++)
-        na[i] = newp(i);
-    free(gort__allp);
-    gort__allp = na;
-    allp_len = n;
-    gort__unlock(&gort__allplock);
-}
-
-/* Change the number of Ps to nprocs.  The world is stopped (or not yet
- * started) and sched.lock is held.  Returns the Ps with local work, each
- * with an idle M reserved in p->m (or NULL), linked through p->link; the
- * caller must start them.  The current M keeps (or gets) a running P. */
-static struct p *procresize(struct m *mp, int32_t nprocs)
-{
-    int32_t old = gort__gomaxprocs;
-    if (nprocs <= 0 || nprocs > GORT_MAX_PROCS)
-        gort__throw("procresize: invalid arg %d", nprocs);
-    growallp(nprocs);
-    for (int32_t i = old; i < nprocs; i++)
-        store_relaxed(&gort__allp[i]->status, P_GCSTOP);
-    if (mp->p && mp->p->id < nprocs) {
-        store_relaxed(&mp->p->status, P_RUNNING);
-    } else {
-        if (mp->p) {
-            store_relaxed(&mp->p->m, NULL);
-            store_relaxed(&mp->p->status, P_IDLE);
-            mp->p = NULL;
-        }
-        struct p *pp = gort__allp[0];
-        store_relaxed(&pp->m, NULL);
-        store_relaxed(&pp->status, P_IDLE);
-        acquirep(mp, pp);
-    }
-    for (int32_t i = nprocs; i < old; i++)
-        destroyp_locked(gort__allp[i]);
-    for (int32_t i = nprocs; i < GORT_MAX_PROCS && i < allp_len; i++)
-        gort__setidlep(i, false);
-    store_rel(&gort__gomaxprocs, nprocs);
-    steal_order_reset((uint32_t)nprocs); /* no M is stealing: STW */
-    struct p *runnable = NULL;
-    for (int32_t i = nprocs - 1; i >= 0; i--) {
-        struct p *pp = gort__allp[i];
-        if (mp->p == pp)
-            continue;
-        store_relaxed(&pp->status, P_IDLE);
-        if (gort__runqempty(pp)) {
-            pidleput_locked(pp);
-        } else {
-            pp->m = mget_locked();
-            pp->link = runnable;
-            runnable = pp;
-        }
-    }
-    return runnable;
-}
-
-int gort_gomaxprocs(int n)
-{
-    int32_t cur = load_relaxed(&gort__gomaxprocs);
-    if (n <= 0 || !gort__getg())
-        return cur;
-    if (n > GORT_MAX_PROCS)
-        n = GORT_MAX_PROCS;
-    if (n == cur)
-        return cur;
-    gort__stop_the_world("GOMAXPROCS");
-    newprocs = n;
-    gort__start_the_world();
-    gort__preempt_check();
-    return cur;
-}
-
 /* ---------------------------------------------------------------------------
  * Finding work.
  * ------------------------------------------------------------------------- */
@@ -857,7 +643,7 @@ static uint32_t gcd(uint32_t a, uint32_t b)
     return a;
 }
 
-static void steal_order_reset(uint32_t count)
+void gort__steal_order_reset(uint32_t count)
 {
     coprime_count = count;
     ncoprimes = 0;
@@ -981,7 +767,7 @@ static struct g *findrunnable_drop(struct m *mp, struct p *pp, bool *exit)
         return NULL;
     }
     releasep(mp);
-    pidleput_locked(pp);
+    gort__pidleput_locked(pp);
     gort__unlock(&gort__sched.lock);
 
     if (mp->spinning) {
@@ -997,7 +783,7 @@ static struct g *findrunnable_drop(struct m *mp, struct p *pp, bool *exit)
             if (p2) {
                 struct g *gp = gort__globrunqget_locked(p2, 0);
                 gort__unlock(&gort__sched.lock);
-                acquirep(mp, p2);
+                gort__acquirep(mp, p2);
                 become_spinning(mp);
                 return gp;
             }
@@ -1005,7 +791,7 @@ static struct g *findrunnable_drop(struct m *mp, struct p *pp, bool *exit)
         gort__unlock(&gort__sched.lock);
         struct p *p2 = checkrunqsnop();
         if (p2) {
-            acquirep(mp, p2);
+            gort__acquirep(mp, p2);
             become_spinning(mp);
             return NULL;
         }
@@ -1673,10 +1459,10 @@ static struct g *main_exit_m(struct g *gp)
     gort__casgstatus(gp, G_RUNNING, G_DEAD);
     dropg(mp);
     store_relaxed(&gort__sched.exiting, 1);
-    stw_stop(mp);
+    gort__stw_stop(mp);
     gort__lock(&gort__sched.lock);
     struct m *idle;
-    while ((idle = mget_locked())) {
+    while ((idle = gort__mget_locked())) {
         idle->exiting = true;
         gort__notewakeup(&idle->park);
     }
@@ -1693,13 +1479,13 @@ static void reset_globals(void)
     gort__sched.maxmcount = gort__sched.maxmcount ? gort__sched.maxmcount
                                                   : GORT_DEFAULT_MAX_THREADS;
     gort__allp = NULL;
-    allp_len = 0;
+    gort__allp_len = 0;
     gort__gomaxprocs = 0;
     gort__allm = NULL;
     gort__allgs = NULL;
     gort__allglen = 0;
     allgcap = 0;
-    newprocs = 0;
+    gort__newprocs = 0;
     memset(gort__idlepmask, 0, sizeof gort__idlepmask);
 }
 
@@ -1737,7 +1523,7 @@ static void teardown(void)
 #endif
         gort__stackfree(&gp->stack); /* no-op for stackless Gs */
     }
-    for (int32_t i = 0; i < allp_len; i++)
+    for (int32_t i = 0; i < gort__allp_len; i++)
         gort__stackcache_flush(&gort__allp[i]->stackcache);
     while (gchunks) {
         struct gchunk *next = gchunks->next;
@@ -1745,7 +1531,7 @@ static void teardown(void)
         gchunks = next;
     }
     free(gort__allgs);
-    for (int32_t i = 0; i < allp_len; i++)
+    for (int32_t i = 0; i < gort__allp_len; i++)
         free(gort__allp[i]);
     free(gort__allp);
     struct m *mp = gort__allm;
@@ -1778,7 +1564,7 @@ static int boot(struct m *mp, void (*fn)(void *), void *arg)
     mcommoninit_locked(mp);
     int32_t procs = gort__gomaxprocs; /* from the environment */
     gort__gomaxprocs = 0;
-    procresize(mp, procs);
+    gort__procresize(mp, procs);
     gort__unlock(&gort__sched.lock);
     struct g *gp = malg();
     if (!gp)

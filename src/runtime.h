@@ -289,7 +289,6 @@ struct m {
     struct p *p;           /* P held, or NULL; owner writes */
     struct p *nextp;       /* P handed over by startm; written before the
                               wake-up note, read after it */
-    struct p *oldp;        /* P before a syscall (issue: syscalls) */
     int64_t id;
     int32_t procid;        /* kernel thread id */
     bool spinning;         /* looking for work; owner writes, counted in
@@ -323,7 +322,7 @@ struct m {
 
 /*
  * P status.  IDLE: on sched.pidle, no M.  RUNNING: owned by an M.
- * SYSCALL: its M is in a syscall (later issue).  GCSTOP: stopped for
+ * SYSCALL: its M is in a system call.  GCSTOP: stopped for
  * stop-the-world.  DEAD: removed by a GOMAXPROCS decrease.
  */
 enum pstatus { P_IDLE = 0, P_RUNNING, P_SYSCALL, P_GCSTOP, P_DEAD };
@@ -363,11 +362,10 @@ struct schedt {
     gort_lock lock;
 
     uint64_t goidgen;      /* atomic: next goid batch */
-    int64_t lastpoll;      /* netpoll (later issue) */
 
     struct m *midle;       /* idle Ms; under lock */
     int32_t nmidle;        /* under lock */
-    int32_t nmidlelocked;  /* idle Ms with a locked G (later issue) */
+    int32_t nmidlelocked;  /* idle Ms with a locked G (LockOSThread) */
     int64_t mnext;         /* Ms created so far; next M id; under lock */
     int32_t maxmcount;     /* thread limit; under lock */
     int32_t nmsys;         /* system Ms (sysmon) not counted for deadlock */
@@ -392,8 +390,6 @@ struct schedt {
 
     uint32_t exiting;      /* atomic: gort_main is shutting down */
     uint32_t main_goexited;/* atomic: main called gort_goexit */
-    int64_t ngsys;         /* system goroutines (not counted) */
-    int64_t totaltime;
 };
 
 /* ---------------------------------------------------------------------------
@@ -528,6 +524,23 @@ GORT_HIDDEN uint32_t gort__fastrandn(uint32_t n);
 GORT_HIDDEN void gort__checkdead_locked(void);
 GORT_HIDDEN void gort__stop_the_world(const char *why);
 GORT_HIDDEN void gort__start_the_world(void);
+/* The halves of stop/start-the-world that run on any stack of an M
+ * holding a P (procresize.c). */
+GORT_HIDDEN void gort__stw_stop(struct m *mp);
+GORT_HIDDEN void gort__stw_start(struct m *mp);
+/* Change the number of Ps; world stopped, sched.lock held.  Returns the
+ * Ps that have work, linked through p->link (procresize.c). */
+GORT_HIDDEN struct p *gort__procresize(struct m *mp, int32_t nprocs);
+GORT_HIDDEN extern int32_t gort__newprocs;
+GORT_HIDDEN extern int32_t gort__allp_len;
+/* P and M lists and hand-over (proc.c); the _locked ones need
+ * sched.lock. */
+GORT_HIDDEN void gort__acquirep(struct m *mp, struct p *pp);
+GORT_HIDDEN void gort__pidleput_locked(struct p *pp);
+GORT_HIDDEN struct p *gort__pidleget_locked(void);
+GORT_HIDDEN struct m *gort__mget_locked(void);
+GORT_HIDDEN void gort__newm(struct p *pp, bool spinning);
+GORT_HIDDEN void gort__steal_order_reset(uint32_t count);
 GORT_HIDDEN void gort__setidlep(int32_t id, bool idle);
 static inline bool gort__isidlep(int32_t id)
 {

@@ -1,0 +1,236 @@
+/*
+ * procresize.c - stop-the-world and GOMAXPROCS.  Mirrors
+ * stopTheWorldWithSema, startTheWorldWithSema and procresize (proc.go).
+ *
+ * Stopping the world: set sched.gcwaiting, mark the caller's P stopped,
+ * take every idle P, and ask every running G to yield at its next runtime
+ * call (preemptall); each M that sees gcwaiting in findrunnable stops its
+ * P (gcstopm) and counts it down in sched.stopwait; the last one wakes the
+ * stopper.  Starting it again applies a pending GOMAXPROCS change
+ * (procresize) and hands every P with work to an M.
+ *
+ * Invariants:
+ *   - While the world is stopped, only the stopper's M holds a P, and no M
+ *     runs findrunnable's steal loop (it needs a P), so allp, the steal
+ *     order and the P structures may change.
+ *   - A P removed by a GOMAXPROCS decrease is P_DEAD with empty queues;
+ *     its Gs went to the head of the global queue, in order.
+ */
+#include "runtime.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int32_t gort__newprocs; /* GOMAXPROCS wanted by the next start; STW only */
+
+/* Ask every running G to yield at its next runtime call. */
+static void preemptall(void)
+{
+    for (int32_t i = 0; i < gort__gomaxprocs; i++) {
+        struct p *pp = gort__allp[i];
+        if (load_relaxed(&pp->status) != P_RUNNING)
+            continue;
+        /* Acquire both: pair with gort__acquirep and execute_prep. */
+        struct m *mp = load_acq(&pp->m);
+        struct g *gp = mp ? load_acq(&mp->curg) : NULL;
+        if (gp)
+            store_relaxed(&gp->preempt, 1);
+    }
+}
+
+/* Stop every P but the caller's.  Runs on any stack of an M holding a P;
+ * on return the caller's P is P_GCSTOP and all others are stopped.
+ * Mirrors stopTheWorldWithSema (proc.go). */
+void gort__stw_stop(struct m *mp)
+{
+    gort__lock(&gort__sched.lock);
+    gort__sched.stopwait = gort__gomaxprocs;
+    store_relaxed(&gort__sched.gcwaiting, 1);
+    /* Our own P first, so that preemptall skips it: the stopper must not
+     * ask itself to yield (as in Go, where it is _Pgcstop by then). */
+    store_relaxed(&mp->p->status, P_GCSTOP);
+    gort__sched.stopwait--;
+    preemptall();
+    struct p *pp;
+    while ((pp = gort__pidleget_locked())) {
+        store_relaxed(&pp->status, P_GCSTOP);
+        gort__sched.stopwait--;
+    }
+    bool wait = gort__sched.stopwait > 0;
+    gort__unlock(&gort__sched.lock);
+    if (wait) {
+        /* Re-ask every 100 us: a G may have been scheduled after the
+         * first request (Go's stopTheWorldWithSema loop). */
+        while (!gort__notetsleep(&gort__sched.stopnote, 100 * 1000))
+            preemptall();
+        gort__noteclear(&gort__sched.stopnote);
+    }
+    for (int32_t i = 0; i < gort__gomaxprocs; i++)
+        if (gort__allp[i]->status != P_GCSTOP)
+            gort__throw("stopTheWorld: P%d not stopped (status %u)", i,
+                        gort__allp[i]->status);
+}
+
+
+/* Restart after gort__stw_stop, applying a pending GOMAXPROCS change.  Mirrors
+ * startTheWorldWithSema (proc.go). */
+void gort__stw_start(struct m *mp)
+{
+    gort__lock(&gort__sched.lock);
+    int32_t procs = gort__newprocs ? gort__newprocs : gort__gomaxprocs;
+    gort__newprocs = 0;
+    struct p *runnable = gort__procresize(mp, procs);
+    store_relaxed(&gort__sched.gcwaiting, 0);
+    if (load_relaxed(&gort__sched.sysmonwait))
+        gort__sysmon_wake();
+    gort__unlock(&gort__sched.lock);
+    while (runnable) {
+        struct p *pp = runnable;
+        runnable = pp->link;
+        pp->link = NULL;
+        struct m *nmp = pp->m;
+        if (nmp) {
+            store_relaxed(&pp->m, NULL);
+            if (nmp->nextp)
+                gort__throw("startTheWorld: inconsistent M->nextp");
+            nmp->nextp = pp;
+            gort__notewakeup(&nmp->park);
+        } else {
+            gort__newm(pp, false);
+        }
+    }
+    gort__wakep();
+}
+
+void gort__stop_the_world(const char *why)
+{
+    (void)why;
+    struct m *mp = gort__getm();
+    mp->locks++; /* no preemption while the world is stopped */
+    gort__stw_stop(mp);
+}
+
+void gort__start_the_world(void)
+{
+    struct m *mp = gort__getm();
+    gort__stw_start(mp);
+    mp->locks--;
+}
+
+/* ---------------------------------------------------------------------------
+ * GOMAXPROCS.  Mirrors gort__procresize (proc.go).
+ * ------------------------------------------------------------------------- */
+
+static struct p *newp(int32_t id)
+{
+    struct p *pp = calloc(1, sizeof *pp);
+    if (!pp)
+        gort__fatal("out of memory allocating P%d", id);
+    pp->id = id;
+    store_relaxed(&pp->status, P_GCSTOP);
+    return pp;
+}
+
+/* Return a dead P's free Gs to the global list (gfpurge). */
+static void gfpurge(struct p *pp)
+{
+    gort__lock(&gort__sched.gfree_lock);
+    struct g *gp;
+    while ((gp = glist_pop(&pp->gfree)))
+        glist_push(&gort__sched.gfree, gp);
+    gort__unlock(&gort__sched.gfree_lock);
+}
+
+static void destroyp_locked(struct p *pp)
+{
+    gort__runqdrain_to_global_locked(pp);
+    gfpurge(pp);
+    gort__stackcache_flush(&pp->stackcache);
+    store_relaxed(&pp->status, P_DEAD);
+}
+
+/* Grow gort__allp to hold n Ps, keeping the Ps it has (dead ones are
+ * revived when GOMAXPROCS grows again, as in Go). */
+static void growallp(int32_t n)
+{
+    if (n <= gort__allp_len)
+        return;
+    /* allplock: sysmon walks allp without sched.lock. */
+    gort__lock(&gort__allplock);
+    struct p **na = calloc((size_t)n, sizeof *na);
+    if (!na)
+        gort__fatal("out of memory growing allp to %d", n);
+    if (gort__allp)
+        memcpy(na, gort__allp, (size_t)gort__allp_len * sizeof *na);
+    for (int32_t i = gort__allp_len; i < n; i++)
+        na[i] = newp(i);
+    free(gort__allp);
+    gort__allp = na;
+    gort__allp_len = n;
+    gort__unlock(&gort__allplock);
+}
+
+/* Change the number of Ps to nprocs.  The world is stopped (or not yet
+ * started) and sched.lock is held.  Returns the Ps with local work, each
+ * with an idle M reserved in p->m (or NULL), linked through p->link; the
+ * caller must start them.  The current M keeps (or gets) a running P. */
+struct p *gort__procresize(struct m *mp, int32_t nprocs)
+{
+    int32_t old = gort__gomaxprocs;
+    if (nprocs <= 0 || nprocs > GORT_MAX_PROCS)
+        gort__throw("gort__procresize: invalid arg %d", nprocs);
+    growallp(nprocs);
+    for (int32_t i = old; i < nprocs; i++)
+        store_relaxed(&gort__allp[i]->status, P_GCSTOP);
+    if (mp->p && mp->p->id < nprocs) {
+        store_relaxed(&mp->p->status, P_RUNNING);
+    } else {
+        if (mp->p) {
+            store_relaxed(&mp->p->m, NULL);
+            store_relaxed(&mp->p->status, P_IDLE);
+            mp->p = NULL;
+        }
+        struct p *pp = gort__allp[0];
+        store_relaxed(&pp->m, NULL);
+        store_relaxed(&pp->status, P_IDLE);
+        gort__acquirep(mp, pp);
+    }
+    for (int32_t i = nprocs; i < old; i++)
+        destroyp_locked(gort__allp[i]);
+    for (int32_t i = nprocs; i < GORT_MAX_PROCS && i < gort__allp_len; i++)
+        gort__setidlep(i, false);
+    store_rel(&gort__gomaxprocs, nprocs);
+    gort__steal_order_reset((uint32_t)nprocs); /* no M is stealing: STW */
+    struct p *runnable = NULL;
+    for (int32_t i = nprocs - 1; i >= 0; i--) {
+        struct p *pp = gort__allp[i];
+        if (mp->p == pp)
+            continue;
+        store_relaxed(&pp->status, P_IDLE);
+        if (gort__runqempty(pp)) {
+            gort__pidleput_locked(pp);
+        } else {
+            pp->m = gort__mget_locked();
+            pp->link = runnable;
+            runnable = pp;
+        }
+    }
+    return runnable;
+}
+
+int gort_gomaxprocs(int n)
+{
+    int32_t cur = load_relaxed(&gort__gomaxprocs);
+    if (n <= 0 || !gort__getg())
+        return cur;
+    if (n > GORT_MAX_PROCS)
+        n = GORT_MAX_PROCS;
+    if (n == cur)
+        return cur;
+    gort__stop_the_world("GOMAXPROCS");
+    gort__newprocs = n;
+    gort__start_the_world();
+    gort__preempt_check();
+    return cur;
+}
+
