@@ -253,9 +253,10 @@ void gort__acquirep(struct m *mp, struct p *pp)
     /* Release: sysmon load-acquires pp->m and then reads the M. */
     store_rel(&pp->m, mp);
     store_relaxed(&pp->status, P_RUNNING);
-    /* sysmon sleeps deeply while every P is idle; work has resumed. */
-    if (load_relaxed(&gort__sched.sysmonwait))
-        gort__sysmon_wake();
+    /* sysmon sleeps deeply while every P is idle; work has resumed.
+     * (The npidle change that made this P busy was seq-cst: see
+     * deep_sleep in sysmon.c.) */
+    gort__sysmon_wake();
 }
 
 /* Disassociate mp's P from it and return the P, now idle.  Mirrors
@@ -281,9 +282,10 @@ void gort__pidleput_locked(struct p *pp)
     pp->link = gort__sched.pidle;
     gort__sched.pidle = pp;
     gort__setidlep(pp->id, true);
-    /* Acq-rel: readers of npidle outside the lock (wakep, the spinning
-     * limit) see the P on the list once they see the count. */
-    xadd_acqrel(&gort__sched.npidle, 1);
+    /* Seq-cst: readers of npidle outside the lock (wakep, the spinning
+     * limit) see the P on the list once they see the count, and sysmon's
+     * deep_sleep handshake needs a total order. */
+    xadd_seqcst(&gort__sched.npidle, 1);
 }
 
 struct p *gort__pidleget_locked(void)
@@ -293,7 +295,7 @@ struct p *gort__pidleget_locked(void)
         gort__sched.pidle = pp->link;
         pp->link = NULL;
         gort__setidlep(pp->id, false);
-        xadd_acqrel(&gort__sched.npidle, -1);
+        xadd_seqcst(&gort__sched.npidle, -1); /* see pidleput */
     }
     return pp;
 }

@@ -80,9 +80,10 @@ void gort__stw_start(struct m *mp)
     int32_t procs = gort__newprocs ? gort__newprocs : gort__gomaxprocs;
     gort__newprocs = 0;
     struct p *runnable = gort__procresize(mp, procs);
-    store_relaxed(&gort__sched.gcwaiting, 0);
-    if (load_relaxed(&gort__sched.sysmonwait))
-        gort__sysmon_wake();
+    /* Seq-cst, then sysmon_wake's seq-cst load: sysmon's deep_sleep
+     * handshake (it sleeps while gcwaiting is set). */
+    store_seqcst(&gort__sched.gcwaiting, 0);
+    gort__sysmon_wake();
     gort__unlock(&gort__sched.lock);
     while (runnable) {
         struct p *pp = runnable;

@@ -28,20 +28,26 @@ static gort_note sysmon_tick;     /* woken only to stop sysmon */
 
 void gort__sysmon_wake(void)
 {
-    /* Whoever turns sysmonwait from 1 to 0 owns the wake-up. */
-    if (load_relaxed(&gort__sched.sysmonwait) &&
+    /* Whoever turns sysmonwait from 1 to 0 owns the wake-up.  Seq-cst
+     * load: the waker's side of deep_sleep's handshake. */
+    if (load_seqcst(&gort__sched.sysmonwait) &&
         xchg_acqrel(&gort__sched.sysmonwait, 0))
         gort__notewakeup(&gort__sched.sysmonnote);
 }
 
-/* Sleep until a P becomes busy (or 60 s pass).  Go: forcegcperiod/2. */
+/* Sleep until a P becomes busy (or 60 s pass).  Go: forcegcperiod/2.
+ *
+ * Dekker handshake with the wakers, all sequentially consistent: we
+ * publish sysmonwait, then read npidle and sysmon_stopping; a waker
+ * changes npidle (acquirep's pidleget) or sysmon_stopping, then reads
+ * sysmonwait.  Either we see its change and do not sleep, or it sees
+ * sysmonwait and wakes us. */
 static void deep_sleep(void)
 {
-    store_rel(&gort__sched.sysmonwait, 1);
-    /* Re-check after publishing sysmonwait: an acquirep that ran before
-     * the store did not see it and will not wake us. */
-    if (load_relaxed(&gort__sched.npidle) != load_relaxed(&gort__gomaxprocs) &&
-        !load_relaxed(&gort__sched.gcwaiting)) {
+    xchg_seqcst(&gort__sched.sysmonwait, 1);
+    if (load_seqcst(&sysmon_stopping) ||
+        (load_seqcst(&gort__sched.npidle) != load_relaxed(&gort__gomaxprocs) &&
+         !load_seqcst(&gort__sched.gcwaiting))) {
         if (xchg_acqrel(&gort__sched.sysmonwait, 0))
             return;
         /* A waker cleared it and will wake the note: take that wake-up. */
@@ -149,7 +155,7 @@ void gort__sysmon_stop(void)
 {
     if (!sysmon_running)
         return;
-    store_relaxed(&sysmon_stopping, 1);
+    store_seqcst(&sysmon_stopping, 1); /* deep_sleep's handshake */
     gort__notewakeup(&sysmon_tick);
     gort__sysmon_wake();
     pthread_join(sysmon_thread, NULL);

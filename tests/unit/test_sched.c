@@ -91,41 +91,50 @@ static void order_record(void *arg)
     gort_waitgroup_done(&order_wg);
 }
 
+/* One round: spawn 1..10 with main on the only P, wait; returns its
+ * duration in ns. */
+static int64_t order_round(void)
+{
+    int64_t t0 = gort_nanotime();
+    norder = 0;
+    memset(order, 0, sizeof order);
+    for (int i = 1; i <= 10; i++) {
+        gort_waitgroup_add(&order_wg, 1);
+        CHECK_GT(gort_go(order_record, (void *)(intptr_t)i), 0);
+    }
+    /* Main parks; the only P runs runnext (10), then the ring. */
+    gort_waitgroup_wait(&order_wg);
+    CHECK_EQ(norder, 10);
+    return gort_nanotime() - t0;
+}
+
 static void runnext_order_main(void *arg)
 {
     (void)arg;
     gort_gomaxprocs(1);
     CHECK_EQ(gort_gomaxprocs(0), 1);
     static const int want[10] = {10, 1, 2, 3, 4, 5, 6, 7, 8, 9};
-    /* Round -1 only warms up: it makes the ten Gs.  Making a G can take
-     * long under the sanitizers (a new stack arena, a TSan fiber), and a
-     * main goroutine busy for 10 ms is rightly preempted by sysmon, which
-     * changes the order.  Later rounds reuse the dead Gs.  After it, main
-     * yields for 20 ms (a new tick each time), so that a preemption
-     * request sysmon decided during the warm-up but delivered late lands
-     * here, not in a checked round. */
-    for (int round = -1; round < 20; round++) {
-        if (round == 0) {
-            int64_t settle = gort_nanotime() + 20 * 1000 * 1000;
-            while (gort_nanotime() < settle)
-                gort_gosched();
-        }
-        int64_t t0 = gort_nanotime();
-        norder = 0;
-        memset(order, 0, sizeof order);
-        for (int i = 1; i <= 10; i++) {
-            gort_waitgroup_add(&order_wg, 1);
-            CHECK_GT(gort_go(order_record, (void *)(intptr_t)i), 0);
-        }
-        /* Main parks; the only P runs runnext (10), then the ring. */
-        gort_waitgroup_wait(&order_wg);
-        CHECK_EQ(norder, 10);
-        if (round < 0)
-            continue;
+    /* Warm-up rounds, unchecked, until two in a row take < 2 ms.  The
+     * first rounds make the Gs and touch their stacks, which takes long
+     * under the sanitizers (ThreadSanitizer: 5-45 ms a round for the
+     * first few), and a main goroutine busy for 10 ms is rightly
+     * preempted by sysmon, which changes the order. */
+    int fast = 0;
+    for (int w = 0; w < 200 && fast < 2; w++)
+        fast = order_round() < 2 * 1000 * 1000 ? fast + 1 : 0;
+    CHECK_EQ(fast, 2);
+    /* Then main yields for 20 ms (a new tick each time), so that a
+     * preemption request sysmon decided during the warm-up but delivered
+     * late lands here, not in a checked round. */
+    int64_t settle = gort_nanotime() + 20 * 1000 * 1000;
+    while (gort_nanotime() < settle)
+        gort_gosched();
+    for (int round = 0; round < 20; round++) {
+        int64_t ns = order_round();
         for (int i = 0; i < 10; i++) {
             if (order[i] != want[i]) {
                 fprintf(stderr, "round %d (%.3f ms): run order [", round,
-                        (double)(gort_nanotime() - t0) / 1e6);
+                        (double)ns / 1e6);
                 for (int k = 0; k < 10; k++)
                     fprintf(stderr, k ? " %d" : "%d", order[k]);
                 fprintf(stderr, "], want [10 1 2 3 4 5 6 7 8 9]\n");
