@@ -77,6 +77,13 @@ void gort__lock(gort_lock *l)
     uint32_t v = xchg_acqrel(&l->key, MUTEX_LOCKED);
     if (GORT_LIKELY(v == MUTEX_UNLOCKED))
         return;
+    gort__lock_slow(l, v);
+}
+
+/* The contended part of lock2: the exchange that found the lock taken
+ * returned v. */
+void gort__lock_slow(gort_lock *l, uint32_t v)
+{
     /* Remember whether a sleeper may exist: we must leave SLEEPING in the
      * word if we take the lock from under one, or its wake-up is lost. */
     uint32_t wait = v;

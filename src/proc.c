@@ -932,24 +932,23 @@ static struct g *pick_fast(struct m *mp, struct p *pp, bool *inherit,
         return NULL;
     bool global = load_relaxed(&gort__sched.runqsize) > 0;
     if (global && pp->schedtick % GORT_GLOBAL_CHECK_TICKS == 0) {
-        gort__lock(&gort__sched.lock);
+        gort__lock_m(mp, &gort__sched.lock);
         if ((gp = gort__globrunqget_locked(pp, 1))) {
             *locked = true;
             return gp;
         }
-        gort__unlock(&gort__sched.lock);
+        gort__unlock_m(mp, &gort__sched.lock);
     }
     if ((gp = gort__runqget(pp, inherit)))
         return gp;
     if (global) {
-        gort__lock(&gort__sched.lock);
+        gort__lock_m(mp, &gort__sched.lock);
         if ((gp = gort__globrunqget_locked(pp, 0))) {
             *locked = true;
             return gp;
         }
-        gort__unlock(&gort__sched.lock);
+        gort__unlock_m(mp, &gort__sched.lock);
     }
-    (void)mp;
     return NULL;
 }
 
@@ -970,7 +969,7 @@ static void post_unlock_sched(struct m *mp)
 {
     if (mp->post_locked) {
         mp->post_locked = false;
-        gort__unlock(&gort__sched.lock);
+        gort__unlock_m(mp, &gort__sched.lock);
     }
 }
 
@@ -1373,10 +1372,10 @@ static struct g *gosched_m(struct g *gp)
 static void post_gosched(struct m *mp, struct g *prev)
 {
     if (!mp->post_locked)
-        gort__lock(&gort__sched.lock);
+        gort__lock_m(mp, &gort__sched.lock);
     mp->post_locked = false;
     gort__globrunqput_locked(prev);
-    gort__unlock(&gort__sched.lock);
+    gort__unlock_m(mp, &gort__sched.lock);
     gort__wakep();
 }
 

@@ -258,8 +258,13 @@ void gort__globrunqputbatch_locked(struct gqueue *batch, int32_t n)
 struct g *gort__globrunqget_locked(struct p *pp, int32_t max)
 {
     int32_t size = gort__sched.runqsize;
-    if (size == 0)
-        return NULL;
+    if (size <= 1 || max == 1) {
+        /* The common small case: one G, nothing to move to the ring. */
+        if (size == 0)
+            return NULL;
+        store_relaxed(&gort__sched.runqsize, size - 1);
+        return gqueue_pop(&gort__sched.runq);
+    }
     int32_t procs = load_relaxed(&gort__gomaxprocs);
     /* size/procs + 1, without the division in the common small case. */
     int32_t n = size < procs ? 1 : size / procs + 1;

@@ -122,6 +122,8 @@ typedef struct gort_note {
 
 GORT_HIDDEN void gort__lock(gort_lock *l);
 GORT_HIDDEN void gort__unlock(gort_lock *l);
+GORT_HIDDEN void gort__lock_slow(gort_lock *l, uint32_t v);
+
 GORT_HIDDEN void gort__noteclear(gort_note *n);
 GORT_HIDDEN void gort__notewakeup(gort_note *n);
 GORT_HIDDEN void gort__notesleep(gort_note *n);
@@ -655,5 +657,30 @@ GORT_HIDDEN void gort__semafini(void);
 #define GORT_TSAN 1
 #endif
 #endif
+
+/* gort__lock/unlock for callers that already hold their M (the hot
+ * scheduler paths): the uncontended case inline, one atomic each; the
+ * rest is in lock_futex.c. */
+static inline void gort__lock_m(struct m *mp, gort_lock *l)
+{
+    mp->locks++;
+    /* Acquire: pairs with the release exchange in unlock. */
+    uint32_t v = xchg_acqrel(&l->key, 1);
+    if (GORT_UNLIKELY(v != 0))
+        gort__lock_slow(l, v);
+}
+
+static inline void gort__unlock_m(struct m *mp, gort_lock *l)
+{
+    /* Release: publishes the critical section to the next locker; the
+     * old value says whether someone sleeps (2). */
+    uint32_t v = xchg_acqrel(&l->key, 0);
+    if (GORT_UNLIKELY(v != 1)) {
+        if (v == 0)
+            gort__throw("unlock of unlocked lock");
+        gort__futexwake(&l->key, 1);
+    }
+    mp->locks--;
+}
 
 #endif /* GORT_RUNTIME_H */
