@@ -939,7 +939,11 @@ static struct g *pick_fast(struct m *mp, struct p *pp, bool *inherit,
         }
         gort__unlock_m(mp, &gort__sched.lock);
     }
-    if ((gp = gort__runqget(pp, inherit)))
+    /* Owner's view of its own queue: relaxed loads suffice to see that it
+     * is empty (thieves only ever make it emptier). */
+    if ((load_relaxed(&pp->runnext) ||
+         load_relaxed(&pp->runqhead) != pp->runqtail) &&
+        (gp = gort__runqget(pp, inherit)))
         return gp;
     if (global) {
         gort__lock_m(mp, &gort__sched.lock);

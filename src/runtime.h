@@ -576,7 +576,12 @@ GORT_HIDDEN void gort__stackcache_put(struct stackcache *c,
 /* Return every cached stack to the global pool. */
 GORT_HIDDEN void gort__stackcache_flush(struct stackcache *c);
 /* Fatal if an unguarded stack's canary was overwritten. */
-GORT_HIDDEN void gort__stack_check(struct g *gp);
+GORT_HIDDEN void gort__stack_check_canary(struct g *gp);
+static inline void gort__stack_check(struct g *gp)
+{
+    if (GORT_UNLIKELY(gp->stack.guard == STACK_GUARD_CANARY))
+        gort__stack_check_canary(gp);
+}
 /* True when addr is in gp's guard region: a fault there is an overflow. */
 GORT_HIDDEN bool gort__stack_is_guard(struct g *gp, uintptr_t addr);
 GORT_HIDDEN const char *gort__stack_guard_name(int guard);

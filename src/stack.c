@@ -438,10 +438,9 @@ void gort__stackfini(void)
     memset(&pool, 0, sizeof pool);
 }
 
-void gort__stack_check(struct g *gp)
+void gort__stack_check_canary(struct g *gp)
 {
-    if (gp->stack.guard == STACK_GUARD_CANARY &&
-        *(uint64_t *)gp->stack.lo != STACK_CANARY)
+    if (*(uint64_t *)gp->stack.lo != STACK_CANARY)
         gort__fatal("stack overflow in goroutine %lld (canary at %p "
                     "overwritten; raise GORTSTACKSIZE)",
                     (long long)gp->goid, (void *)gp->stack.lo);
