@@ -250,6 +250,7 @@ void gort__acquirep(struct m *mp, struct p *pp)
         gort__throw("gort__acquirep: P%d has status %u, want idle", pp->id,
                     pp->status);
     store_relaxed(&mp->p, pp);
+    store_relaxed(&pp->sysmon_schedwhen, 0); /* restart sysmon's clock */
     /* Release: sysmon load-acquires pp->m and then reads the M. */
     store_rel(&pp->m, mp);
     store_relaxed(&pp->status, P_RUNNING);

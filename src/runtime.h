@@ -338,7 +338,11 @@ struct p {
                               owner writes, sysmon reads relaxed */
     uint32_t syscalltick;  /* incremented on every syscall */
     struct m *m;           /* back-link to the owning M, or NULL */
-    int64_t sysmon_schedwhen; /* sysmon's view: when schedtick last moved */
+    /* sysmon's view: the schedtick it last saw and since when (0: start
+     * over).  sysmon writes both; acquirep zeroes schedwhen (relaxed)
+     * because a G that moves to another P without a new tick (procresize)
+     * must not inherit that P's stale clock. */
+    int64_t sysmon_schedwhen;
     uint32_t sysmon_schedtick;
 
     /* Local run queue: owner writes slots and runqtail (store-release);

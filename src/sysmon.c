@@ -85,12 +85,14 @@ static void retake(int64_t now)
         uint32_t t = load_relaxed(&pp->schedtick);
         /* schedwhen 0: sysmon has not looked at this P yet (a new P, or
          * a G still on its first slice of tick 0): start the clock. */
-        if (pp->sysmon_schedtick != t || pp->sysmon_schedwhen == 0) {
+        int64_t when = load_relaxed(&pp->sysmon_schedwhen);
+        if (pp->sysmon_schedtick != t || when == 0) {
             pp->sysmon_schedtick = t;
-            pp->sysmon_schedwhen = now;
-        } else if (pp->sysmon_schedwhen + GORT_FORCE_PREEMPT_NS <= now) {
+            store_relaxed(&pp->sysmon_schedwhen, now);
+        } else if (when + GORT_FORCE_PREEMPT_NS <= now) {
             preemptone(pp);
-            pp->sysmon_schedwhen = now; /* ask again in another 10 ms */
+            /* ask again in another 10 ms */
+            store_relaxed(&pp->sysmon_schedwhen, now);
         }
     }
     gort__unlock(&gort__allplock);
