@@ -317,33 +317,47 @@ int gort__stackalloc(struct gstack *st)
     return 0;
 }
 
-void gort__stackfree(struct gstack *st)
+/* Undo fill's registrations before a slot goes back to the free list. */
+static void unfill(struct gstack *st)
 {
-    if (!st->base)
-        return;
 #ifdef GORT_HAVE_VALGRIND
     VALGRIND_STACK_DEREGISTER(st->valgrind_id);
 #endif
 #ifdef GORT_ASAN
     ASAN_UNPOISON_MEMORY_REGION((void *)st->lo, st->hi - st->lo);
 #endif
+    (void)st;
+}
+
+/* Make room for n more entries on the free list.  pool.lock held. */
+static bool free_reserve_locked(size_t n)
+{
+    if (pool.nfree + n <= pool.capfree)
+        return true;
+    size_t cap = pool.capfree ? pool.capfree : 64;
+    while (cap < pool.nfree + n)
+        cap *= 2;
+    struct freeslot *nf = realloc(pool.free, cap * sizeof *nf);
+    if (!nf)
+        return false;
+    pool.free = nf;
+    pool.capfree = cap;
+    return true;
+}
+
+void gort__stackfree(struct gstack *st)
+{
+    if (!st->base)
+        return;
+    unfill(st);
     gort__lock(&pool.lock);
-    if (pool.nfree == pool.capfree) {
-        size_t cap = pool.capfree ? pool.capfree * 2 : 64;
-        struct freeslot *nf = realloc(pool.free, cap * sizeof *nf);
-        if (!nf) {
-            /* Keep the slot out of circulation rather than fail: it is
-             * unmapped with its arena at shutdown. */
-            gort__unlock(&pool.lock);
-            memset(st, 0, sizeof *st);
-            return;
-        }
-        pool.free = nf;
-        pool.capfree = cap;
+    if (free_reserve_locked(1)) {
+        pool.free[pool.nfree].base = st->base;
+        pool.free[pool.nfree].guard = st->guard;
+        pool.nfree++;
     }
-    pool.free[pool.nfree].base = st->base;
-    pool.free[pool.nfree].guard = st->guard;
-    pool.nfree++;
+    /* else: the slot stays out of circulation; it is unmapped with its
+     * arena at shutdown. */
     gort__unlock(&pool.lock);
     memset(st, 0, sizeof *st);
 }
@@ -364,8 +378,20 @@ void gort__stackfree(struct gstack *st)
 #define SC_MASK (GORT_STACKCACHE - 1)
 #define SC_BATCH (GORT_STACKCACHE / 2)
 
+/* Refill an empty cache to half: free-list slots in one lock hold, fresh
+ * slots (carved, rarely) one by one. */
 static void sc_refill(struct stackcache *c)
 {
+    struct freeslot got[SC_BATCH];
+    uint32_t n = 0;
+    gort__lock(&pool.lock);
+    while (n < SC_BATCH && pool.nfree > 0)
+        got[n++] = pool.free[--pool.nfree];
+    gort__unlock(&pool.lock);
+    for (uint32_t i = 0; i < n; i++) {
+        fill(&c->s[(c->bottom + c->n) & SC_MASK], got[i].base, got[i].guard);
+        c->n++;
+    }
     while (c->n < SC_BATCH) {
         struct gstack st;
         if (gort__stackalloc(&st) != 0)
@@ -375,14 +401,32 @@ static void sc_refill(struct stackcache *c)
     }
 }
 
-/* Move the coldest half to the global pool. */
+/* Move the coldest half to the global pool, in one lock hold. */
 static void sc_spill(struct stackcache *c)
 {
-    for (int i = 0; i < SC_BATCH && c->n > 0; i++) {
-        gort__stackfree(&c->s[c->bottom]);
+    uint32_t n = c->n < SC_BATCH ? c->n : SC_BATCH;
+    gort__lock(&pool.lock);
+    if (!free_reserve_locked(n)) {
+        /* No memory to grow the free list: free them one by one (each
+         * kept out of circulation if that fails too). */
+        gort__unlock(&pool.lock);
+        for (uint32_t i = 0; i < n; i++) {
+            gort__stackfree(&c->s[c->bottom]);
+            c->bottom = (c->bottom + 1) & SC_MASK;
+            c->n--;
+        }
+        return;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        struct gstack *st = &c->s[c->bottom];
+        unfill(st);
+        pool.free[pool.nfree].base = st->base;
+        pool.free[pool.nfree].guard = st->guard;
+        pool.nfree++;
         c->bottom = (c->bottom + 1) & SC_MASK;
         c->n--;
     }
+    gort__unlock(&pool.lock);
 }
 
 int gort__stackcache_get(struct stackcache *c, struct gstack *st, bool hot)
