@@ -847,14 +847,17 @@ static void gostart(void *prev);
 static inline void execute_prep(struct m *mp, struct g *gp, bool inherit)
 {
     if (!gp->sched_sp) {
-        /* First run: trade the G's untouched stack for the hot top of this
-         * P's cache (stack.c, "Per-P stack caches"). */
-        struct stackcache *c = &mp->p->stackcache;
-        if (c->n > 0) {
-            struct gstack hot;
-            gort__stackcache_get(c, &hot, true);
-            gort__stackcache_put(c, &gp->stack, false);
-            gp->stack = hot;
+        /* First run: take the hottest free stack of this P (stack.c,
+         * "Per-P stack caches and reservations"); the G's reservation
+         * then joins this P's batch. */
+        struct p *pp = mp->p;
+        if (gort__stackcache_get(&pp->stackcache, &gp->stack) == 0) {
+            if (++pp->stackres > 2 * GORT_STACKRES_BATCH) {
+                gort__stackunreserve(GORT_STACKRES_BATCH);
+                pp->stackres -= GORT_STACKRES_BATCH;
+            }
+        } else {
+            gort__stackcache_refill_reserved(&pp->stackcache, &gp->stack);
         }
         gp->sched_sp = gort__ctx_make((void *)gp->stack.hi, gostart,
                                       gp->fpctl);
@@ -1084,7 +1087,7 @@ static void gfree_stack_and_put(struct p *pp, struct g *gp)
     ASAN_UNPOISON_MEMORY_REGION((void *)gp->stack.lo,
                                 gp->stack.hi - gp->stack.lo);
 #endif
-    gort__stackcache_put(&pp->stackcache, &gp->stack, true);
+    gort__stackcache_put(&pp->stackcache, &gp->stack);
     memset(&gp->stack, 0, sizeof gp->stack);
     gp->sched_sp = NULL;
     gfput(pp, gp);
@@ -1120,10 +1123,14 @@ static int64_t newgoid(struct p *pp)
 static int64_t newproc1(struct p *pp, struct g *gp, void (*fn)(void *),
                         void *arg, uintptr_t pc)
 {
-    /* The cold end of the cache: a claim on a stack, swapped for a hot
-     * one when the G first runs (execute_prep). */
-    if (gort__stackcache_get(&pp->stackcache, &gp->stack, false) != 0)
-        return -ENOMEM;
+    /* A reservation, not a stack: the G takes one when it first runs
+     * (execute_prep). */
+    if (pp->stackres == 0) {
+        if (gort__stackreserve(GORT_STACKRES_BATCH) != 0)
+            return -ENOMEM;
+        pp->stackres = GORT_STACKRES_BATCH;
+    }
+    pp->stackres--;
     gp->sched_sp = NULL; /* made when it first runs (execute_prep) */
     gort__fpctl_save(gp->fpctl); /* it starts with its creator's FP modes */
     gp->fn = fn;

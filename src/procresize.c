@@ -147,6 +147,8 @@ static void destroyp_locked(struct p *pp)
     gort__runqdrain_to_global_locked(pp);
     gfpurge(pp);
     gort__stackcache_flush(&pp->stackcache);
+    gort__stackunreserve(pp->stackres);
+    pp->stackres = 0;
     store_relaxed(&pp->status, P_DEAD);
 }
 

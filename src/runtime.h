@@ -265,6 +265,8 @@ GORT_HIDDEN const char *gort__waitreason_name(uint32_t r);
  * holds the most recently freed, hot in the cache; the bottom the
  * coldest.  Owner P only. */
 #define GORT_STACKCACHE 64
+/* Stack reservations move between a P and the pool in batches of 32. */
+#define GORT_STACKRES_BATCH 32
 struct stackcache {
     struct gstack s[GORT_STACKCACHE];
     uint32_t bottom; /* index of the bottom entry */
@@ -356,6 +358,7 @@ struct p {
 
     struct glist gfree;    /* dead Gs (without stacks), for reuse; owner */
     struct stackcache stackcache; /* free stacks; owner only */
+    int32_t stackres;      /* stack reservations held for new Gs; owner */
     int64_t goidcache, goidcacheend; /* goids handed to this P */
     uint64_t nsteals;      /* Gs this P's M has stolen (relaxed stats) */
 };
@@ -567,16 +570,21 @@ enum { STACK_GUARD_NONE = 0, STACK_GUARD_MADVISE, STACK_GUARD_MPROTECT,
 GORT_HIDDEN extern size_t gort__stack_size;
 GORT_HIDDEN int gort__stackinit(void);
 GORT_HIDDEN void gort__stackfini(void);
-GORT_HIDDEN int gort__stackalloc(struct gstack *st);
+/* Promise n stacks (mapping arenas as needed): 0 or -ENOMEM. */
+GORT_HIDDEN int gort__stackreserve(int32_t n);
+GORT_HIDDEN void gort__stackunreserve(int32_t n);
+/* For a G's first run on a P whose cache is empty: take a slot against
+ * the G's reservation, and refill the cache with up to half its size from
+ * the pool's unreserved slots, in one lock hold. */
+GORT_HIDDEN void gort__stackcache_refill_reserved(struct stackcache *c,
+                                                  struct gstack *st);
 GORT_HIDDEN void gort__stackfree(struct gstack *st);
-/* Take a stack from a P's cache: the hot top or the cold bottom; refills
- * from the global pool when empty.  0 or -ENOMEM. */
-GORT_HIDDEN int gort__stackcache_get(struct stackcache *c, struct gstack *st,
-                                     bool hot);
-/* Give a stack to a P's cache, on top (hot) or at the bottom (cold);
- * spills the coldest half to the global pool when full. */
+/* Take the hottest stack of a P's cache: 0, or -1 if it is empty. */
+GORT_HIDDEN int gort__stackcache_get(struct stackcache *c, struct gstack *st);
+/* Give a stack to the top of a P's cache; a full cache spills its coldest
+ * half to the pool. */
 GORT_HIDDEN void gort__stackcache_put(struct stackcache *c,
-                                      const struct gstack *st, bool hot);
+                                      const struct gstack *st);
 /* Return every cached stack to the global pool. */
 GORT_HIDDEN void gort__stackcache_flush(struct stackcache *c);
 /* Fatal if an unguarded stack's canary was overwritten. */

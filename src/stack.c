@@ -81,7 +81,8 @@ struct arena {
     size_t size;
     uint32_t nslots, used;
     bool prepared;   /* all guards installed, all tops committed */
-    struct arena *next;
+    struct arena *next;     /* all arenas */
+    struct arena *nextroom; /* arenas with slots not carved yet */
 };
 
 struct freeslot {
@@ -91,7 +92,8 @@ struct freeslot {
 
 static struct {
     gort_lock lock;
-    struct arena *arenas;    /* newest first; only the first has room */
+    struct arena *arenas;    /* every arena, newest first */
+    struct arena *room;      /* arenas with uncarved slots */
     struct freeslot *free;   /* slots handed back by gort__stackfree */
     size_t nfree, capfree;
     size_t slot;             /* GUARD_SIZE + usable size, page aligned */
@@ -99,6 +101,8 @@ static struct {
     int mode;                /* STACK_GUARD_* for new slots */
     long mprotect_budget;    /* MPROTECT guards left before CANARY */
     int pidfd;               /* for process_madvise on ourselves, or -1 */
+    int64_t navail;          /* slots on the free list + slots not carved */
+    int64_t nreserved;       /* promised to stackless Gs; <= navail */
 } pool;
 
 const char *gort__stack_guard_name(int guard)
@@ -241,37 +245,49 @@ static uint8_t install_guard(uintptr_t base)
     return STACK_GUARD_CANARY;
 }
 
-/* Reserve a fresh slot from the current arena, mapping (and preparing) a
- * new one if full.  Returns 1 if the slot's arena was prepared in bulk, 0
- * if the slot still needs its guard, or a negative errno.  Caller holds
- * pool.lock. */
+/* Map (and prepare) a new arena; its slots become available.  pool.lock
+ * held. */
+static int map_arena_locked(void)
+{
+    uint32_t n = (uint32_t)(ARENA_TARGET / pool.slot);
+    if (n == 0)
+        n = 1;
+    size_t size = (size_t)n * pool.slot;
+    void *mem = mmap(NULL, size, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (mem == MAP_FAILED)
+        return -ENOMEM;
+    struct arena *a = malloc(sizeof *a);
+    if (!a) {
+        munmap(mem, size);
+        return -ENOMEM;
+    }
+    a->base = (uintptr_t)mem;
+    a->size = size;
+    a->nslots = n;
+    a->used = 0;
+    a->prepared = false;
+    prepare_arena(a);
+    a->next = pool.arenas;
+    pool.arenas = a;
+    a->nextroom = pool.room;
+    pool.room = a;
+    pool.navail += n;
+    return 0;
+}
+
+/* Take a fresh slot from an arena with room (there is one whenever
+ * navail exceeds the free list).  Returns 1 if the arena was prepared in
+ * bulk, 0 if the slot still needs its guard.  pool.lock held. */
 static int carve_locked(uintptr_t *base)
 {
-    struct arena *a = pool.arenas;
-    if (!a || a->used == a->nslots) {
-        uint32_t n = (uint32_t)(ARENA_TARGET / pool.slot);
-        if (n == 0)
-            n = 1;
-        size_t size = (size_t)n * pool.slot;
-        void *mem = mmap(NULL, size, PROT_READ | PROT_WRITE,
-                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (mem == MAP_FAILED)
-            return -ENOMEM;
-        a = malloc(sizeof *a);
-        if (!a) {
-            munmap(mem, size);
-            return -ENOMEM;
-        }
-        a->base = (uintptr_t)mem;
-        a->size = size;
-        a->nslots = n;
-        a->used = 0;
-        a->prepared = false;
-        prepare_arena(a);
-        a->next = pool.arenas;
-        pool.arenas = a;
-    }
+    struct arena *a = pool.room;
+    if (!a)
+        gort__throw("stack pool: no slot although %lld are available",
+                    (long long)pool.navail);
     *base = a->base + (size_t)a->used++ * pool.slot;
+    if (a->used == a->nslots)
+        pool.room = a->nextroom;
     return a->prepared ? 1 : 0;
 }
 
@@ -290,31 +306,81 @@ static void fill(struct gstack *st, uintptr_t base, uint8_t guard)
 #endif
 }
 
-int gort__stackalloc(struct gstack *st)
+int gort__stackreserve(int32_t n)
 {
     gort__lock(&pool.lock);
-    if (pool.nfree > 0) {
-        struct freeslot fs = pool.free[--pool.nfree];
-        gort__unlock(&pool.lock);
-        fill(st, fs.base, fs.guard);
-        return 0;
+    while (pool.navail - pool.nreserved < n) {
+        if (map_arena_locked() != 0) {
+            gort__unlock(&pool.lock);
+            return -ENOMEM;
+        }
     }
-    uintptr_t base;
-    int err = carve_locked(&base);
+    pool.nreserved += n;
     gort__unlock(&pool.lock);
-    if (err < 0)
-        return err;
-    if (err == 1) { /* the arena was prepared in bulk */
-        fill(st, base, STACK_GUARD_MADVISE);
-        return 0;
-    }
-    uint8_t guard = install_guard(base);
-    /* Commit the top page now; failure (old kernel) just means a fault
-     * commits it later. */
-    uintptr_t top_page = (base + pool.slot - 1) & ~(uintptr_t)4095;
-    madvise((void *)top_page, 4096, MADV_POPULATE_WRITE);
-    fill(st, base, guard);
     return 0;
+}
+
+void gort__stackunreserve(int32_t n)
+{
+    gort__lock(&pool.lock);
+    pool.nreserved -= n;
+    gort__unlock(&pool.lock);
+}
+
+/* Take one slot (free list first, then carving); the caller has done the
+ * accounting.  Carved slots that still need a guard come back with guard
+ * STACK_GUARD_NONE.  pool.lock held. */
+static struct freeslot take_slot_locked(void)
+{
+    struct freeslot fs;
+    if (pool.nfree > 0)
+        return pool.free[--pool.nfree];
+    uintptr_t base;
+    int prepared = carve_locked(&base);
+    fs.base = base;
+    fs.guard = prepared ? STACK_GUARD_MADVISE : STACK_GUARD_NONE;
+    return fs;
+}
+
+/* A slot taken without its guard yet (older kernels): guard it now. */
+static void ready_slot(struct gstack *st, struct freeslot fs)
+{
+    if (fs.guard == STACK_GUARD_NONE) {
+        fs.guard = install_guard(fs.base);
+        uintptr_t top_page = (fs.base + pool.slot - 1) & ~(uintptr_t)4095;
+        madvise((void *)top_page, 4096, MADV_POPULATE_WRITE);
+    }
+    fill(st, fs.base, fs.guard);
+}
+
+void gort__stackcache_refill_reserved(struct stackcache *c, struct gstack *st)
+{
+    struct freeslot got[GORT_STACKCACHE / 2];
+    uint32_t want = GORT_STACKCACHE / 2;
+    if (want > GORT_STACKCACHE - c->n + 1)
+        want = GORT_STACKCACHE - c->n + 1;
+    gort__lock(&pool.lock);
+    if (pool.nreserved <= 0 || pool.navail <= 0)
+        gort__throw("stackalloc: no reservation (reserved %lld, available "
+                    "%lld)", (long long)pool.nreserved,
+                    (long long)pool.navail);
+    pool.nreserved--; /* ours, consumed */
+    pool.navail--;
+    got[0] = take_slot_locked();
+    uint32_t k = 1;
+    /* Extras for the cache only from slack: never a slot that another
+     * goroutine's reservation counts on. */
+    while (k < want && pool.navail > pool.nreserved) {
+        pool.navail--;
+        got[k++] = take_slot_locked();
+    }
+    gort__unlock(&pool.lock);
+    ready_slot(st, got[0]);
+    for (uint32_t i = 1; i < k; i++) {
+        struct gstack extra;
+        ready_slot(&extra, got[i]);
+        gort__stackcache_put(c, &extra);
+    }
 }
 
 /* Undo fill's registrations before a slot goes back to the free list. */
@@ -355,6 +421,7 @@ void gort__stackfree(struct gstack *st)
         pool.free[pool.nfree].base = st->base;
         pool.free[pool.nfree].guard = st->guard;
         pool.nfree++;
+        pool.navail++;
     }
     /* else: the slot stays out of circulation; it is unmapped with its
      * arena at shutdown. */
@@ -363,43 +430,26 @@ void gort__stackfree(struct gstack *st)
 }
 
 /* ---------------------------------------------------------------------------
- * Per-P stack caches.
+ * Per-P stack caches and reservations.
  *
- * A goroutine gets a stack when it is created (so that gort_go can report
- * -ENOMEM), taken from the cold bottom of its P's cache; it is a claim
- * more than a stack, since nothing touches it yet.  When the goroutine
- * first runs, proc.c swaps that stack for the hot top of the running P's
- * cache: the stack the last goroutine to exit on this P ran on, still in
- * the CPU caches.  A goroutine that exits gives its stack back to the top.
- * So a stream of short goroutines runs on a handful of hot stacks however
- * many are queued, instead of touching one cold stack each.
+ * Creating a goroutine reserves a stack (so that gort_go can report
+ * -ENOMEM) but does not take one: Ps reserve in batches from the pool's
+ * count of available slots, mapping arenas as needed.  When the goroutine
+ * first runs, it takes the top of the running P's cache: the stack the
+ * last goroutine to exit on this P ran on, still in the CPU caches (its
+ * reservation then returns to that P's batch).  Only when the cache is
+ * empty does it take a slot from the pool.  A goroutine that exits gives
+ * its stack back to the top of its P's cache; a full cache spills its
+ * coldest half to the pool.  So a stream of short goroutines runs on a
+ * handful of hot stacks however many are queued, and no stack moves
+ * between caches and pool while a P's creations and exits balance.
+ *
+ * Invariant: pool.nreserved <= pool.navail (slots on the free list plus
+ * slots not yet carved), so a reserved goroutine always finds a slot.
  * ------------------------------------------------------------------------- */
 
 #define SC_MASK (GORT_STACKCACHE - 1)
 #define SC_BATCH (GORT_STACKCACHE / 2)
-
-/* Refill an empty cache to half: free-list slots in one lock hold, fresh
- * slots (carved, rarely) one by one. */
-static void sc_refill(struct stackcache *c)
-{
-    struct freeslot got[SC_BATCH];
-    uint32_t n = 0;
-    gort__lock(&pool.lock);
-    while (n < SC_BATCH && pool.nfree > 0)
-        got[n++] = pool.free[--pool.nfree];
-    gort__unlock(&pool.lock);
-    for (uint32_t i = 0; i < n; i++) {
-        fill(&c->s[(c->bottom + c->n) & SC_MASK], got[i].base, got[i].guard);
-        c->n++;
-    }
-    while (c->n < SC_BATCH) {
-        struct gstack st;
-        if (gort__stackalloc(&st) != 0)
-            return;
-        c->s[(c->bottom + c->n) & SC_MASK] = st;
-        c->n++;
-    }
-}
 
 /* Move the coldest half to the global pool, in one lock hold. */
 static void sc_spill(struct stackcache *c)
@@ -423,40 +473,27 @@ static void sc_spill(struct stackcache *c)
         pool.free[pool.nfree].base = st->base;
         pool.free[pool.nfree].guard = st->guard;
         pool.nfree++;
+        pool.navail++;
         c->bottom = (c->bottom + 1) & SC_MASK;
         c->n--;
     }
     gort__unlock(&pool.lock);
 }
 
-int gort__stackcache_get(struct stackcache *c, struct gstack *st, bool hot)
+int gort__stackcache_get(struct stackcache *c, struct gstack *st)
 {
-    if (c->n == 0) {
-        sc_refill(c);
-        if (c->n == 0)
-            return -ENOMEM;
-    }
-    if (hot) {
-        *st = c->s[(c->bottom + c->n - 1) & SC_MASK];
-    } else {
-        *st = c->s[c->bottom];
-        c->bottom = (c->bottom + 1) & SC_MASK;
-    }
+    if (c->n == 0)
+        return -1;
     c->n--;
+    *st = c->s[(c->bottom + c->n) & SC_MASK];
     return 0;
 }
 
-void gort__stackcache_put(struct stackcache *c, const struct gstack *st,
-                          bool hot)
+void gort__stackcache_put(struct stackcache *c, const struct gstack *st)
 {
     if (c->n == GORT_STACKCACHE)
         sc_spill(c);
-    if (hot) {
-        c->s[(c->bottom + c->n) & SC_MASK] = *st;
-    } else {
-        c->bottom = (c->bottom - 1) & SC_MASK;
-        c->s[c->bottom] = *st;
-    }
+    c->s[(c->bottom + c->n) & SC_MASK] = *st;
     c->n++;
 }
 
