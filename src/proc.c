@@ -868,7 +868,13 @@ static inline void execute_prep(struct m *mp, struct g *gp, bool inherit)
     store_relaxed(&gp->m, mp);
     gort__casgstatus(gp, G_RUNNABLE, G_RUNNING);
     gp->waitsince = 0;
-    store_relaxed(&gp->preempt, 0);
+    if (inherit) {
+        /* Same time slice: a pending request for it holds for gp. */
+        store_relaxed(&gp->preempt, load_relaxed(&mp->p->preempt));
+    } else {
+        store_relaxed(&gp->preempt, 0);
+        store_relaxed(&mp->p->preempt, 0);
+    }
     if (!inherit)
         store_relaxed(&mp->p->schedtick, mp->p->schedtick + 1);
 }
@@ -1422,6 +1428,7 @@ void gort__preempt_check(void)
     /* Relaxed: a late sighting only delays the preemption a little. */
     if (gp && load_relaxed(&gp->preempt) && mp->locks == 0) {
         store_relaxed(&gp->preempt, 0);
+        store_relaxed(&mp->p->preempt, 0);
         gosched(mp, gp);
     }
 }

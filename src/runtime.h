@@ -336,6 +336,10 @@ struct p {
     uint32_t status;       /* enum pstatus; changed under sched.lock or by
                               the owner M (acquirep/releasep) */
     struct p *link;        /* next in sched.pidle; under sched.lock */
+    uint32_t preempt;      /* sysmon asked this P's time slice to end: a G
+                              that inherits the slice (runnext) inherits
+                              the request too.  Relaxed: sysmon sets, the
+                              owner clears */
     uint32_t schedtick;    /* incremented on every non-inherited schedule;
                               owner writes, sysmon reads relaxed */
     uint32_t syscalltick;  /* incremented on every syscall */

@@ -69,6 +69,9 @@ static void preemptone(struct p *pp)
     /* Acquire: pairs with acquirep's store-release of pp->m. */
     struct m *mp = load_acq(&pp->m);
     struct g *gp = mp ? load_acq(&mp->curg) : NULL; /* pairs: execute_prep */
+    /* On the P too: if gp parks before it looks, the G that inherits its
+     * time slice through runnext must yield instead (Go's pp.preempt). */
+    store_relaxed(&pp->preempt, 1);
     if (gp)
         store_relaxed(&gp->preempt, 1);
 }
