@@ -371,11 +371,28 @@ struct p {
  * schedt: global scheduler state.  Mirrors type schedt (runtime2.go).
  * ------------------------------------------------------------------------- */
 
+/* Fields are grouped by who writes them, one cache line per group
+ * (GORT_CACHELINE), so that Ps reading the hot flags (npidle, gcwaiting)
+ * on every spawn and switch do not lose the line each time another P
+ * takes a lock. */
+#define GORT_CACHELINE __attribute__((aligned(64)))
+
 struct schedt {
-    gort_lock lock;
+    /* Read on every spawn and switch, written rarely. */
+    uint32_t gcwaiting GORT_CACHELINE; /* atomic: stop-the-world pending */
+    uint32_t exiting;      /* atomic: gort_main is shutting down */
+    uint32_t main_goexited;/* atomic: main called gort_goexit */
+    int32_t runqsize;      /* under lock; read racily (relaxed) outside */
 
-    uint64_t goidgen;      /* atomic: next goid batch */
+    /* Idle accounting, read outside the lock by wakep and findrunnable. */
+    int32_t npidle GORT_CACHELINE; /* atomic: readers outside the lock */
+    int32_t nmspinning;    /* atomic: spinning Ms */
+    uint32_t needspinning; /* atomic: a P was wanted while none was idle */
+    uint32_t sysmonwait;   /* atomic: sysmon is parked on sysmonnote */
 
+    /* Everything under lock. */
+    gort_lock lock GORT_CACHELINE;
+    struct gqueue runq;    /* global run queue; under lock */
     struct m *midle;       /* idle Ms; under lock */
     int32_t nmidle;        /* under lock */
     int32_t nmidlelocked;  /* idle Ms with a locked G (LockOSThread) */
@@ -383,26 +400,15 @@ struct schedt {
     int32_t maxmcount;     /* thread limit; under lock */
     int32_t nmsys;         /* system Ms (sysmon) not counted for deadlock */
     int32_t nmfreed;       /* Ms that exited */
-
     struct p *pidle;       /* idle Ps; under lock */
-    int32_t npidle;        /* atomic: readers outside the lock */
-    int32_t nmspinning;    /* atomic: spinning Ms */
-    uint32_t needspinning; /* atomic: a P was wanted while none was idle */
-
-    struct gqueue runq;    /* global run queue; under lock */
-    int32_t runqsize;      /* under lock; read racily (relaxed) outside */
-
-    gort_lock gfree_lock;  /* protects gfree */
-    struct glist gfree;    /* global free Gs */
-
-    uint32_t gcwaiting;    /* atomic: stop-the-world pending */
     int32_t stopwait;      /* Ps still to stop; under lock */
     gort_note stopnote;    /* the stopper sleeps here */
-    uint32_t sysmonwait;   /* atomic: sysmon is parked on sysmonnote */
     gort_note sysmonnote;
 
-    uint32_t exiting;      /* atomic: gort_main is shutting down */
-    uint32_t main_goexited;/* atomic: main called gort_goexit */
+    uint64_t goidgen GORT_CACHELINE; /* atomic: next goid batch */
+
+    gort_lock gfree_lock GORT_CACHELINE; /* protects gfree */
+    struct glist gfree;    /* global free Gs */
 };
 
 /* ---------------------------------------------------------------------------
