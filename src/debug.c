@@ -79,6 +79,7 @@ const char *gort__waitreason_name(uint32_t r)
         [WAIT_ZERO] = "",
         [WAIT_SYNC_WAITGROUP_WAIT] = "sync.WaitGroup.Wait",
         [WAIT_SEMACQUIRE] = "semacquire",
+        [WAIT_STOP_THE_WORLD] = "stop-the-world",
         [WAIT_GOEXIT_MAIN] = "main called Goexit",
         [WAIT_TEST_PARK] = "test park",
     };

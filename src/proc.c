@@ -1506,6 +1506,7 @@ static void reset_globals(void)
     gort__allglen = 0;
     allgcap = 0;
     gort__newprocs = 0;
+    gort__worldsema = 1;
     memset(gort__idlepmask, 0, sizeof gort__idlepmask);
 }
 

@@ -103,10 +103,15 @@ void gort__stw_start(struct m *mp)
     gort__wakep();
 }
 
+/* One stop-the-world at a time: a second stopper parks here until the
+ * first has started the world again (Go's worldsema).  1 = free. */
+uint32_t gort__worldsema = 1;
+
 void gort__stop_the_world(const char *why)
 {
     (void)why;
-    struct m *mp = gort__getm();
+    gort__semacquire(&gort__worldsema, WAIT_STOP_THE_WORLD);
+    struct m *mp = gort__getm(); /* after the park: maybe another M */
     mp->locks++; /* no preemption while the world is stopped */
     gort__stw_stop(mp);
 }
@@ -116,6 +121,7 @@ void gort__start_the_world(void)
     struct m *mp = gort__getm();
     gort__stw_start(mp);
     mp->locks--;
+    gort__semrelease(&gort__worldsema, false);
 }
 
 /* ---------------------------------------------------------------------------

@@ -182,6 +182,7 @@ enum waitreason {
     WAIT_ZERO = 0,
     WAIT_SYNC_WAITGROUP_WAIT,
     WAIT_SEMACQUIRE,
+    WAIT_STOP_THE_WORLD,  /* waiting for another stop-the-world to end */
     WAIT_GOEXIT_MAIN, /* the main goroutine after gort_goexit */
     WAIT_TEST_PARK,   /* white-box tests parking a G directly */
     WAIT_NREASONS
@@ -551,6 +552,7 @@ GORT_HIDDEN void gort__stw_start(struct m *mp);
  * Ps that have work, linked through p->link (procresize.c). */
 GORT_HIDDEN struct p *gort__procresize(struct m *mp, int32_t nprocs);
 GORT_HIDDEN extern int32_t gort__newprocs;
+GORT_HIDDEN extern uint32_t gort__worldsema;
 GORT_HIDDEN extern int32_t gort__allp_len;
 /* P and M lists and hand-over (proc.c); the _locked ones need
  * sched.lock. */

@@ -949,3 +949,71 @@ TEST(gomaxprocs_query_outside)
     CHECK_GE(gort_gomaxprocs(0), 0);
     CHECK_EQ(gort_goid(), 0);
 }
+
+/* ---------------------------------------------------------------------------
+ * gomaxprocs_concurrent
+ *
+ * Several goroutines change GOMAXPROCS at the same time while others keep
+ * yielding: stop-the-world must serialise (a second stopper waits for the
+ * first to restart the world), and nothing may hang or be lost.
+ * ------------------------------------------------------------------------- */
+
+#define NCHANGERS 4
+#define NCHANGES (SANITIZED ? 30 : 150)
+#define NYIELDERS 200
+
+static gort_waitgroup conc_wg;
+static int conc_stop;
+static int64_t conc_yields_done;
+
+static void conc_changer(void *arg)
+{
+    int base = (int)(intptr_t)arg;
+    for (int k = 0; k < NCHANGES; k++) {
+        int n = 1 + (base + k) % 4;
+        int prev = gort_gomaxprocs(n);
+        CHECK_GE(prev, 1);
+        CHECK_LE(prev, 4);
+    }
+    gort_waitgroup_done(&conc_wg);
+}
+
+static void conc_yielder(void *arg)
+{
+    (void)arg;
+    while (!__atomic_load_n(&conc_stop, __ATOMIC_RELAXED))
+        gort_gosched();
+    ATOMIC_INC(&conc_yields_done);
+    gort_waitgroup_done(&conc_wg);
+}
+
+static void conc_main(void *arg)
+{
+    (void)arg;
+    gort_gomaxprocs(2);
+    gort_waitgroup_add(&conc_wg, NCHANGERS);
+    for (int i = 0; i < NCHANGERS; i++)
+        CHECK_GT(gort_go(conc_changer, (void *)(intptr_t)i), 0);
+    gort_waitgroup_wait(&conc_wg);
+    /* Now with yielders running through the changes too. */
+    gort_waitgroup_add(&conc_wg, NYIELDERS);
+    for (int i = 0; i < NYIELDERS; i++)
+        CHECK_GT(gort_go(conc_yielder, NULL), 0);
+    gort_waitgroup_add(&conc_wg, NCHANGERS);
+    for (int i = 0; i < NCHANGERS; i++)
+        CHECK_GT(gort_go(conc_changer, (void *)(intptr_t)(i + 1)), 0);
+    int64_t deadline = gort_nanotime() + 200LL * 1000 * 1000;
+    while (gort_nanotime() < deadline)
+        gort_gosched();
+    __atomic_store_n(&conc_stop, 1, __ATOMIC_RELAXED);
+    gort_waitgroup_wait(&conc_wg);
+    CHECK_EQ(ATOMIC_LOAD(&conc_yields_done), NYIELDERS);
+    int procs = gort_gomaxprocs(0);
+    CHECK_GE(procs, 1);
+    CHECK_LE(procs, 4);
+}
+
+TEST(gomaxprocs_concurrent)
+{
+    run_main(conc_main, NULL);
+}
