@@ -219,7 +219,9 @@ struct p *gort__procresize(struct m *mp, int32_t nprocs)
         if (gort__runqempty(pp)) {
             gort__pidleput_locked(pp);
         } else {
-            pp->m = gort__mget_locked();
+            /* Relaxed: sysmon reads pp->m racily (it is only a hint
+             * here: the M taking the P over sets it properly). */
+            store_relaxed(&pp->m, gort__mget_locked());
             pp->link = runnable;
             runnable = pp;
         }
