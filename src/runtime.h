@@ -226,7 +226,6 @@ struct g {
                                read only delays preemption) */
     uint64_t fpctl[2];      /* creator's FP modes, for the first context */
     bool is_main;           /* the main goroutine (goid 1) */
-    bool started;           /* has run at least once on this stack use */
     int64_t waitsince;      /* nanotime when it parked, for dumps */
     uintptr_t gopc;         /* return address of the gort_go call */
     void (*startfn)(void *);/* the function it was started with */
