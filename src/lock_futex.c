@@ -71,13 +71,14 @@ static inline bool lock_spin_take(gort_lock *l, uint32_t wait)
 void gort__lock(gort_lock *l)
 {
     struct m *mp = gort__getm();
-    if (mp)
-        mp->locks++;
-    /* Acquire: pairs with the release exchange in gort__unlock. */
-    uint32_t v = xchg_acqrel(&l->key, MUTEX_LOCKED);
-    if (GORT_LIKELY(v == MUTEX_UNLOCKED))
+    if (mp) {
+        gort__lock_m(mp, l);
         return;
-    gort__lock_slow(l, v);
+    }
+    /* No M (a thread outside the runtime): no lock count to keep. */
+    uint32_t v = xchg_acqrel(&l->key, MUTEX_LOCKED);
+    if (v != MUTEX_UNLOCKED)
+        gort__lock_slow(l, v);
 }
 
 /* The contended part of lock2: the exchange that found the lock taken
@@ -109,15 +110,18 @@ void gort__lock_slow(gort_lock *l, uint32_t v)
 
 void gort__unlock(gort_lock *l)
 {
-    /* Release: publishes the critical section to the next locker. */
+    struct m *mp = gort__getm();
+    if (mp) {
+        gort__unlock_m(mp, l);
+        if (GORT_UNLIKELY(mp->locks < 0))
+            gort__throw("runtime lock count went negative");
+        return;
+    }
     uint32_t v = xchg_acqrel(&l->key, MUTEX_UNLOCKED);
     if (GORT_UNLIKELY(v == MUTEX_UNLOCKED))
         gort__throw("unlock of unlocked lock");
     if (v == MUTEX_SLEEPING)
         gort__futexwake(&l->key, 1);
-    struct m *mp = gort__getm();
-    if (mp && --mp->locks < 0)
-        gort__throw("runtime lock count went negative");
 }
 
 void gort__noteclear(gort_note *n)

@@ -703,32 +703,57 @@ static struct p *checkrunqsnop(void)
     return NULL;
 }
 
+/* Take the next G the way schedule() would, but only what is at hand:
+ * NULL when the slow path (findrunnable: stealing, parking, a pending
+ * stop-the-world) is needed.  When it took from the global queue it keeps
+ * sched.lock held and sets *locked. */
+static struct g *pick_fast(struct m *mp, struct p *pp, bool *inherit,
+                           bool *locked)
+{
+    struct g *gp;
+    *inherit = false;
+    *locked = false;
+    if (load_relaxed(&gort__sched.gcwaiting))
+        return NULL;
+    bool global = load_relaxed(&gort__sched.runqsize) > 0;
+    if (global && pp->schedtick % GORT_GLOBAL_CHECK_TICKS == 0) {
+        gort__lock_m(mp, &gort__sched.lock);
+        if ((gp = gort__globrunqget_locked(pp, 1))) {
+            *locked = true;
+            return gp;
+        }
+        gort__unlock_m(mp, &gort__sched.lock);
+    }
+    /* Owner's view of its own queue: relaxed loads suffice to see that it
+     * is empty (thieves only ever make it emptier). */
+    if ((load_relaxed(&pp->runnext) ||
+         load_relaxed(&pp->runqhead) != pp->runqtail) &&
+        (gp = gort__runqget(pp, inherit)))
+        return gp;
+    if (global) {
+        gort__lock_m(mp, &gort__sched.lock);
+        if ((gp = gort__globrunqget_locked(pp, 0))) {
+            *locked = true;
+            return gp;
+        }
+        gort__unlock_m(mp, &gort__sched.lock);
+    }
+    return NULL;
+}
+
 /* The part of findrunnable that looks without giving up the P.  Returns a
  * G, or NULL with *again set when the search must restart. */
 static struct g *findrunnable_fast(struct m *mp, struct p *pp, bool *inherit,
                                    bool *again)
 {
-    struct g *gp;
-    *inherit = false;
-    /* Fairness: every 61st tick take from the global queue first, so
-     * that Gs that keep re-spawning each other cannot starve it. */
-    if (pp->schedtick % GORT_GLOBAL_CHECK_TICKS == 0 &&
-        load_relaxed(&gort__sched.runqsize) > 0) {
-        gort__lock(&gort__sched.lock);
-        gp = gort__globrunqget_locked(pp, 1);
-        gort__unlock(&gort__sched.lock);
-        if (gp)
-            return gp;
-    }
-    if ((gp = gort__runqget(pp, inherit)))
+    /* The 61-tick global check, runnext, the ring, a global batch: the
+     * same order as the direct hand-off takes (pick_fast). */
+    bool locked;
+    struct g *gp = pick_fast(mp, pp, inherit, &locked);
+    if (locked)
+        gort__unlock_m(mp, &gort__sched.lock);
+    if (gp)
         return gp;
-    if (load_relaxed(&gort__sched.runqsize) != 0) {
-        gort__lock(&gort__sched.lock);
-        gp = gort__globrunqget_locked(pp, 0);
-        gort__unlock(&gort__sched.lock);
-        if (gp)
-            return gp;
-    }
     /* Netpoll hook: a non-blocking network poll goes here (netpoll.c),
      * before stealing, as in Go's findRunnable. */
     int32_t procs = load_relaxed(&gort__gomaxprocs);
@@ -927,44 +952,6 @@ static void schedule(void)
  * context is saved.  A needed sched.lock taken before the switch is
  * released by that function: the lock never leaves the M.
  * ------------------------------------------------------------------------- */
-
-/* Take the next G the way schedule() would, but only what is at hand:
- * NULL when the slow path (findrunnable: stealing, parking, a pending
- * stop-the-world) is needed.  When it took from the global queue it keeps
- * sched.lock held and sets *locked. */
-static struct g *pick_fast(struct m *mp, struct p *pp, bool *inherit,
-                           bool *locked)
-{
-    struct g *gp;
-    *inherit = false;
-    *locked = false;
-    if (load_relaxed(&gort__sched.gcwaiting))
-        return NULL;
-    bool global = load_relaxed(&gort__sched.runqsize) > 0;
-    if (global && pp->schedtick % GORT_GLOBAL_CHECK_TICKS == 0) {
-        gort__lock_m(mp, &gort__sched.lock);
-        if ((gp = gort__globrunqget_locked(pp, 1))) {
-            *locked = true;
-            return gp;
-        }
-        gort__unlock_m(mp, &gort__sched.lock);
-    }
-    /* Owner's view of its own queue: relaxed loads suffice to see that it
-     * is empty (thieves only ever make it emptier). */
-    if ((load_relaxed(&pp->runnext) ||
-         load_relaxed(&pp->runqhead) != pp->runqtail) &&
-        (gp = gort__runqget(pp, inherit)))
-        return gp;
-    if (global) {
-        gort__lock_m(mp, &gort__sched.lock);
-        if ((gp = gort__globrunqget_locked(pp, 0))) {
-            *locked = true;
-            return gp;
-        }
-        gort__unlock_m(mp, &gort__sched.lock);
-    }
-    return NULL;
-}
 
 /* Switch from the running gp (whose new status the caller has set) to
  * next; post(mp, gp) runs on next's stack.  Returns when gp runs again. */
@@ -1181,17 +1168,23 @@ int64_t gort_go(void (*fn)(void *), void *arg)
     return goid;
 }
 
+/* Forget what a dead G ran (gdestroy's field resets). */
+static void gclear(struct g *gp)
+{
+    gp->fn = NULL;
+    gp->arg = NULL;
+    gp->goid = 0;
+    gp->is_main = false;
+    gp->waitreason = WAIT_ZERO;
+}
+
 /* On g0: the G is finished; recycle it.  Mirrors goexit0/gdestroy. */
 static struct g *goexit0(struct g *gp)
 {
     struct m *mp = gort__getm();
     gort__casgstatus(gp, G_RUNNING, G_DEAD);
     dropg(mp);
-    gp->fn = NULL;
-    gp->arg = NULL;
-    gp->goid = 0;
-    gp->is_main = false;
-    gp->waitreason = WAIT_ZERO;
+    gclear(gp);
     gfree_stack_and_put(mp->p, gp);
     return NULL;
 }
@@ -1241,11 +1234,7 @@ static GORT_NORETURN void goexit1(struct g *gp)
     if (!next)
         mcall(goexit0, true);
     gort__casgstatus(gp, G_RUNNING, G_DEAD);
-    gp->fn = NULL;
-    gp->arg = NULL;
-    gp->goid = 0;
-    gp->is_main = false;
-    gp->waitreason = WAIT_ZERO;
+    gclear(gp);
     g_handoff(mp, gp, next, inherit, locked, post_goexit, true);
     gort__throw("goexit: dead goroutine resumed");
 }

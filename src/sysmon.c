@@ -19,6 +19,7 @@
  */
 #include "runtime.h"
 
+#include <errno.h>
 #include <stdlib.h>
 
 static pthread_t sysmon_thread;
@@ -144,7 +145,7 @@ int gort__sysmon_start(void)
 {
     struct m *mp = gort__allocm_sys();
     if (!mp)
-        return -12; /* -ENOMEM */
+        return -ENOMEM;
     store_relaxed(&sysmon_stopping, 0);
     gort__noteclear(&sysmon_tick);
     int err = gort__newosproc(mp, sysmon);

@@ -268,6 +268,17 @@ static void run_trace(const char *procs, const char *debug,
     "spinningthreads=[0-9]+ needspinning=[0-9]+ idlethreads=[0-9]+ "           \
     "runqueue=[0-9]+"
 
+/* A SCHED line must match re; on failure show its start and its end. */
+static void check_sched_line(regex_t *re, const char *line, int i)
+{
+    if (!matches(re, line)) {
+        size_t len = strlen(line);
+        fprintf(stderr, "line %d (%zu bytes) does not match: \"%.100s ... %s\"\n",
+                i, len, line, line + (len > 60 ? len - 60 : 0));
+    }
+    CHECK(matches(re, line));
+}
+
 TEST(schedtrace_format)
 {
     struct test_child r;
@@ -279,9 +290,7 @@ TEST(schedtrace_format)
     int busy = 0;
     long last_ms = -1;
     for (int i = 0; i < n; i++) {
-        if (!matches(&re, lines[i]))
-            fprintf(stderr, "line %d does not match: \"%s\"\n", i, lines[i]);
-        CHECK(matches(&re, lines[i]));
+        check_sched_line(&re, lines[i], i);
         CHECK_STR_CONTAINS(lines[i], " gomaxprocs=2 ");
         /* Two entries in each list: one per P. */
         CHECK_STR_CONTAINS(lines[i], "runqueue=");
@@ -322,13 +331,7 @@ TEST(schedtrace_many_procs)
     static char *lines[100000];
     int n = split_lines(r.err, lines, 100000);
     for (int i = 0; i < n; i++) {
-        if (!matches(&re, lines[i]))
-            fprintf(stderr, "line %d (%zu bytes) does not match: "
-                            "\"%.100s ... %s\"\n",
-                    i, strlen(lines[i]), lines[i],
-                    lines[i] + (strlen(lines[i]) > 60 ? strlen(lines[i]) - 60
-                                                      : 0));
-        CHECK(matches(&re, lines[i]));
+        check_sched_line(&re, lines[i], i);
         CHECK_STR_CONTAINS(lines[i], " gomaxprocs=300 ");
         CHECK_EQ(list_len(lines[i], "runqueue="), 300);
         CHECK_EQ(list_len(lines[i], "schedticks="), 300);
