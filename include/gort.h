@@ -25,6 +25,7 @@
 #ifndef GORT_H
 #define GORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -132,7 +133,7 @@ GORT_EXTERN int gort_set_stack_size(size_t size);
 GORT_EXTERN int gort_set_max_threads(int n);
 
 /* ---------------------------------------------------------------------------
- * Waiting: wait groups (the sync package proper comes with the channels)
+ * Waiting: wait groups
  * ------------------------------------------------------------------------- */
 
 /* A WaitGroup.  Zero-initialise it (GORT_WAITGROUP_INIT or memset). */
@@ -149,6 +150,187 @@ GORT_EXTERN void gort_waitgroup_done(gort_waitgroup *wg);
 GORT_EXTERN void gort_waitgroup_wait(gort_waitgroup *wg);
 
 /* ---------------------------------------------------------------------------
+ * Channels.  Mirrors Go's chan (chan.go).
+ *
+ * A channel carries elements of one fixed size, copied in and out by
+ * value.  cap 0 makes an unbuffered channel: a send completes only when a
+ * receiver takes the value.  A NULL channel is Go's nil channel: send and
+ * receive block forever, close is a fatal error.
+ * ------------------------------------------------------------------------- */
+
+typedef struct gort_chan gort_chan;
+
+/* Largest element size (Go's limit too: 1<<16 - 1 bytes). */
+#define GORT_CHAN_MAX_ELEM 65535
+
+/*
+ * Make a channel of elements of elemsize bytes (0 is allowed: a signal
+ * channel) with cap buffered slots.  Returns 0 and stores it in *chp;
+ * -EINVAL when chp is NULL, elemsize > GORT_CHAN_MAX_ELEM or
+ * elemsize * cap does not fit in memory; -ENOMEM.  May be called from any
+ * thread.
+ */
+GORT_EXTERN int gort_chan_make(gort_chan **chp, size_t elemsize, size_t cap);
+
+/*
+ * Free a channel.  Returns 0; -EBUSY (and frees nothing) while goroutines
+ * are blocked on it in send, receive or select.  A channel made by
+ * gort_after() stops its timer and frees it too.  The channel of a timer
+ * made with gort_timer_make belongs to the timer: -EPERM here, free the
+ * timer instead.  NULL is a no-op.
+ */
+GORT_EXTERN int gort_chan_free(gort_chan *ch);
+
+/* Send the elemsize bytes at elem, blocking until a receiver or a buffer
+ * slot takes them.  Fatal errors, as Go panics: send on a closed channel
+ * (also when it is closed while the sender waits). */
+GORT_EXTERN void gort_chan_send(gort_chan *ch, const void *elem);
+
+/* Receive into elem (NULL: discard the value), blocking until a value is
+ * there or the channel is closed.  Returns true for a value sent, false
+ * when the channel is closed and drained (elem then holds zero bytes). */
+GORT_EXTERN bool gort_chan_recv(gort_chan *ch, void *elem);
+
+/* Non-blocking forms (a select with a default case).  trysend returns
+ * true when the value was sent; tryrecv returns true when a receive
+ * happened and then stores in *ok (may be NULL) whether it was a value
+ * (true) or the closed, drained channel (false). */
+GORT_EXTERN bool gort_chan_trysend(gort_chan *ch, const void *elem);
+GORT_EXTERN bool gort_chan_tryrecv(gort_chan *ch, void *elem, bool *ok);
+
+/* Close: receivers drain the buffer, then get ok == false; blocked
+ * senders fail fatally.  Fatal: close of a nil or closed channel. */
+GORT_EXTERN void gort_chan_close(gort_chan *ch);
+
+/* Buffered elements now, and the capacity (0 for NULL). */
+GORT_EXTERN size_t gort_chan_len(gort_chan *ch);
+GORT_EXTERN size_t gort_chan_cap(gort_chan *ch);
+
+/* ---------------------------------------------------------------------------
+ * select.  Mirrors Go's select statement (select.go).
+ * ------------------------------------------------------------------------- */
+
+enum gort_case_dir {
+    GORT_CASE_RECV = 1,    /* receive from ch into elem (NULL: discard) */
+    GORT_CASE_SEND = 2,    /* send the value at elem on ch */
+    GORT_CASE_DEFAULT = 3, /* taken when no other case is ready */
+};
+
+typedef struct gort_case {
+    gort_chan *ch;  /* NULL: a case that is never ready, as in Go */
+    int dir;        /* enum gort_case_dir */
+    void *elem;
+    bool ok;        /* out, receive cases: true for a value, false for
+                       the closed channel */
+} gort_case;
+
+/* Wait until one case can proceed, do it and return its index.  Ready
+ * cases are chosen uniformly at random.  With a default case, return its
+ * index at once when no other case is ready.  No cases at all (or only
+ * NULL channels and no default) blocks forever, as Go's `select {}`.
+ * Returns -EINVAL (touching nothing) when ncases < 0 or > 65536, cases is
+ * NULL with ncases > 0, a dir is unknown, or there are two defaults. */
+GORT_EXTERN int gort_select(gort_case *cases, int ncases);
+
+/* ---------------------------------------------------------------------------
+ * Time.  Mirrors Go's time.Sleep, time.After, time.NewTimer, time.AfterFunc
+ * (time.go): per-P timer heaps run by the scheduler.
+ * ------------------------------------------------------------------------- */
+
+/* Park the calling goroutine for at least ns nanoseconds (ns <= 0: return
+ * at once). */
+GORT_EXTERN void gort_sleep(int64_t ns);
+
+/* A channel (cap 1, element int64_t) that receives gort_nanotime() once,
+ * ns from now.  The caller owns it: gort_chan_free stops the timer and
+ * frees both.  NULL when out of memory. */
+GORT_EXTERN gort_chan *gort_after(int64_t ns);
+
+typedef struct gort_timer gort_timer;
+
+/*
+ * Make a timer that fires ns from now.  With fn, firing starts a goroutine
+ * running fn(arg) (time.AfterFunc); with fn NULL, firing sends
+ * gort_nanotime() on the timer's channel (time.NewTimer), cap 1.
+ * Returns 0 and stores the timer in *tp, -EINVAL for tp NULL, -ENOMEM.
+ */
+GORT_EXTERN int gort_timer_make(gort_timer **tp, int64_t ns,
+                                void (*fn)(void *), void *arg);
+/* The channel of a timer made without fn; NULL for a function timer. */
+GORT_EXTERN gort_chan *gort_timer_chan(gort_timer *t);
+/* Stop the timer.  True when this call stopped it before it fired.  For a
+ * channel timer no stale value can be received afterwards (Go 1.23). */
+GORT_EXTERN bool gort_timer_stop(gort_timer *t);
+/* Make it fire ns from now.  True when it was still pending. */
+GORT_EXTERN bool gort_timer_reset(gort_timer *t, int64_t ns);
+/* Stop and free the timer (and its channel).  A function already started
+ * keeps running.  Returns 0, or -EBUSY when goroutines are still blocked on
+ * its channel (nothing is freed then). */
+GORT_EXTERN int gort_timer_free(gort_timer *t);
+
+/* ---------------------------------------------------------------------------
+ * sync: Mutex, RWMutex, Once, Cond.  Mirrors Go's sync package.  All are
+ * zero-initialised (the _INIT macros or memset) and must not be copied
+ * once used.  They park goroutines, never threads.
+ * ------------------------------------------------------------------------- */
+
+typedef struct gort_mutex {
+    int32_t state;  /* locked, woken, starving bits and the waiter count */
+    uint32_t sema;
+} gort_mutex;
+#define GORT_MUTEX_INIT {0, 0}
+
+/* Lock: spin briefly when that can pay, then park.  A waiter that has
+ * waited over 1 ms switches the mutex to starvation mode, in which the
+ * lock is handed to waiters in FIFO order (sync/mutex.go). */
+GORT_EXTERN void gort_mutex_lock(gort_mutex *m);
+GORT_EXTERN bool gort_mutex_trylock(gort_mutex *m);
+/* Fatal: "sync: unlock of unlocked mutex". */
+GORT_EXTERN void gort_mutex_unlock(gort_mutex *m);
+
+typedef struct gort_rwmutex {
+    gort_mutex w;          /* held by the writer */
+    uint32_t writer_sem;   /* the writer waits for readers to finish */
+    uint32_t reader_sem;   /* readers wait for the writer */
+    int32_t reader_count;  /* readers; minus 1<<30 while a writer waits */
+    int32_t reader_wait;   /* readers the writer still waits for */
+} gort_rwmutex;
+#define GORT_RWMUTEX_INIT {GORT_MUTEX_INIT, 0, 0, 0, 0}
+
+/* A waiting writer blocks new readers, so writers are not starved. */
+GORT_EXTERN void gort_rwmutex_rlock(gort_rwmutex *rw);
+GORT_EXTERN bool gort_rwmutex_tryrlock(gort_rwmutex *rw);
+GORT_EXTERN void gort_rwmutex_runlock(gort_rwmutex *rw);
+GORT_EXTERN void gort_rwmutex_lock(gort_rwmutex *rw);
+GORT_EXTERN bool gort_rwmutex_trylock(gort_rwmutex *rw);
+GORT_EXTERN void gort_rwmutex_unlock(gort_rwmutex *rw);
+
+typedef struct gort_once {
+    uint32_t done;
+    gort_mutex m;
+} gort_once;
+#define GORT_ONCE_INIT {0, GORT_MUTEX_INIT}
+
+/* Run fn(arg) exactly once over all calls on o; every caller returns
+ * after it has completed. */
+GORT_EXTERN void gort_once_do(gort_once *o, void (*fn)(void *), void *arg);
+
+typedef struct gort_cond {
+    gort_mutex *l;     /* held around wait and (usually) signal */
+    uint32_t wait;     /* notify list: next ticket to hand a waiter */
+    uint32_t notify;   /* next ticket to wake */
+    uint32_t lock;     /* runtime lock of the list */
+    void *head, *tail; /* waiters, in ticket order */
+} gort_cond;
+#define GORT_COND_INIT(mutexp) {(mutexp), 0, 0, 0, NULL, NULL}
+
+/* Atomically unlock c->l and park until signalled, then lock c->l again. */
+GORT_EXTERN void gort_cond_wait(gort_cond *c);
+/* Wake one waiter (the longest waiting), or all. */
+GORT_EXTERN void gort_cond_signal(gort_cond *c);
+GORT_EXTERN void gort_cond_broadcast(gort_cond *c);
+
+/* ---------------------------------------------------------------------------
  * Observability
  * ------------------------------------------------------------------------- */
 
@@ -159,6 +341,13 @@ GORT_EXTERN void gort_schedtrace(int detail);
 /* Per-P schedule counts, for experiments and tests: fills up to n entries
  * of ticks with each P's schedtick and returns the number of Ps. */
 GORT_EXTERN int gort_sched_ticks(uint32_t *ticks, int n);
+
+/* Write every goroutine to fd as Go's traceback headers do:
+ * "goroutine N [status or wait reason, M minutes]:", the function it was
+ * started with and where it was created, and for a goroutine blocked on a
+ * channel, mutex or timer the object's address.  Callable from any
+ * thread. */
+GORT_EXTERN void gort_dump_goroutines(int fd);
 
 #ifdef __cplusplus
 }

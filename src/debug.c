@@ -82,6 +82,17 @@ const char *gort__waitreason_name(uint32_t r)
         [WAIT_STOP_THE_WORLD] = "stop-the-world",
         [WAIT_GOEXIT_MAIN] = "main called Goexit",
         [WAIT_TEST_PARK] = "test park",
+        [WAIT_CHAN_RECV_NIL] = "chan receive (nil chan)",
+        [WAIT_CHAN_SEND_NIL] = "chan send (nil chan)",
+        [WAIT_SELECT] = "select",
+        [WAIT_SELECT_NO_CASES] = "select (no cases)",
+        [WAIT_CHAN_RECV] = "chan receive",
+        [WAIT_CHAN_SEND] = "chan send",
+        [WAIT_SLEEP] = "sleep",
+        [WAIT_SYNC_MUTEX_LOCK] = "sync.Mutex.Lock",
+        [WAIT_SYNC_RWMUTEX_RLOCK] = "sync.RWMutex.RLock",
+        [WAIT_SYNC_RWMUTEX_LOCK] = "sync.RWMutex.Lock",
+        [WAIT_SYNC_COND_WAIT] = "sync.Cond.Wait",
     };
     return r < WAIT_NREASONS && names[r] ? names[r] : "???";
 }
@@ -112,6 +123,9 @@ GORT_NO_TSAN static void dumpg(int fd, struct g *gp, int64_t now)
                      (long long)gp->goid, what, (long long)mins);
     else
         gort__printf(fd, "goroutine %lld [%s]:\n", (long long)gp->goid, what);
+    const void *obj = load_relaxed(&gp->waitobj);
+    if (s == G_WAITING && obj)
+        gort__printf(fd, "waiting on %p\n", obj);
     char fnname[256], site[256];
     symbolize((uintptr_t)gp->startfn, fnname, sizeof fnname);
     symbolize(gp->gopc, site, sizeof site);
@@ -339,4 +353,9 @@ int gort_sched_ticks(uint32_t *ticks, int n)
         ticks[i] = load_relaxed(&gort__allp[i]->schedtick);
     gort__unlock(&gort__allplock);
     return procs;
+}
+
+void gort_dump_goroutines(int fd)
+{
+    gort__dumpgoroutines(fd);
 }

@@ -673,7 +673,18 @@ static struct g *stealwork(struct m *mp, struct p *pp, bool *newwork)
                 return NULL;
             }
             struct p *p2 = gort__allp[pos];
-            if (p2 == pp || gort__isidlep((int32_t)pos))
+            if (p2 == pp)
+                continue;
+            if (last && load_relaxed(&p2->timers.minwhen) != 0) {
+                /* Run the victim's due timers for it (it may be idle or
+                 * busy in a long G); what they ready lands on our P. */
+                gort__timers_check(p2, 0);
+                bool inherit;
+                struct g *gp = gort__runqget(pp, &inherit);
+                if (gp)
+                    return gp;
+            }
+            if (gort__isidlep((int32_t)pos))
                 continue;
             struct g *gp = gort__runqsteal(pp, p2, last);
             if (gp) {
@@ -739,6 +750,21 @@ static struct g *pick_fast(struct m *mp, struct p *pp, bool *inherit,
         gort__unlock_m(mp, &gort__sched.lock);
     }
     return NULL;
+}
+
+/* pick_fast for the direct hand-offs (park, gosched, goexit): NULL also
+ * when a timer of this P is due, so that it runs on g0 first
+ * (findrunnable); a stream of hand-offs could hold it back otherwise. */
+static struct g *pick_handoff(struct m *mp, struct p *pp, bool *inherit,
+                              bool *locked)
+{
+    /* Relaxed: a hint, re-read under the heap's lock. */
+    int64_t tw = load_relaxed(&pp->timers.minwhen);
+    if (GORT_UNLIKELY(tw != 0) && gort_nanotime() >= tw) {
+        *inherit = *locked = false;
+        return NULL;
+    }
+    return pick_fast(mp, pp, inherit, locked);
 }
 
 /* The part of findrunnable that looks without giving up the P.  Returns a
@@ -824,7 +850,30 @@ static struct g *findrunnable_drop(struct m *mp, struct p *pp, bool *exit)
             return NULL;
         }
     }
-    /* Netpoll hook: a blocking poll until the next timer goes here. */
+    /* Sleep until the next timer of any P, as the one poller M (Go's
+     * blocking netpoll); the others stop. */
+    int64_t until = gort__timers_earliest();
+    if (until != 0 && !load_relaxed(&gort__sched.exiting) &&
+        xchg_seqcst(&gort__sched.lastpoll, 0) != 0) {
+        gort__netpoll_sleep(until);
+        /* Seq-cst: pairs with wakenetpoller's load of lastpoll. */
+        store_seqcst(&gort__sched.lastpoll, gort_nanotime());
+        gort__lock(&gort__sched.lock);
+        struct p *p2 = load_relaxed(&gort__sched.gcwaiting)
+                           ? NULL
+                           : gort__pidleget_locked();
+        gort__unlock(&gort__sched.lock);
+        if (p2) {
+            /* Run what is due everywhere now: the readied Gs land on our
+             * P, and the search starts over. */
+            gort__acquirep(mp, p2);
+            int32_t n = load_relaxed(&gort__gomaxprocs);
+            int64_t now = gort_nanotime();
+            for (int32_t i = 0; i < n; i++)
+                gort__timers_check(gort__allp[i], now);
+            return NULL;
+        }
+    }
     if (!stopm(mp))
         *exit = true;
     return NULL;
@@ -843,7 +892,8 @@ static struct g *findrunnable(struct m *mp, bool *inherit)
             continue;
         }
         struct p *pp = mp->p;
-        /* Timer hook: run this P's expired timers here (time.c). */
+        /* This P's due timers first: what they ready is found below. */
+        gort__timers_check(pp, 0);
         bool again = false;
         struct g *gp = findrunnable_fast(mp, pp, inherit, &again);
         if (gp || again) {
@@ -1140,6 +1190,25 @@ static int64_t newproc1(struct p *pp, struct g *gp, void (*fn)(void *),
     return goid;
 }
 
+int64_t gort__newproc_sys(void (*fn)(void *), void *arg)
+{
+    struct m *mp = gort__getm();
+    struct p *pp = mp->p;
+    mp->locks++;
+    struct g *newg = gfget(pp);
+    if (!newg && !(newg = malg())) {
+        mp->locks--;
+        return -ENOMEM;
+    }
+    int64_t goid = newproc1(pp, newg, fn, arg, (uintptr_t)fn);
+    if (goid < 0)
+        gfput(pp, newg);
+    else if (load_relaxed(&gort__main_started))
+        gort__wakep();
+    mp->locks--;
+    return goid;
+}
+
 int64_t gort_go(void (*fn)(void *), void *arg)
 {
     struct m *mp = gort__getm();
@@ -1230,7 +1299,7 @@ static GORT_NORETURN void goexit1(struct g *gp)
     if (gp->is_main && !load_relaxed(&gort__sched.main_goexited))
         mcall(main_exit_m, true);
     bool inherit, locked;
-    struct g *next = pick_fast(mp, mp->p, &inherit, &locked);
+    struct g *next = pick_handoff(mp, mp->p, &inherit, &locked);
     if (!next)
         mcall(goexit0, true);
     gort__casgstatus(gp, G_RUNNING, G_DEAD);
@@ -1338,7 +1407,7 @@ void gort__park(bool (*unlockf)(struct g *, void *), void *lock,
     mp->waitunlockf = unlockf;
     mp->waitlock = lock;
     bool inherit, locked;
-    struct g *next = pick_fast(mp, mp->p, &inherit, &locked);
+    struct g *next = pick_handoff(mp, mp->p, &inherit, &locked);
     if (!next) {
         /* Not mcall's assertions: the caller may hold the lock that
          * unlockf releases on g0, so m->locks may be raised here. */
@@ -1391,7 +1460,7 @@ static void post_gosched(struct m *mp, struct g *prev)
 static void gosched(struct m *mp, struct g *gp)
 {
     bool inherit, locked;
-    struct g *next = pick_fast(mp, mp->p, &inherit, &locked);
+    struct g *next = pick_handoff(mp, mp->p, &inherit, &locked);
     if (!next) {
         mcall(gosched_m, false);
         return;
@@ -1451,8 +1520,10 @@ void gort__checkdead_locked(void)
     }
     if (waiting == 0 && load_relaxed(&gort__sched.main_goexited))
         gort__fatal("no goroutines (main called runtime.Goexit) - deadlock!");
-    /* Timers and netpoll waiters can still wake someone: checked here
-     * once those exist (time.c, netpoll.c). */
+    /* A pending timer will wake someone (a sleeper, a timer's channel
+     * or function): not a deadlock, as in Go. */
+    if (gort__timers_any())
+        return;
     gort__fatal("all goroutines are asleep - deadlock!");
 }
 
@@ -1476,6 +1547,8 @@ static struct g *main_exit_m(struct g *gp)
         gort__notewakeup(&idle->park);
     }
     gort__unlock(&gort__sched.lock);
+    /* An M sleeping as the poller finds exiting set when it wakes. */
+    gort__netpollbreak();
     /* Our own P stays with us; we exit through findrunnable's check. */
     store_relaxed(&mp->p->m, NULL);
     store_relaxed(&mp->p, NULL);
@@ -1496,6 +1569,7 @@ static void reset_globals(void)
     allgcap = 0;
     gort__newprocs = 0;
     gort__worldsema = 1;
+    gort__sched.lastpoll = 1; /* nobody sleeps as the poller */
     memset(gort__idlepmask, 0, sizeof gort__idlepmask);
 }
 
@@ -1533,8 +1607,10 @@ static void teardown(void)
 #endif
         gort__stackfree(&gp->stack); /* no-op for stackless Gs */
     }
-    for (int32_t i = 0; i < gort__allp_len; i++)
+    for (int32_t i = 0; i < gort__allp_len; i++) {
         gort__stackcache_flush(&gort__allp[i]->stackcache);
+        gort__timers_fini(gort__allp[i]);
+    }
     while (gchunks) {
         struct gchunk *next = gchunks->next;
         free(gchunks);

@@ -148,8 +148,10 @@ static void gfpurge(struct p *pp)
     gort__unlock(&gort__sched.gfree_lock);
 }
 
-static void destroyp_locked(struct p *pp)
+static void destroyp_locked(struct m *mp, struct p *pp)
 {
+    /* Its timers go on running from the caller's P (moveTimers). */
+    gort__timers_move(pp, mp->p);
     gort__runqdrain_to_global_locked(pp);
     gfpurge(pp);
     gort__stackcache_flush(&pp->stackcache);
@@ -205,7 +207,7 @@ struct p *gort__procresize(struct m *mp, int32_t nprocs)
         gort__acquirep(mp, pp);
     }
     for (int32_t i = nprocs; i < old; i++)
-        destroyp_locked(gort__allp[i]);
+        destroyp_locked(mp, gort__allp[i]);
     for (int32_t i = nprocs; i < GORT_MAX_PROCS && i < gort__allp_len; i++)
         gort__setidlep(i, false);
     store_rel(&gort__gomaxprocs, nprocs);

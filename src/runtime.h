@@ -23,8 +23,12 @@
  *
  * Lock order (a lock may be taken while holding only locks above it):
  *
- *     1. object locks             a semaphore bucket (sema.c); never two
- *                                 at once
+ *     0a. a timer's mu            stop/reset/free of one timer (time.c)
+ *     0b. a P's timers lock       its heap; held while due timers run
+ *     1. object locks             a semaphore bucket (sema.c), a channel
+ *                                 (chan.c); several channels only in
+ *                                 address order (select.c), never two
+ *                                 buckets
  *     2. gort__sched.lock         scheduler state: idle lists, global queue
  *     3. gort__allplock           the allp array (sysmon walks it without
  *                                 sched.lock; procresize grows it)
@@ -185,6 +189,17 @@ enum waitreason {
     WAIT_STOP_THE_WORLD,  /* waiting for another stop-the-world to end */
     WAIT_GOEXIT_MAIN, /* the main goroutine after gort_goexit */
     WAIT_TEST_PARK,   /* white-box tests parking a G directly */
+    WAIT_CHAN_RECV_NIL,
+    WAIT_CHAN_SEND_NIL,
+    WAIT_SELECT,
+    WAIT_SELECT_NO_CASES,
+    WAIT_CHAN_RECV,
+    WAIT_CHAN_SEND,
+    WAIT_SLEEP,
+    WAIT_SYNC_MUTEX_LOCK,
+    WAIT_SYNC_RWMUTEX_RLOCK,
+    WAIT_SYNC_RWMUTEX_LOCK,
+    WAIT_SYNC_COND_WAIT,
     WAIT_NREASONS
 };
 
@@ -220,6 +235,11 @@ struct g {
     void (*fn)(void *);     /* entry and its argument, set by gort_go */
     void *arg;
     void *param;            /* passed by the waker to the parked G */
+    const void *waitobj;    /* what it waits on (a channel, a semaphore
+                               address), for dumps; owner writes */
+    struct sudog *waiting;  /* sudogs of the select/chan op it is parked
+                               in, linked by waitlink; owner only */
+    uint32_t selectdone;    /* atomic: a select case already won */
     struct gort_defer_rec *defers; /* LIFO cleanup handlers; owner only */
     uint32_t preempt;       /* preemption requested: sysmon writes, the G
                                reads at runtime entries (relaxed: a late
@@ -271,6 +291,32 @@ struct stackcache {
     struct gstack s[GORT_STACKCACHE];
     uint32_t bottom; /* index of the bottom entry */
     uint32_t n;      /* entries */
+};
+
+/* Timers (time.c).  A timer internal to the runtime; f runs with the
+ * heap's lock held on an M holding a P, and must not block. */
+struct gtimer {
+    gort_lock mu;          /* serialises stop/reset/free of this timer */
+    struct timers *ts;     /* heap it is in, or NULL; written under that
+                              heap's lock, read racily (relaxed) to find
+                              which lock to take */
+    int32_t idx;           /* position in ts->heap; under ts->lock */
+    bool selfonly;         /* only its own G starts it (sleep): forgotten
+                              before f runs */
+    int64_t when;          /* nanotime to fire; under ts->lock once heaped */
+    void (*f)(struct gtimer *t, int64_t now);
+    void *arg;
+};
+struct timerwhen {
+    int64_t when;
+    struct gtimer *t;
+};
+/* A P's timers: a 4-ary heap by when (timers in time.go). */
+struct timers {
+    gort_lock lock;
+    uint32_t len, cap;     /* len: under lock; read relaxed by checkdead */
+    struct timerwhen *heap;
+    int64_t minwhen;       /* heap[0].when or 0; atomic (time.c) */
 };
 
 /* A queue of Gs linked through schedlink (gQueue in runtime2.go). */
@@ -360,6 +406,7 @@ struct p {
      * on their last pass only. */
     struct g *runnext;
 
+    struct timers timers;  /* timers started on this P (time.c) */
     struct glist gfree;    /* dead Gs (without stacks), for reuse; owner */
     struct stackcache stackcache; /* free stacks; owner only */
     int32_t stackres;      /* stack reservations held for new Gs; owner */
@@ -406,6 +453,12 @@ struct schedt {
     gort_note sysmonnote;
 
     uint64_t goidgen GORT_CACHELINE; /* atomic: next goid batch */
+
+    /* The poller (time.c): the M sleeping until the next timer. */
+    int64_t lastpoll GORT_CACHELINE; /* atomic: 0 while an M sleeps as
+                                        the poller, else when it last did */
+    int64_t polluntil;     /* atomic: when the poller wakes, 0 unknown */
+    uint32_t pollgen;      /* atomic: bumped (futex) to wake the poller */
 
     gort_lock gfree_lock GORT_CACHELINE; /* protects gfree */
     struct glist gfree;    /* global free Gs */
@@ -665,10 +718,38 @@ GORT_HIDDEN void gort__schedtrace(bool detail);
 GORT_HIDDEN void gort__printf(int fd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* Semaphores (sema.c). */
+/* Timers (time.c). */
+GORT_HIDDEN int64_t gort__timers_check(struct p *pp, int64_t now);
+GORT_HIDDEN int64_t gort__timers_earliest(void);
+GORT_HIDDEN bool gort__timers_any(void);
+GORT_HIDDEN void gort__timers_move(struct p *from, struct p *to);
+GORT_HIDDEN void gort__timers_fini(struct p *pp);
+GORT_HIDDEN void gort__wakenetpoller(int64_t when);
+GORT_HIDDEN void gort__netpollbreak(void);
+GORT_HIDDEN void gort__netpoll_sleep(int64_t until);
+/* Start a goroutine from the scheduler (g0 of an M holding a P): the
+ * goid, or -ENOMEM. */
+GORT_HIDDEN int64_t gort__newproc_sys(void (*fn)(void *), void *arg);
+
+/* Semaphores (sema.c).  Mirrors sema.go.  semacquire1 parks until it can
+ * take a unit from *addr; lifo queues the caller first among the waiters
+ * on addr (a mutex waiter that has waited before).  semrelease adds a unit
+ * and wakes the first waiter; with handoff the unit goes straight to that
+ * waiter.  Both must run on a goroutine. */
+GORT_HIDDEN void gort__semacquire1(uint32_t *addr, bool lifo,
+                                   uint32_t reason);
 GORT_HIDDEN void gort__semacquire(uint32_t *addr, uint32_t reason);
 GORT_HIDDEN void gort__semrelease(uint32_t *addr, bool handoff);
 GORT_HIDDEN void gort__semafini(void);
+/* Notify lists (sema.c), on the storage of a gort_cond.  Mirrors
+ * notifyList: add hands out a ticket (call it before dropping the user's
+ * lock), wait parks until that ticket is notified, notifyone wakes the
+ * oldest unnotified ticket, notifyall every ticket handed out.  The
+ * list's lock ranks with the semaphore roots (object locks). */
+GORT_HIDDEN uint32_t gort__notifylistadd(gort_cond *c);
+GORT_HIDDEN void gort__notifylistwait(gort_cond *c, uint32_t ticket);
+GORT_HIDDEN void gort__notifylistnotifyone(gort_cond *c);
+GORT_HIDDEN void gort__notifylistnotifyall(gort_cond *c);
 
 /* Sanitizer hooks around stack switches (proc.c). */
 #if defined(__SANITIZE_ADDRESS__)

@@ -1,0 +1,449 @@
+/*
+ * chan.c - channels.  Mirrors chan.go.
+ *
+ * A channel is a lock, a ring buffer of cap elements (none when
+ * unbuffered) and two wait queues of sudogs: goroutines blocked sending
+ * (sendq) and receiving (recvq).  Each sudog records the waiting G and
+ * where its element lives: a blocked sender's value or a blocked
+ * receiver's destination, both in the waiter's own memory, which the
+ * other side copies to or from directly ("direct hand-off": the value
+ * never touches the buffer and the woken G need not take the lock again).
+ *
+ * Invariants (under c->lock):
+ *   - sendq non-empty implies the buffer is full (or there is none);
+ *     recvq non-empty implies it is empty.  A sudog of a select whose
+ *     other case already won may linger in either queue until its select
+ *     dequeues it; dequeue() skips such sudogs (g->selectdone).
+ *   - qcount <= dataqsiz; the elements are at recvx, recvx+1, ... mod
+ *     dataqsiz; sendx == (recvx + qcount) mod dataqsiz.
+ *   - closed only goes 0 -> 1.  After closing, both queues are empty.
+ *
+ * Lock order: a channel lock is an object lock (runtime.h); select takes
+ * several at once only in address order.  Readying a G (sched.lock) is
+ * done after the channel lock is released, as Go does.
+ */
+#include "chan.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------------------
+ * Wait queues.
+ * ------------------------------------------------------------------------- */
+
+void gort__waitq_enqueue(struct waitq *q, struct sudog *sg)
+{
+    sg->next = NULL;
+    sg->prev = q->last;
+    if (q->last)
+        q->last->next = sg;
+    else
+        store_relaxed(&q->first, sg); /* peeked without the lock */
+    q->last = sg;
+}
+
+static void waitq_unlink(struct waitq *q, struct sudog *sg)
+{
+    if (sg->prev)
+        sg->prev->next = sg->next;
+    else
+        store_relaxed(&q->first, sg->next); /* peeked without the lock */
+    if (sg->next)
+        sg->next->prev = sg->prev;
+    else
+        q->last = sg->prev;
+    sg->next = sg->prev = NULL;
+}
+
+/* Take the first waiter that can still be woken.  A select's sudog is
+ * taken only by whoever wins the CAS on its G's selectdone, so a G parked
+ * in select on several channels is woken exactly once. */
+struct sudog *gort__waitq_dequeue(struct waitq *q)
+{
+    for (;;) {
+        struct sudog *sg = q->first;
+        if (!sg)
+            return NULL;
+        waitq_unlink(q, sg);
+        /* Acq-rel: the winner's later writes to the G (param, the
+         * element) are ordered after the claim; losers see it claimed. */
+        if (sg->isselect && !cas_acqrel(&sg->g->selectdone, 0, 1))
+            continue;
+        return sg;
+    }
+}
+
+/* Remove sg if it is still queued (a select cleaning up its losing
+ * cases). */
+void gort__waitq_remove(struct waitq *q, struct sudog *sg)
+{
+    if (sg->prev || q->first == sg)
+        waitq_unlink(q, sg);
+}
+
+/* ---------------------------------------------------------------------------
+ * Making and freeing.
+ * ------------------------------------------------------------------------- */
+
+/* Header and buffer in one allocation; the buffer aligned for any type. */
+#define HCHAN_SIZE ((sizeof(struct gort_chan) + 15) & ~(size_t)15)
+
+int gort__chan_alloc(gort_chan **chp, size_t elemsize, size_t cap)
+{
+    if (!chp || elemsize > GORT_CHAN_MAX_ELEM)
+        return -EINVAL;
+    size_t bytes = 0;
+    if (elemsize && cap > (SIZE_MAX / 4 - HCHAN_SIZE) / elemsize)
+        return -EINVAL;
+    if (cap > UINT32_MAX)
+        return -EINVAL;
+    bytes = elemsize * cap;
+    struct gort_chan *c = aligned_alloc(16, (HCHAN_SIZE + bytes + 15) &
+                                                ~(size_t)15);
+    if (!c)
+        return -ENOMEM;
+    memset(c, 0, sizeof *c);
+    c->elemsize = (uint32_t)elemsize;
+    c->dataqsiz = (uint32_t)cap;
+    c->buf = bytes ? (char *)c + HCHAN_SIZE : NULL;
+    *chp = c;
+    return 0;
+}
+
+int gort_chan_make(gort_chan **chp, size_t elemsize, size_t cap)
+{
+    return gort__chan_alloc(chp, elemsize, cap);
+}
+
+int gort_chan_free(gort_chan *c)
+{
+    if (!c)
+        return 0;
+    if (c->timer) {
+        if (c->timer_owned)
+            return -EPERM; /* a timer's channel: gort_timer_free it */
+        return gort__timer_free_chan(c);
+    }
+    return gort__chan_release(c);
+}
+
+/* Free c unless goroutines wait on it. */
+int gort__chan_release(gort_chan *c)
+{
+    gort__lock(&c->lock);
+    bool busy = c->recvq.first || c->sendq.first;
+    gort__unlock(&c->lock);
+    if (busy)
+        return -EBUSY;
+    free(c);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------
+ * Element copies.
+ * ------------------------------------------------------------------------- */
+
+static inline void *chanbuf(struct gort_chan *c, uint32_t i)
+{
+    return (char *)c->buf + (size_t)i * c->elemsize;
+}
+
+static inline void elemcopy(struct gort_chan *c, void *dst, const void *src)
+{
+    if (dst && c->elemsize)
+        memcpy(dst, src, c->elemsize);
+}
+
+static inline void elemzero(struct gort_chan *c, void *dst)
+{
+    if (dst && c->elemsize)
+        memset(dst, 0, c->elemsize);
+}
+
+/* ---------------------------------------------------------------------------
+ * Send.
+ * ------------------------------------------------------------------------- */
+
+/* Hand ep to the waiting receiver sg, then unlock c and ready it.
+ * Mirrors send (chan.go). */
+void gort__chan_send_direct(struct gort_chan *c, struct sudog *sg,
+                            const void *ep)
+{
+    if (sg->elem)
+        elemcopy(c, sg->elem, ep);
+    sg->success = true;
+    struct g *gp = sg->g;
+    gp->param = sg;
+    gort__unlock(&c->lock);
+    gort__ready(gp, true);
+}
+
+static bool chanparkcommit(struct g *gp, void *lock)
+{
+    (void)gp;
+    gort__unlock(lock);
+    return true;
+}
+
+/* Park forever: a nil channel, a select with nothing to wait on. */
+static GORT_NORETURN void block_forever(uint32_t reason)
+{
+    gort__park(NULL, NULL, reason);
+    gort__throw("unreachable: woke from a permanent block");
+}
+
+bool gort__chansend(struct gort_chan *c, const void *ep, bool block)
+{
+    if (!c) {
+        if (!block)
+            return false;
+        block_forever(WAIT_CHAN_SEND_NIL);
+    }
+    /* Fast path without the lock (chan.go's full()): a non-blocking send
+     * that cannot proceed fails.  Relaxed: like Go, a racy "not ready"
+     * answer is fine because the observations could have been made
+     * together at some instant (closed is checked first, then fullness,
+     * and a channel never reopens). */
+    if (!block && !load_relaxed(&c->closed) &&
+        (c->dataqsiz == 0 ? load_relaxed(&c->recvq.first) == NULL
+                          : load_relaxed(&c->qcount) == c->dataqsiz))
+        return false;
+
+    gort__lock(&c->lock);
+    if (c->closed) {
+        gort__unlock(&c->lock);
+        gort__fatal("send on closed channel");
+    }
+    struct sudog *sg = gort__waitq_dequeue(&c->recvq);
+    if (sg) {
+        gort__chan_send_direct(c, sg, ep);
+        return true;
+    }
+    if (c->qcount < c->dataqsiz) {
+        elemcopy(c, chanbuf(c, c->sendx), ep);
+        if (++c->sendx == c->dataqsiz)
+            c->sendx = 0;
+        store_relaxed(&c->qcount, c->qcount + 1);
+        gort__unlock(&c->lock);
+        return true;
+    }
+    if (!block) {
+        gort__unlock(&c->lock);
+        return false;
+    }
+
+    /* Block: our sudog, on this stack, points at the caller's value. */
+    struct g *gp = gort__getg();
+    struct sudog mysg = {0};
+    mysg.g = gp;
+    mysg.elem = (void *)ep;
+    mysg.c = c;
+    gp->waiting = &mysg;
+    gp->param = NULL;
+    gp->waitobj = c;
+    gort__waitq_enqueue(&c->sendq, &mysg);
+    gort__park(chanparkcommit, &c->lock, WAIT_CHAN_SEND);
+    gp->waiting = NULL;
+    gp->waitobj = NULL;
+    if (!mysg.success)
+        gort__fatal("send on closed channel");
+    return true;
+}
+
+/* ---------------------------------------------------------------------------
+ * Receive.
+ * ------------------------------------------------------------------------- */
+
+/* Take a value from the waiting sender sg into ep, then unlock c and
+ * ready it.  With a buffer (then full), the receiver takes the head and
+ * the sender's value goes to the tail: FIFO is kept.  Mirrors recv. */
+void gort__chan_recv_direct(struct gort_chan *c, struct sudog *sg, void *ep)
+{
+    if (c->dataqsiz == 0) {
+        elemcopy(c, ep, sg->elem);
+    } else {
+        void *qp = chanbuf(c, c->recvx);
+        elemcopy(c, ep, qp);
+        elemcopy(c, qp, sg->elem);
+        if (++c->recvx == c->dataqsiz)
+            c->recvx = 0;
+        c->sendx = c->recvx;
+    }
+    sg->success = true;
+    struct g *gp = sg->g;
+    gp->param = sg;
+    gort__unlock(&c->lock);
+    gort__ready(gp, true);
+}
+
+/* Take the buffer's head into ep; lock held. */
+void gort__chan_bufrecv(struct gort_chan *c, void *ep)
+{
+    void *qp = chanbuf(c, c->recvx);
+    elemcopy(c, ep, qp);
+    if (++c->recvx == c->dataqsiz)
+        c->recvx = 0;
+    store_relaxed(&c->qcount, c->qcount - 1);
+}
+
+/* Put ep at the buffer's tail; lock held, a slot free. */
+void gort__chan_bufsend(struct gort_chan *c, const void *ep)
+{
+    elemcopy(c, chanbuf(c, c->sendx), ep);
+    if (++c->sendx == c->dataqsiz)
+        c->sendx = 0;
+    store_relaxed(&c->qcount, c->qcount + 1);
+}
+
+/* Returns whether a receive happened (always, when blocking); *ok says
+ * whether it was a value (false: closed and drained). */
+bool gort__chanrecv(struct gort_chan *c, void *ep, bool block, bool *ok)
+{
+    *ok = false;
+    if (!c) {
+        if (!block)
+            return false;
+        block_forever(WAIT_CHAN_RECV_NIL);
+    }
+    /* Fast path (chan.go's empty()): an empty, open channel fails a
+     * non-blocking receive at once.  Acquire on closed: if it is closed
+     * and still empty we return the zero value without the lock, and the
+     * close must happen-before that. */
+    if (!block &&
+        (c->dataqsiz == 0 ? load_relaxed(&c->sendq.first) == NULL
+                          : load_relaxed(&c->qcount) == 0)) {
+        if (!load_acq(&c->closed))
+            return false;
+        if (c->dataqsiz == 0 ? load_relaxed(&c->sendq.first) == NULL
+                             : load_relaxed(&c->qcount) == 0) {
+            elemzero(c, ep);
+            return true;
+        }
+    }
+
+    gort__lock(&c->lock);
+    if (c->closed) {
+        if (c->qcount == 0) {
+            gort__unlock(&c->lock);
+            elemzero(c, ep);
+            return true;
+        }
+    } else {
+        struct sudog *sg = gort__waitq_dequeue(&c->sendq);
+        if (sg) {
+            gort__chan_recv_direct(c, sg, ep);
+            *ok = true;
+            return true;
+        }
+    }
+    if (c->qcount > 0) {
+        gort__chan_bufrecv(c, ep);
+        gort__unlock(&c->lock);
+        *ok = true;
+        return true;
+    }
+    if (!block) {
+        gort__unlock(&c->lock);
+        return false;
+    }
+
+    struct g *gp = gort__getg();
+    struct sudog mysg = {0};
+    mysg.g = gp;
+    mysg.elem = ep;
+    mysg.c = c;
+    gp->waiting = &mysg;
+    gp->param = NULL;
+    gp->waitobj = c;
+    gort__waitq_enqueue(&c->recvq, &mysg);
+    gort__park(chanparkcommit, &c->lock, WAIT_CHAN_RECV);
+    gp->waiting = NULL;
+    gp->waitobj = NULL;
+    *ok = mysg.success;
+    return true;
+}
+
+/* ---------------------------------------------------------------------------
+ * Close.
+ * ------------------------------------------------------------------------- */
+
+void gort_chan_close(gort_chan *c)
+{
+    if (!c)
+        gort__fatal("close of nil channel");
+    gort__lock(&c->lock);
+    if (c->closed) {
+        gort__unlock(&c->lock);
+        gort__fatal("close of closed channel");
+    }
+    /* Release: pairs with the lock-free acquire in the receive fast
+     * path. */
+    store_rel(&c->closed, 1);
+    /* Everyone waiting leaves with success = false: receivers with the
+     * zero value, senders to their fatal error.  Collected first and
+     * readied after the unlock. */
+    struct gqueue woken = {NULL, NULL};
+    struct sudog *sg;
+    while ((sg = gort__waitq_dequeue(&c->recvq))) {
+        elemzero(c, sg->elem);
+        sg->success = false;
+        sg->g->param = sg;
+        gqueue_push(&woken, sg->g);
+    }
+    while ((sg = gort__waitq_dequeue(&c->sendq))) {
+        sg->success = false;
+        sg->g->param = sg;
+        gqueue_push(&woken, sg->g);
+    }
+    gort__unlock(&c->lock);
+    struct g *gp;
+    while ((gp = gqueue_pop(&woken)))
+        gort__ready(gp, false);
+    gort__preempt_check();
+}
+
+/* ---------------------------------------------------------------------------
+ * Public entry points.
+ * ------------------------------------------------------------------------- */
+
+void gort_chan_send(gort_chan *c, const void *elem)
+{
+    gort__preempt_check();
+    gort__chansend(c, elem, true);
+}
+
+bool gort_chan_recv(gort_chan *c, void *elem)
+{
+    gort__preempt_check();
+    bool ok;
+    gort__chanrecv(c, elem, true, &ok);
+    return ok;
+}
+
+bool gort_chan_trysend(gort_chan *c, const void *elem)
+{
+    gort__preempt_check();
+    return gort__chansend(c, elem, false);
+}
+
+bool gort_chan_tryrecv(gort_chan *c, void *elem, bool *ok)
+{
+    gort__preempt_check();
+    bool got;
+    bool sel = gort__chanrecv(c, elem, false, &got);
+    if (ok)
+        *ok = got;
+    return sel;
+}
+
+size_t gort_chan_len(gort_chan *c)
+{
+    /* Relaxed: a snapshot, as Go's len(c). */
+    return c ? load_relaxed(&c->qcount) : 0;
+}
+
+size_t gort_chan_cap(gort_chan *c)
+{
+    return c ? c->dataqsiz : 0;
+}

@@ -1,0 +1,66 @@
+/*
+ * chan.h - channel internals shared by chan.c, select.c and time.c.
+ * Mirrors hchan, waitq and sudog (chan.go, runtime2.go).
+ */
+#ifndef GORT_CHAN_H
+#define GORT_CHAN_H
+
+#include "runtime.h"
+
+/* A G waiting on a channel (or in a select, one per case).  Lives on the
+ * waiting G's stack for as long as it is queued. */
+struct sudog {
+    struct g *g;
+    struct sudog *next, *prev; /* in the channel's waitq; under c->lock */
+    void *elem;                /* the sender's value / the receiver's
+                                  destination (NULL: discard) */
+    struct gort_chan *c;
+    struct sudog *waitlink;    /* next in g->waiting (select) */
+    int32_t casei;             /* select: the case it stands for */
+    bool isselect;             /* dequeue must win g->selectdone */
+    bool success;              /* woken by a value (true) or a close */
+};
+
+struct waitq {
+    struct sudog *first, *last;
+};
+
+struct gort_timer;
+
+struct gort_chan {
+    gort_lock lock;
+    uint32_t closed;     /* 0 -> 1 under lock; read racily (see chan.c) */
+    uint32_t qcount;     /* elements in buf; written under lock, read
+                            racily (relaxed) by len and fast paths */
+    uint32_t dataqsiz;   /* capacity */
+    uint32_t elemsize;
+    uint32_t sendx, recvx; /* ring indexes; under lock */
+    void *buf;
+    struct waitq recvq, sendq; /* under lock; .first peeked relaxed */
+    struct gort_timer *timer;  /* the timer that sends on it, or NULL */
+    bool timer_owned;          /* the timer owns the channel (NewTimer) */
+};
+
+GORT_HIDDEN int gort__chan_alloc(gort_chan **chp, size_t elemsize,
+                                 size_t cap);
+GORT_HIDDEN int gort__chan_release(gort_chan *c);
+GORT_HIDDEN bool gort__chansend(struct gort_chan *c, const void *ep,
+                                bool block);
+GORT_HIDDEN bool gort__chanrecv(struct gort_chan *c, void *ep, bool block,
+                                bool *ok);
+GORT_HIDDEN void gort__waitq_enqueue(struct waitq *q, struct sudog *sg);
+GORT_HIDDEN struct sudog *gort__waitq_dequeue(struct waitq *q);
+GORT_HIDDEN void gort__waitq_remove(struct waitq *q, struct sudog *sg);
+/* With c->lock held: complete a hand-off with a waiter, then unlock c and
+ * ready the waiter. */
+GORT_HIDDEN void gort__chan_send_direct(struct gort_chan *c, struct sudog *sg,
+                                        const void *ep);
+GORT_HIDDEN void gort__chan_recv_direct(struct gort_chan *c, struct sudog *sg,
+                                        void *ep);
+/* Buffer operations, c->lock held. */
+GORT_HIDDEN void gort__chan_bufrecv(struct gort_chan *c, void *ep);
+GORT_HIDDEN void gort__chan_bufsend(struct gort_chan *c, const void *ep);
+/* gort_chan_free of a gort_after channel (time.c). */
+GORT_HIDDEN int gort__timer_free_chan(struct gort_chan *c);
+
+#endif /* GORT_CHAN_H */

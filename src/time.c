@@ -1,0 +1,502 @@
+/*
+ * time.c - timers: per-P 4-ary heaps run by the scheduler.  Mirrors
+ * time.go (the heap, check/run, wakeNetPoller) and sleep.go.
+ *
+ * Every P has a heap of its timers, ordered by when, with the earliest
+ * time mirrored in ts->minwhen so that schedulers can see without a lock
+ * whether anything is due.  A timer goes on the heap of the P that starts
+ * it.  Due timers are run by:
+ *   - the P's own M at every trip through the scheduler (findrunnable)
+ *     and before a direct G-to-G hand-off (pick_fast, proc.c);
+ *   - any M on its last steal pass (the P's M may be busy or idle);
+ *   - the M that parks as the "poller" until the earliest timer of all
+ *     Ps when it has nothing else to do (proc.c, findrunnable_drop).
+ * Adding a timer earlier than what the poller sleeps for wakes it
+ * (wakenetpoller), or, with no poller, wakes a P.
+ *
+ * A timer's function runs with its heap's lock held, on an M that holds
+ * a P (so readying a G or starting one works), and must not block.
+ *
+ * Stop and reset from any goroutine, on any P: t->mu serialises them;
+ * removal happens under the lock of the heap the timer is in (t->ts),
+ * which is also held while its function runs, so a stop that returns has
+ * either removed the timer or seen its function complete.
+ *
+ * Lock order: timer mu, then a P's timers lock, then a channel lock (the
+ * function of a channel timer sends), then sched.lock.
+ */
+#include "chan.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------------------
+ * The 4-ary heap (siftupTimer / siftdownTimer in time.go).  ts->lock held.
+ * ------------------------------------------------------------------------- */
+
+static inline void heap_set(struct timers *ts, uint32_t i, struct timerwhen tw)
+{
+    ts->heap[i] = tw;
+    tw.t->idx = (int32_t)i;
+}
+
+static void siftup(struct timers *ts, uint32_t i)
+{
+    struct timerwhen tw = ts->heap[i];
+    while (i > 0) {
+        uint32_t p = (i - 1) / 4;
+        if (tw.when >= ts->heap[p].when)
+            break;
+        heap_set(ts, i, ts->heap[p]);
+        i = p;
+    }
+    heap_set(ts, i, tw);
+}
+
+static void siftdown(struct timers *ts, uint32_t i)
+{
+    uint32_t n = ts->len;
+    struct timerwhen tw = ts->heap[i];
+    for (;;) {
+        uint32_t c = i * 4 + 1, c3 = c + 2;
+        if (c >= n)
+            break;
+        int64_t w = ts->heap[c].when;
+        if (c + 1 < n && ts->heap[c + 1].when < w) {
+            w = ts->heap[c + 1].when;
+            c++;
+        }
+        if (c3 < n) {
+            int64_t w3 = ts->heap[c3].when;
+            if (c3 + 1 < n && ts->heap[c3 + 1].when < w3) {
+                w3 = ts->heap[c3 + 1].when;
+                c3++;
+            }
+            if (w3 < w) {
+                w = w3;
+                c = c3;
+            }
+        }
+        if (w >= tw.when)
+            break;
+        heap_set(ts, i, ts->heap[c]);
+        i = c;
+    }
+    heap_set(ts, i, tw);
+}
+
+static void update_minwhen(struct timers *ts)
+{
+    /* Seq-cst: the adder's side of the handshake with the poller (see
+     * wakenetpoller); it also releases the heap to readers that then
+     * take the lock.  Readers outside the lock only use it as a hint. */
+    store_seqcst(&ts->minwhen, ts->len ? ts->heap[0].when : 0);
+}
+
+static void heap_add(struct timers *ts, struct gtimer *t)
+{
+    if (ts->len == ts->cap) {
+        uint32_t ncap = ts->cap ? 2 * ts->cap : 64;
+        struct timerwhen *nh = realloc(ts->heap, ncap * sizeof *nh);
+        if (!nh)
+            gort__throw("out of memory growing a timer heap to %u", ncap);
+        ts->heap = nh;
+        ts->cap = ncap;
+    }
+    uint32_t i = ts->len++;
+    heap_set(ts, i, (struct timerwhen){t->when, t});
+    siftup(ts, i);
+    /* Relaxed: t->ts is read without ts->lock only to find which lock to
+     * take; the reader re-checks it under that lock. */
+    store_relaxed(&t->ts, ts);
+    update_minwhen(ts);
+}
+
+static void heap_delete(struct timers *ts, uint32_t i)
+{
+    struct gtimer *t = ts->heap[i].t;
+    uint32_t last = --ts->len;
+    if (i != last) {
+        heap_set(ts, i, ts->heap[last]);
+        /* The moved timer may belong above i or below it. */
+        siftup(ts, i);
+        siftdown(ts, i);
+    }
+    t->idx = -1;
+    update_minwhen(ts);
+}
+
+/* ---------------------------------------------------------------------------
+ * Running due timers.
+ * ------------------------------------------------------------------------- */
+
+/* Run pp's due timers.  now == 0: read the clock if anything is pending.
+ * Returns the earliest remaining when (0: none).  The caller's M holds a
+ * P (not necessarily pp).  Mirrors timers.check. */
+int64_t gort__timers_check(struct p *pp, int64_t now)
+{
+    struct timers *ts = &pp->timers;
+    /* Relaxed: a stale value only delays the check to the next one (and
+     * an added timer earlier than the poller's sleep wakes it). */
+    int64_t next = load_relaxed(&ts->minwhen);
+    if (next == 0)
+        return 0;
+    if (now == 0)
+        now = gort_nanotime();
+    if (now < next)
+        return next;
+    gort__lock(&ts->lock);
+    while (ts->len > 0 && ts->heap[0].when <= now) {
+        struct gtimer *t = ts->heap[0].t;
+        heap_delete(ts, 0);
+        if (t->selfonly) {
+            /* Its G may run and return (freeing t) as soon as f readies
+             * it: forget it first.  Nobody stops such a timer. */
+            store_relaxed(&t->ts, NULL);
+            t->f(t, now);
+        } else {
+            t->f(t, now);
+            store_relaxed(&t->ts, NULL);
+        }
+    }
+    next = ts->len ? ts->heap[0].when : 0;
+    gort__unlock(&ts->lock);
+    return next;
+}
+
+/* The earliest timer of all Ps, 0 when there is none. */
+int64_t gort__timers_earliest(void)
+{
+    int64_t min = 0;
+    int32_t n = load_relaxed(&gort__gomaxprocs);
+    for (int32_t i = 0; i < n; i++) {
+        /* Seq-cst: after the poller's claim of sched.lastpoll (see
+         * wakenetpoller). */
+        int64_t w = load_seqcst(&gort__allp[i]->timers.minwhen);
+        if (w != 0 && (min == 0 || w < min))
+            min = w;
+    }
+    return min;
+}
+
+/* Some P has a timer (checkdead: a sleeper will wake). */
+bool gort__timers_any(void)
+{
+    for (int32_t i = 0; i < gort__gomaxprocs; i++)
+        if (load_relaxed(&gort__allp[i]->timers.len) != 0)
+            return true;
+    return false;
+}
+
+/* ---------------------------------------------------------------------------
+ * The poller: the one M that sleeps until the next timer.  Mirrors the
+ * blocking netpoll of findRunnable with netpollBreak as the wake-up.
+ * sched.lastpoll == 0 while an M sleeps there; sched.pollgen changes to
+ * wake it.
+ * ------------------------------------------------------------------------- */
+
+void gort__netpollbreak(void)
+{
+    /* Seq-cst: the sleeper compares pollgen in the futex call; a change
+     * before it sleeps makes the sleep return at once. */
+    xadd_seqcst(&gort__sched.pollgen, 1);
+    gort__futexwake(&gort__sched.pollgen, 1);
+}
+
+/* A timer at `when` was added: make sure some M will run it in time.
+ * Mirrors wakeNetPoller. */
+void gort__wakenetpoller(int64_t when)
+{
+    /* Seq-cst: the added timer's minwhen store (update_minwhen) before
+     * this read of lastpoll, against the poller's lastpoll exchange
+     * before its read of minwhen (gort__timers_earliest): one of us sees
+     * the other. */
+    if (load_seqcst(&gort__sched.lastpoll) == 0) {
+        int64_t until = load_seqcst(&gort__sched.polluntil);
+        if (until == 0 || until > when)
+            gort__netpollbreak();
+    } else {
+        gort__wakep();
+    }
+}
+
+/* Sleep as the poller until `until` or a break.  The caller holds no P
+ * and has claimed sched.lastpoll. */
+void gort__netpoll_sleep(int64_t until)
+{
+    uint32_t gen = load_seqcst(&gort__sched.pollgen);
+    store_seqcst(&gort__sched.polluntil, until);
+    /* Timers added before we published polluntil may be earlier. */
+    int64_t again = gort__timers_earliest();
+    if (again != 0 && again < until)
+        until = again;
+    int64_t delay = until - gort_nanotime();
+    if (delay > 0)
+        gort__futexsleep(&gort__sched.pollgen, gen, delay);
+    store_seqcst(&gort__sched.polluntil, 0);
+}
+
+/* ---------------------------------------------------------------------------
+ * Starting, stopping, resetting.
+ * ------------------------------------------------------------------------- */
+
+static struct p *current_p(const char *who)
+{
+    struct m *mp = gort__getm();
+    if (!mp || !mp->p)
+        gort__throw("%s: not called from a goroutine", who);
+    return mp->p;
+}
+
+/* Put t (not in any heap) on pp's heap at t->when. */
+static void timer_add(struct p *pp, struct gtimer *t)
+{
+    struct timers *ts = &pp->timers;
+    gort__lock(&ts->lock);
+    heap_add(ts, t);
+    gort__unlock(&ts->lock);
+    gort__wakenetpoller(t->when);
+}
+
+/* Take t off its heap if it is on one.  t->mu held.  True when it was
+ * pending.  Returns only once a running function of t has finished. */
+static bool timer_remove(struct gtimer *t)
+{
+    for (;;) {
+        struct timers *ts = load_relaxed(&t->ts);
+        if (!ts)
+            return false;
+        gort__lock(&ts->lock);
+        if (load_relaxed(&t->ts) != ts) {
+            gort__unlock(&ts->lock);
+            continue;
+        }
+        /* Under the lock, t->ts == ts means it is on the heap: a
+         * running function clears t->ts before the lock is released. */
+        heap_delete(ts, (uint32_t)t->idx);
+        store_relaxed(&t->ts, NULL);
+        gort__unlock(&ts->lock);
+        return true;
+    }
+}
+
+/* Move every timer of a removed P to pp (procresize, world stopped).
+ * Mirrors moveTimers. */
+void gort__timers_move(struct p *from, struct p *to)
+{
+    struct timers *src = &from->timers, *dst = &to->timers;
+    gort__lock(&src->lock);
+    gort__lock(&dst->lock);
+    for (uint32_t i = 0; i < src->len; i++) {
+        struct gtimer *t = src->heap[i].t;
+        heap_add(dst, t);
+    }
+    src->len = 0;
+    update_minwhen(src);
+    gort__unlock(&dst->lock);
+    gort__unlock(&src->lock);
+}
+
+/* Forget every pending timer at shutdown: their owners may still stop or
+ * free them afterwards, which must find them stopped. */
+void gort__timers_fini(struct p *pp)
+{
+    struct timers *ts = &pp->timers;
+    for (uint32_t i = 0; i < ts->len; i++) {
+        store_relaxed(&ts->heap[i].t->ts, NULL);
+        ts->heap[i].t->idx = -1;
+    }
+    free(ts->heap);
+    memset(ts, 0, sizeof *ts);
+}
+
+/* ---------------------------------------------------------------------------
+ * Sleep.  The timer lives on the sleeper's stack and is started by the
+ * park's unlock function, once the G is parked: it cannot fire earlier.
+ * ------------------------------------------------------------------------- */
+
+static void sleep_fire(struct gtimer *t, int64_t now)
+{
+    (void)now;
+    gort__ready(t->arg, true);
+}
+
+static bool sleep_commit(struct g *gp, void *arg)
+{
+    (void)gp;
+    timer_add(gort__getm()->p, arg);
+    return true;
+}
+
+void gort_sleep(int64_t ns)
+{
+    gort__preempt_check();
+    if (ns <= 0)
+        return;
+    struct g *gp = gort__getg();
+    if (!gp)
+        gort__throw("gort_sleep: not called from a goroutine");
+    struct gtimer t;
+    memset(&t, 0, sizeof t);
+    t.idx = -1;
+    t.f = sleep_fire;
+    t.arg = gp;
+    t.selfonly = true;
+    int64_t now = gort_nanotime();
+    t.when = now + ns < now ? INT64_MAX : now + ns;
+    gp->waitobj = NULL;
+    gort__park(sleep_commit, &t, WAIT_SLEEP);
+}
+
+/* ---------------------------------------------------------------------------
+ * User timers: channel timers (NewTimer, After) and function timers
+ * (AfterFunc).
+ * ------------------------------------------------------------------------- */
+
+struct gort_timer {
+    struct gtimer t;
+    struct gort_chan *ch;  /* channel timers: cap 1, int64_t */
+    void (*fn)(void *);    /* function timers */
+    void *arg;
+};
+
+static void chan_fire(struct gtimer *t, int64_t now)
+{
+    struct gort_timer *ut = (struct gort_timer *)t;
+    /* Non-blocking, as Go's sendTime: a value nobody took is dropped. */
+    gort__chansend(ut->ch, &now, false);
+}
+
+static void func_fire(struct gtimer *t, int64_t now)
+{
+    (void)now;
+    struct gort_timer *ut = (struct gort_timer *)t;
+    if (gort__newproc_sys(ut->fn, ut->arg) < 0)
+        gort__throw("timer: out of memory starting its function");
+}
+
+static int64_t deadline(int64_t ns)
+{
+    int64_t now = gort_nanotime();
+    if (ns < 0)
+        ns = 0;
+    return now + ns < now ? INT64_MAX : now + ns;
+}
+
+/* Empty a channel timer's buffer: after stop or reset, no stale value. */
+static void chan_drain(struct gort_timer *ut)
+{
+    if (!ut->ch)
+        return;
+    gort__lock(&ut->ch->lock);
+    if (ut->ch->qcount > 0)
+        gort__chan_bufrecv(ut->ch, NULL);
+    gort__unlock(&ut->ch->lock);
+}
+
+int gort_timer_make(gort_timer **tp, int64_t ns, void (*fn)(void *),
+                    void *arg)
+{
+    if (!tp)
+        return -EINVAL;
+    struct m *mp = gort__getm();
+    if (!mp || !mp->p || !mp->curg)
+        return -EPERM;
+    struct gort_timer *ut = calloc(1, sizeof *ut);
+    if (!ut)
+        return -ENOMEM;
+    if (!fn) {
+        int r = gort__chan_alloc(&ut->ch, sizeof(int64_t), 1);
+        if (r < 0) {
+            free(ut);
+            return r;
+        }
+        ut->ch->timer = ut;
+        ut->ch->timer_owned = true;
+        ut->t.f = chan_fire;
+    } else {
+        ut->t.f = func_fire;
+        ut->fn = fn;
+        ut->arg = arg;
+    }
+    ut->t.idx = -1;
+    ut->t.when = deadline(ns);
+    gort__lock(&ut->t.mu);
+    timer_add(current_p("gort_timer_make"), &ut->t);
+    gort__unlock(&ut->t.mu);
+    *tp = ut;
+    return 0;
+}
+
+gort_chan *gort_timer_chan(gort_timer *t)
+{
+    return t ? t->ch : NULL;
+}
+
+bool gort_timer_stop(gort_timer *ut)
+{
+    if (!ut)
+        return false;
+    gort__lock(&ut->t.mu);
+    bool pending = timer_remove(&ut->t);
+    chan_drain(ut);
+    gort__unlock(&ut->t.mu);
+    gort__preempt_check();
+    return pending;
+}
+
+bool gort_timer_reset(gort_timer *ut, int64_t ns)
+{
+    if (!ut)
+        return false;
+    current_p("gort_timer_reset"); /* fatal outside a goroutine */
+    gort__lock(&ut->t.mu);
+    bool pending = timer_remove(&ut->t);
+    chan_drain(ut);
+    ut->t.when = deadline(ns);
+    /* Our P again: taking locks never moves a goroutine. */
+    timer_add(current_p("gort_timer_reset"), &ut->t);
+    gort__unlock(&ut->t.mu);
+    gort__preempt_check();
+    return pending;
+}
+
+/* Stop ut; free it (and its channel) unless goroutines wait on the
+ * channel. */
+static int timer_free(struct gort_timer *ut)
+{
+    if (ut->ch) {
+        gort__lock(&ut->ch->lock);
+        bool busy = ut->ch->recvq.first || ut->ch->sendq.first;
+        gort__unlock(&ut->ch->lock);
+        if (busy)
+            return -EBUSY;
+    }
+    gort__lock(&ut->t.mu);
+    timer_remove(&ut->t);
+    gort__unlock(&ut->t.mu);
+    if (ut->ch)
+        free(ut->ch);
+    free(ut);
+    return 0;
+}
+
+int gort_timer_free(gort_timer *ut)
+{
+    return ut ? timer_free(ut) : 0;
+}
+
+gort_chan *gort_after(int64_t ns)
+{
+    gort_timer *ut;
+    if (gort_timer_make(&ut, ns, NULL, NULL) < 0)
+        return NULL;
+    ut->ch->timer_owned = false; /* the channel owns the timer */
+    return ut->ch;
+}
+
+int gort__timer_free_chan(struct gort_chan *c)
+{
+    return timer_free(c->timer);
+}
