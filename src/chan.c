@@ -151,8 +151,16 @@ static inline void *chanbuf(struct gort_chan *c, uint32_t i)
 
 static inline void elemcopy(struct gort_chan *c, void *dst, const void *src)
 {
-    if (dst && c->elemsize)
-        memcpy(dst, src, c->elemsize);
+    if (!dst)
+        return;
+    /* The common word sizes as single moves, the rest via memcpy. */
+    switch (c->elemsize) {
+    case 0: return;
+    case 4: memcpy(dst, src, 4); return;
+    case 8: memcpy(dst, src, 8); return;
+    case 16: memcpy(dst, src, 16); return;
+    default: memcpy(dst, src, c->elemsize); return;
+    }
 }
 
 static inline void elemzero(struct gort_chan *c, void *dst)
@@ -167,16 +175,16 @@ static inline void elemzero(struct gort_chan *c, void *dst)
 
 /* Hand ep to the waiting receiver sg, then unlock c and ready it.
  * Mirrors send (chan.go). */
-void gort__chan_send_direct(struct gort_chan *c, struct sudog *sg,
-                            const void *ep)
+void gort__chan_send_direct(struct m *mp, struct gort_chan *c,
+                            struct sudog *sg, const void *ep)
 {
     if (sg->elem)
         elemcopy(c, sg->elem, ep);
     sg->success = true;
     struct g *gp = sg->g;
     gp->param = sg;
-    gort__unlock(&c->lock);
-    gort__ready(gp, true);
+    gort__unlock_m(mp, &c->lock);
+    gort__ready_m(mp, gp, true);
 }
 
 static bool chanparkcommit(struct g *gp, void *lock)
@@ -193,7 +201,8 @@ static GORT_NORETURN void block_forever(uint32_t reason)
     gort__throw("unreachable: woke from a permanent block");
 }
 
-bool gort__chansend(struct gort_chan *c, const void *ep, bool block)
+bool gort__chansend(struct m *mp, struct gort_chan *c, const void *ep,
+                    bool block)
 {
     if (!c) {
         if (!block)
@@ -210,14 +219,14 @@ bool gort__chansend(struct gort_chan *c, const void *ep, bool block)
                           : load_relaxed(&c->qcount) == c->dataqsiz))
         return false;
 
-    gort__lock(&c->lock);
+    gort__lock_m(mp, &c->lock);
     if (c->closed) {
-        gort__unlock(&c->lock);
+        gort__unlock_m(mp, &c->lock);
         gort__fatal("send on closed channel");
     }
     struct sudog *sg = gort__waitq_dequeue(&c->recvq);
     if (sg) {
-        gort__chan_send_direct(c, sg, ep);
+        gort__chan_send_direct(mp, c, sg, ep);
         return true;
     }
     if (c->qcount < c->dataqsiz) {
@@ -225,16 +234,16 @@ bool gort__chansend(struct gort_chan *c, const void *ep, bool block)
         if (++c->sendx == c->dataqsiz)
             c->sendx = 0;
         store_relaxed(&c->qcount, c->qcount + 1);
-        gort__unlock(&c->lock);
+        gort__unlock_m(mp, &c->lock);
         return true;
     }
     if (!block) {
-        gort__unlock(&c->lock);
+        gort__unlock_m(mp, &c->lock);
         return false;
     }
 
     /* Block: our sudog, on this stack, points at the caller's value. */
-    struct g *gp = gort__getg();
+    struct g *gp = mp->curg;
     struct sudog mysg = {0};
     mysg.g = gp;
     mysg.elem = (void *)ep;
@@ -258,7 +267,8 @@ bool gort__chansend(struct gort_chan *c, const void *ep, bool block)
 /* Take a value from the waiting sender sg into ep, then unlock c and
  * ready it.  With a buffer (then full), the receiver takes the head and
  * the sender's value goes to the tail: FIFO is kept.  Mirrors recv. */
-void gort__chan_recv_direct(struct gort_chan *c, struct sudog *sg, void *ep)
+void gort__chan_recv_direct(struct m *mp, struct gort_chan *c,
+                            struct sudog *sg, void *ep)
 {
     if (c->dataqsiz == 0) {
         elemcopy(c, ep, sg->elem);
@@ -273,8 +283,8 @@ void gort__chan_recv_direct(struct gort_chan *c, struct sudog *sg, void *ep)
     sg->success = true;
     struct g *gp = sg->g;
     gp->param = sg;
-    gort__unlock(&c->lock);
-    gort__ready(gp, true);
+    gort__unlock_m(mp, &c->lock);
+    gort__ready_m(mp, gp, true);
 }
 
 /* Take the buffer's head into ep; lock held. */
@@ -298,7 +308,8 @@ void gort__chan_bufsend(struct gort_chan *c, const void *ep)
 
 /* Returns whether a receive happened (always, when blocking); *ok says
  * whether it was a value (false: closed and drained). */
-bool gort__chanrecv(struct gort_chan *c, void *ep, bool block, bool *ok)
+bool gort__chanrecv(struct m *mp, struct gort_chan *c, void *ep, bool block,
+                    bool *ok)
 {
     *ok = false;
     if (!c) {
@@ -322,33 +333,33 @@ bool gort__chanrecv(struct gort_chan *c, void *ep, bool block, bool *ok)
         }
     }
 
-    gort__lock(&c->lock);
+    gort__lock_m(mp, &c->lock);
     if (c->closed) {
         if (c->qcount == 0) {
-            gort__unlock(&c->lock);
+            gort__unlock_m(mp, &c->lock);
             elemzero(c, ep);
             return true;
         }
     } else {
         struct sudog *sg = gort__waitq_dequeue(&c->sendq);
         if (sg) {
-            gort__chan_recv_direct(c, sg, ep);
+            gort__chan_recv_direct(mp, c, sg, ep);
             *ok = true;
             return true;
         }
     }
     if (c->qcount > 0) {
         gort__chan_bufrecv(c, ep);
-        gort__unlock(&c->lock);
+        gort__unlock_m(mp, &c->lock);
         *ok = true;
         return true;
     }
     if (!block) {
-        gort__unlock(&c->lock);
+        gort__unlock_m(mp, &c->lock);
         return false;
     }
 
-    struct g *gp = gort__getg();
+    struct g *gp = mp->curg;
     struct sudog mysg = {0};
     mysg.g = gp;
     mysg.elem = ep;
@@ -407,31 +418,38 @@ void gort_chan_close(gort_chan *c)
  * Public entry points.
  * ------------------------------------------------------------------------- */
 
+/* The M of a goroutine, or a fatal error naming the caller. */
+static inline struct m *chan_m(const char *who)
+{
+    struct m *mp = gort__getm();
+    if (GORT_UNLIKELY(!mp || !mp->curg))
+        gort__throw("%s: not called from a goroutine", who);
+    gort__preempt_check_m(mp);
+    return gort__getm(); /* a preemption may have moved us */
+}
+
 void gort_chan_send(gort_chan *c, const void *elem)
 {
-    gort__preempt_check();
-    gort__chansend(c, elem, true);
+    gort__chansend(chan_m("gort_chan_send"), c, elem, true);
 }
 
 bool gort_chan_recv(gort_chan *c, void *elem)
 {
-    gort__preempt_check();
     bool ok;
-    gort__chanrecv(c, elem, true, &ok);
+    gort__chanrecv(chan_m("gort_chan_recv"), c, elem, true, &ok);
     return ok;
 }
 
 bool gort_chan_trysend(gort_chan *c, const void *elem)
 {
-    gort__preempt_check();
-    return gort__chansend(c, elem, false);
+    return gort__chansend(chan_m("gort_chan_trysend"), c, elem, false);
 }
 
 bool gort_chan_tryrecv(gort_chan *c, void *elem, bool *ok)
 {
-    gort__preempt_check();
     bool got;
-    bool sel = gort__chanrecv(c, elem, false, &got);
+    bool sel = gort__chanrecv(chan_m("gort_chan_tryrecv"), c, elem, false,
+                              &got);
     if (ok)
         *ok = got;
     return sel;

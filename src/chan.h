@@ -44,19 +44,20 @@ struct gort_chan {
 GORT_HIDDEN int gort__chan_alloc(gort_chan **chp, size_t elemsize,
                                  size_t cap);
 GORT_HIDDEN int gort__chan_release(gort_chan *c);
-GORT_HIDDEN bool gort__chansend(struct gort_chan *c, const void *ep,
-                                bool block);
-GORT_HIDDEN bool gort__chanrecv(struct gort_chan *c, void *ep, bool block,
-                                bool *ok);
+/* Send / receive for a goroutine on mp (or g0 with a P, non-blocking). */
+GORT_HIDDEN bool gort__chansend(struct m *mp, struct gort_chan *c,
+                                const void *ep, bool block);
+GORT_HIDDEN bool gort__chanrecv(struct m *mp, struct gort_chan *c, void *ep,
+                                bool block, bool *ok);
 GORT_HIDDEN void gort__waitq_enqueue(struct waitq *q, struct sudog *sg);
 GORT_HIDDEN struct sudog *gort__waitq_dequeue(struct waitq *q);
 GORT_HIDDEN void gort__waitq_remove(struct waitq *q, struct sudog *sg);
 /* With c->lock held: complete a hand-off with a waiter, then unlock c and
  * ready the waiter. */
-GORT_HIDDEN void gort__chan_send_direct(struct gort_chan *c, struct sudog *sg,
-                                        const void *ep);
-GORT_HIDDEN void gort__chan_recv_direct(struct gort_chan *c, struct sudog *sg,
-                                        void *ep);
+GORT_HIDDEN void gort__chan_send_direct(struct m *mp, struct gort_chan *c,
+                                        struct sudog *sg, const void *ep);
+GORT_HIDDEN void gort__chan_recv_direct(struct m *mp, struct gort_chan *c,
+                                        struct sudog *sg, void *ep);
 /* Buffer operations, c->lock held. */
 GORT_HIDDEN void gort__chan_bufrecv(struct gort_chan *c, void *ep);
 GORT_HIDDEN void gort__chan_bufsend(struct gort_chan *c, const void *ep);

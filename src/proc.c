@@ -1403,7 +1403,7 @@ void gort__park(bool (*unlockf)(struct g *, void *), void *lock,
     if (GORT_UNLIKELY(!gp))
         gort__throw("park: not on a goroutine");
     gp->waitreason = reason;
-    gp->waitsince = gort_nanotime();
+    gp->waitsince = load_relaxed(&gort__sched.coarsenow);
     mp->waitunlockf = unlockf;
     mp->waitlock = lock;
     bool inherit, locked;
@@ -1421,7 +1421,11 @@ void gort__park(bool (*unlockf)(struct g *, void *), void *lock,
 
 void gort__ready(struct g *gp, bool next)
 {
-    struct m *mp = gort__getm();
+    gort__ready_m(gort__getm(), gp, next);
+}
+
+void gort__ready_m(struct m *mp, struct g *gp, bool next)
+{
     mp->locks++;
     gort__casgstatus(gp, G_WAITING, G_RUNNABLE);
     gort__runqput(mp->p, gp, next);
@@ -1484,11 +1488,15 @@ void gort__preempt_check(void)
     struct m *mp = gort__getm();
     struct g *gp = mp ? mp->curg : NULL;
     /* Relaxed: a late sighting only delays the preemption a little. */
-    if (gp && load_relaxed(&gp->preempt) && mp->locks == 0) {
-        store_relaxed(&gp->preempt, 0);
-        store_relaxed(&mp->p->preempt, 0);
-        gosched(mp, gp);
-    }
+    if (gp && load_relaxed(&gp->preempt) && mp->locks == 0)
+        gort__preempt_yield(mp, gp);
+}
+
+void gort__preempt_yield(struct m *mp, struct g *gp)
+{
+    store_relaxed(&gp->preempt, 0);
+    store_relaxed(&mp->p->preempt, 0);
+    gosched(mp, gp);
 }
 
 /* ---------------------------------------------------------------------------
@@ -1570,6 +1578,7 @@ static void reset_globals(void)
     gort__newprocs = 0;
     gort__worldsema = 1;
     gort__sched.lastpoll = 1; /* nobody sleeps as the poller */
+    gort__sched.coarsenow = gort_nanotime();
     memset(gort__idlepmask, 0, sizeof gort__idlepmask);
 }
 

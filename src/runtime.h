@@ -246,7 +246,8 @@ struct g {
                                read only delays preemption) */
     uint64_t fpctl[2];      /* creator's FP modes, for the first context */
     bool is_main;           /* the main goroutine (goid 1) */
-    int64_t waitsince;      /* nanotime when it parked, for dumps */
+    int64_t waitsince;      /* about when it parked (sched.coarsenow),
+                               for dumps */
     uintptr_t gopc;         /* return address of the gort_go call */
     void (*startfn)(void *);/* the function it was started with */
     void *asan_fake_stack;  /* AddressSanitizer fake-stack save slot */
@@ -259,18 +260,31 @@ GORT_HIDDEN GORT_NORETURN void gort__casgstatus_fail(struct g *gp,
                                                       uint32_t oldval,
                                                       uint32_t newval);
 
-/* Mirrors casgstatus (proc.go): CAS from old to new, fatal (naming both
- * states) if the transition is illegal or the current status is not old.
- * Inline: it is on every switch; the reporting half is out of line. */
+/* Mirrors casgstatus (proc.go): change gp's status from old to new, fatal
+ * (naming both states) if the transition is illegal or the current status
+ * is not old.  Inline: it is on every switch; the reporting half is out of
+ * line.
+ *
+ * A checked store, not a CAS: every transition has exactly one party
+ * entitled to make it (the G's own M, or the M that took the G off a run
+ * queue or a wait list under that list's synchronisation), so there is no
+ * race for the CAS to arbitrate.  Go needs its CAS because the garbage
+ * collector sets a scan bit concurrently; gort has no such party.  The
+ * check still catches a double ready or a wake-up of a running G.  This
+ * saves a locked instruction per transition, three per park/wake cycle. */
 static inline void gort__casgstatus(struct g *gp, uint32_t oldval,
                                     uint32_t newval)
 {
-    /* Acq-rel: the release publishes everything done to the G before the
-     * change (its saved context, queue links) to whoever next observes
-     * the new status with an acquire load or CAS. */
+    /* Relaxed load: the caller's right to the transition came through the
+     * queue or lock that handed it the G; this only checks it.  Release
+     * store: publishes everything done to the G before the change (its
+     * saved context, queue links) to whoever next observes the new status
+     * with an acquire load. */
+    uint32_t cur = load_relaxed(&gp->atomicstatus);
     if (GORT_UNLIKELY(oldval >= 16 || !((gort__legal[oldval] >> newval) & 1) ||
-                      !cas_acqrel(&gp->atomicstatus, oldval, newval)))
+                      cur != oldval))
         gort__casgstatus_fail(gp, oldval, newval);
+    store_rel(&gp->atomicstatus, newval);
 }
 static inline uint32_t gort__readgstatus(struct g *gp)
 {
@@ -436,6 +450,9 @@ struct schedt {
     int32_t nmspinning;    /* atomic: spinning Ms */
     uint32_t needspinning; /* atomic: a P was wanted while none was idle */
     uint32_t sysmonwait;   /* atomic: sysmon is parked on sysmonnote */
+    int64_t coarsenow;     /* atomic: nanotime as of sysmon's last round
+                              (within 10 ms while any G runs), for
+                              waitsince without a clock read per park */
 
     /* Everything under lock. */
     gort_lock lock GORT_CACHELINE;
@@ -584,6 +601,8 @@ GORT_HIDDEN void gort__park(bool (*unlockf)(struct g *, void *), void *lock,
 /* Make a WAITING G runnable on the current P (in runnext when next).
  * Mirrors goready/ready (proc.go). */
 GORT_HIDDEN void gort__ready(struct g *gp, bool next);
+/* gort__ready for a caller that has its M at hand. */
+GORT_HIDDEN void gort__ready_m(struct m *mp, struct g *gp, bool next);
 GORT_HIDDEN void gort__wakep(void);
 /* Hand pp, whose M is blocking, to another M or the idle list. */
 GORT_HIDDEN void gort__handoffp(struct p *pp);
@@ -591,6 +610,15 @@ GORT_HIDDEN struct m *gort__allocm_sys(void);
 GORT_HIDDEN int32_t gort__mcount(void);
 /* Cooperative preemption point: yield if sysmon asked this G to. */
 GORT_HIDDEN void gort__preempt_check(void);
+GORT_HIDDEN void gort__preempt_yield(struct m *mp, struct g *gp);
+/* gort__preempt_check for a caller that has its M at hand. */
+static inline void gort__preempt_check_m(struct m *mp)
+{
+    struct g *gp = mp->curg;
+    /* Relaxed: a late sighting only delays the preemption a little. */
+    if (GORT_UNLIKELY(gp && load_relaxed(&gp->preempt) && mp->locks == 0))
+        gort__preempt_yield(mp, gp);
+}
 GORT_HIDDEN uint32_t gort__fastrand(void);
 GORT_HIDDEN uint32_t gort__fastrandn(uint32_t n);
 GORT_HIDDEN void gort__checkdead_locked(void);

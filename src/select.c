@@ -110,9 +110,10 @@ static int select_one(gort_case *cs, int casei, int dflt)
 {
     bool block = dflt < 0;
     if (cs->dir == GORT_CASE_SEND)
-        return gort__chansend(cs->ch, cs->elem, block) ? casei : dflt;
+        return gort__chansend(gort__getm(), cs->ch, cs->elem, block) ? casei
+                                                                    : dflt;
     bool ok;
-    if (!gort__chanrecv(cs->ch, cs->elem, block, &ok))
+    if (!gort__chanrecv(gort__getm(), cs->ch, cs->elem, block, &ok))
         return dflt;
     cs->ok = ok;
     return casei;

@@ -119,11 +119,14 @@ static void *sysmon(void *arg)
         if (gort__notetsleep(&sysmon_tick, delay_us * 1000))
             break;
         int64_t now = gort_nanotime();
+        /* Relaxed: parking Gs read it as an approximate clock. */
+        store_relaxed(&gort__sched.coarsenow, now);
         if (gort__debug.schedtrace <= 0 &&
             (load_relaxed(&gort__sched.gcwaiting) ||
              load_relaxed(&gort__sched.npidle) ==
                  load_relaxed(&gort__gomaxprocs))) {
             deep_sleep();
+            store_relaxed(&gort__sched.coarsenow, gort_nanotime());
             idle = 0;
             if (load_relaxed(&sysmon_stopping))
                 break;

@@ -365,7 +365,7 @@ static void chan_fire(struct gtimer *t, int64_t now)
 {
     struct gort_timer *ut = (struct gort_timer *)t;
     /* Non-blocking, as Go's sendTime: a value nobody took is dropped. */
-    gort__chansend(ut->ch, &now, false);
+    gort__chansend(gort__getm(), ut->ch, &now, false);
 }
 
 static void func_fire(struct gtimer *t, int64_t now)
