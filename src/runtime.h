@@ -328,7 +328,7 @@ struct timerwhen {
 /* A P's timers: a 4-ary heap by when (timers in time.go). */
 struct timers {
     gort_lock lock;
-    uint32_t len, cap;     /* len: under lock; read relaxed by checkdead */
+    uint32_t len, cap;     /* under lock */
     struct timerwhen *heap;
     int64_t minwhen;       /* heap[0].when or 0; atomic (time.c) */
 };
@@ -375,6 +375,9 @@ struct m {
     /* park: unlock function and its argument, run on g0 after switch. */
     bool (*waitunlockf)(struct g *, void *);
     void *waitlock;
+    struct gqueue woken;   /* Gs woken by sleep timers, being collected
+                              (time.c flush_woken); owner only */
+    int32_t nwoken;
     int *errnop;           /* this thread's errno, cached at thread start */
     void *sigaltstack_mem; /* alternate signal stack (overflow reports) */
     size_t sigaltstack_size;
