@@ -259,9 +259,12 @@ GORT_EXTERN int gort_timer_make(gort_timer **tp, int64_t ns,
 /* The channel of a timer made without fn; NULL for a function timer. */
 GORT_EXTERN gort_chan *gort_timer_chan(gort_timer *t);
 /* Stop the timer.  True when this call stopped it before it fired.  For a
- * channel timer no stale value can be received afterwards (Go 1.23). */
+ * channel timer no stale value can be received afterwards, and a value
+ * sent but not yet received is discarded and counts as not fired: true
+ * (Go 1.23's synchronous timer channels). */
 GORT_EXTERN bool gort_timer_stop(gort_timer *t);
-/* Make it fire ns from now.  True when it was still pending. */
+/* Make it fire ns from now.  True when it was still pending (for a
+ * channel timer: or fired and not received; that value is discarded). */
 GORT_EXTERN bool gort_timer_reset(gort_timer *t, int64_t ns);
 /* Stop and free the timer (and its channel).  A function already started
  * keeps running.  Returns 0, or -EBUSY when goroutines are still blocked on

@@ -252,6 +252,42 @@ void gort__globrunqputbatch_locked(struct gqueue *batch, int32_t n)
     batch->head = batch->tail = NULL;
 }
 
+/* Put Gs woken by timers into the global queue after the ones woken
+ * before them but ahead of everything else (new and yielding Gs): a
+ * sleeper that is due runs before work that has not started, and sleepers
+ * stay in deadline order among themselves.  runq_wokenlast marks the end
+ * of that region; it is cleared when its G leaves the queue. */
+void gort__globrunqputwoken_locked(struct gqueue *batch, int32_t n)
+{
+    struct gqueue *q = &gort__sched.runq;
+    struct g *after = gort__sched.runq_wokenlast;
+    if (!batch->head)
+        return;
+    if (!after) {
+        batch->tail->schedlink = q->head;
+        q->head = batch->head;
+        if (!q->tail)
+            q->tail = batch->tail;
+    } else {
+        batch->tail->schedlink = after->schedlink;
+        after->schedlink = batch->head;
+        if (q->tail == after)
+            q->tail = batch->tail;
+    }
+    gort__sched.runq_wokenlast = batch->tail;
+    store_relaxed(&gort__sched.runqsize, gort__sched.runqsize + n);
+    batch->head = batch->tail = NULL;
+}
+
+/* Pop the global queue's head, keeping the woken region's end right. */
+static struct g *globpop(void)
+{
+    struct g *gp = gqueue_pop(&gort__sched.runq);
+    if (gp == gort__sched.runq_wokenlast)
+        gort__sched.runq_wokenlast = NULL;
+    return gp;
+}
+
 /* Take a batch from the global queue: one G to return, and up to
  * len/gomaxprocs (capped at half the ring, and at max when max > 0) more
  * into pp's ring.  Mirrors runtime.globrunqget (proc.go). */
@@ -263,7 +299,7 @@ struct g *gort__globrunqget_locked(struct p *pp, int32_t max)
         if (size == 0)
             return NULL;
         store_relaxed(&gort__sched.runqsize, size - 1);
-        return gqueue_pop(&gort__sched.runq);
+        return globpop();
     }
     int32_t procs = load_relaxed(&gort__gomaxprocs);
     /* size/procs + 1, without the division in the common small case. */
@@ -275,8 +311,8 @@ struct g *gort__globrunqget_locked(struct p *pp, int32_t max)
     if (n > RQ / 2)
         n = RQ / 2;
     store_relaxed(&gort__sched.runqsize, size - n);
-    struct g *gp = gqueue_pop(&gort__sched.runq);
+    struct g *gp = globpop();
     for (n--; n > 0; n--)
-        gort__runqput(pp, gqueue_pop(&gort__sched.runq), false);
+        gort__runqput(pp, globpop(), false);
     return gp;
 }

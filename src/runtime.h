@@ -460,6 +460,8 @@ struct schedt {
     /* Everything under lock. */
     gort_lock lock GORT_CACHELINE;
     struct gqueue runq;    /* global run queue; under lock */
+    struct g *runq_wokenlast; /* last G of the timer-woken region at the
+                                 head of runq, or NULL; under lock */
     struct m *midle;       /* idle Ms; under lock */
     int32_t nmidle;        /* under lock */
     int32_t nmidlelocked;  /* idle Ms with a locked G (LockOSThread) */
@@ -545,6 +547,8 @@ GORT_HIDDEN void gort__globrunqput_locked(struct g *gp);
 GORT_HIDDEN void gort__globrunqputhead_locked(struct g *gp);
 GORT_HIDDEN void gort__globrunqputbatch_locked(struct gqueue *batch, int32_t n);
 GORT_HIDDEN struct g *gort__globrunqget_locked(struct p *pp, int32_t max);
+GORT_HIDDEN void gort__globrunqputwoken_locked(struct gqueue *batch,
+                                              int32_t n);
 
 static inline void gqueue_push(struct gqueue *q, struct g *gp)
 {

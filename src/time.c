@@ -134,13 +134,13 @@ static void heap_delete(struct timers *ts, uint32_t i)
 /* Run pp's due timers.  now == 0: read the clock if anything is pending.
  * Returns the earliest remaining when (0: none).  The caller's M holds a
  * P (not necessarily pp).  Mirrors timers.check. */
-/* Queue the Gs that sleep timers woke: one goes to runnext, for the
- * least latency; more go to the tail of the global queue in deadline
- * order, so that Gs woken later (which would otherwise go to the local
- * ring, ahead of the overflow in the global queue) cannot overtake them.
- * Go readies each into runnext; with thousands of sleepers that starves
- * the ones that spilled (Go's p99 lateness on 10,000 sleepers is tens of
- * milliseconds). */
+/* Queue the Gs that sleep timers woke.  One, on a P with nothing else to
+ * run, goes to runnext.  Otherwise they go to the timer-woken region at
+ * the head of the global queue, in deadline order: ahead of Gs that have
+ * not started or that yielded, behind sleepers woken earlier.  Go readies
+ * each into runnext instead; with thousands of sleepers that starves the
+ * ones pushed out of the ring (Go's p99 lateness on 10,000 sleepers is
+ * tens of milliseconds). */
 static void flush_woken(struct m *mp)
 {
     int32_t n = mp->nwoken;
@@ -150,11 +150,12 @@ static void flush_woken(struct m *mp)
     mp->woken.head = mp->woken.tail = NULL;
     mp->nwoken = 0;
     mp->locks++;
-    if (n == 1) {
+    if (n == 1 && gort__runqempty(mp->p) &&
+        load_relaxed(&gort__sched.runqsize) == 0) {
         gort__runqput(mp->p, q.head, true);
     } else {
         gort__lock_m(mp, &gort__sched.lock);
-        gort__globrunqputbatch_locked(&q, n);
+        gort__globrunqputwoken_locked(&q, n);
         gort__unlock_m(mp, &gort__sched.lock);
     }
     gort__wakep();
@@ -423,15 +424,21 @@ static int64_t deadline(int64_t ns)
     return now + ns < now ? INT64_MAX : now + ns;
 }
 
-/* Empty a channel timer's buffer: after stop or reset, no stale value. */
-static void chan_drain(struct gort_timer *ut)
+/* Empty a channel timer's buffer: after stop or reset, no stale value.
+ * True when a value was there: the timer fired but nobody received it,
+ * which counts as not fired (Go 1.23's synchronous timer channels). */
+static bool chan_drain(struct gort_timer *ut)
 {
     if (!ut->ch)
-        return;
+        return false;
+    bool had = false;
     gort__lock(&ut->ch->lock);
-    if (ut->ch->qcount > 0)
+    if (ut->ch->qcount > 0) {
         gort__chan_bufrecv(ut->ch, NULL);
+        had = true;
+    }
     gort__unlock(&ut->ch->lock);
+    return had;
 }
 
 int gort_timer_make(gort_timer **tp, int64_t ns, void (*fn)(void *),
@@ -479,7 +486,7 @@ bool gort_timer_stop(gort_timer *ut)
         return false;
     gort__lock(&ut->t.mu);
     bool pending = timer_remove(&ut->t);
-    chan_drain(ut);
+    pending |= chan_drain(ut);
     gort__unlock(&ut->t.mu);
     gort__preempt_check();
     return pending;
@@ -492,7 +499,7 @@ bool gort_timer_reset(gort_timer *ut, int64_t ns)
     current_p("gort_timer_reset"); /* fatal outside a goroutine */
     gort__lock(&ut->t.mu);
     bool pending = timer_remove(&ut->t);
-    chan_drain(ut);
+    pending |= chan_drain(ut);
     ut->t.when = deadline(ns);
     /* Our P again: taking locks never moves a goroutine. */
     timer_add(current_p("gort_timer_reset"), &ut->t);
