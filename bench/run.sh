@@ -33,6 +33,13 @@ set -euo pipefail
 SUITE=(
   "spawn 1 2"
   "yield 1"
+  "chanpingpong 1 2"
+  "chanstream 1 2"
+  "skynet 1 2"
+  "threadring 1"
+  "fib_par -"
+  "idle 2"
+  "timers 1 2"
 )
 
 RUNS=${RUNS:-3}

@@ -1,0 +1,3 @@
+module gort/bench/chanpingpong
+
+go 1.19

@@ -1,0 +1,3 @@
+module gort/bench/chanstream
+
+go 1.19

@@ -1,0 +1,3 @@
+module gort/bench/fib_par
+
+go 1.19

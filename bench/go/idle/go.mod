@@ -1,0 +1,3 @@
+module gort/bench/idle
+
+go 1.19

@@ -1,0 +1,3 @@
+module gort/bench/skynet
+
+go 1.19

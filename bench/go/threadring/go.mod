@@ -1,0 +1,3 @@
+module gort/bench/threadring
+
+go 1.19

@@ -1,0 +1,3 @@
+module gort/bench/timers
+
+go 1.19
