@@ -1,51 +1,124 @@
 /*
- * sema.c - semaphores that park goroutines, keyed by address.  Mirrors
- * sema.go's semacquire/semrelease, on which the sync package is built.
+ * sema.c - semaphores that park goroutines, keyed by address, and the
+ * ticket-based notify lists behind gort_cond.  Mirrors sema.go.
  *
- * A semaphore is any uint32_t the caller owns; its value counts available
- * tickets.  Waiters for all addresses hash into 251 buckets (semTabSize in
- * sema.go: prime, so that addresses spaced by powers of two spread), each a
- * FIFO list of waiter records under the bucket's lock.  A waiter record
- * lives on the parked goroutine's own stack.
+ * These are not counting semaphores for users: they are the sleep and
+ * wake-up primitive under the sync package, in which every sleep is paired
+ * with one wake-up even when, through a race, the wake-up comes first
+ * (Mullender and Cox, "Semaphores in Plan 9").  A semaphore is any
+ * uint32_t the caller owns; its value counts the units available.
  *
- * Protocol (as Go): the releaser increments the value first, then wakes
- * the first waiter for that address; a woken waiter retries the
- * decrement.  With handoff, the releaser takes the ticket on the waiter's
- * behalf (s.ticket = 1) so no newcomer can barge in between.
+ * Layout.  Waiters for all addresses hash into 251 roots (semTabSize in
+ * sema.go: prime, so that addresses spaced by powers of two spread over
+ * the table), each on its own cache line.  A root holds a treap of the
+ * distinct addresses that have waiters; each tree node is the first
+ * waiter of its address and heads a list of the others:
+ *
+ *     root->treap
+ *         |
+ *       [A3] --waitlink--> [A3] --> [A3]      tree ordered by address
+ *       /   \                                 (left: lower); each node's
+ *    [A1]   [A7] --> [A7]                     prio <= its children's
+ *              \
+ *             [A9]
+ *
+ * Finding an address is O(log n) in the number of distinct addresses with
+ * waiters in the root (expected: the priorities are random, which keeps
+ * the tree balanced on average); operations on one address's list are
+ * O(1).  A single list per root (a linear scan on every release) is what
+ * sema.go used before Go issue 17953: thousands of goroutines parked on
+ * distinct addresses that share a root made each release a long walk.
+ *
+ * A waiter record (struct semawaiter, Go's sudog) lives on the stack of
+ * the parked goroutine: it needs no allocation, and it stays valid while
+ * the goroutine waits, which is exactly as long as any list refers to it.
+ *
+ * Protocol (as Go).  semrelease adds a unit first, then wakes the first
+ * waiter for that address; a woken waiter takes a unit by CAS and queues
+ * again if a newcomer got there first.  root->nwait counts the waiters of
+ * a root and lets a release with nobody waiting skip the lock: the waiter
+ * increments nwait and then re-checks the value, the releaser increments
+ * the value and then reads nwait, both sequentially consistent, so at
+ * least one of them sees the other (a Dekker handshake).
+ *
+ * Hand-off.  With handoff, the releaser takes the unit on the waiter's
+ * behalf (ticket = 1) before readying it, so no running goroutine can
+ * barge in between.  Go then yields its P (goyield) so that the waiter,
+ * readied into runnext, runs at once.  Here the releaser only honours a
+ * pending preemption request: the waiter runs as soon as the releaser
+ * parks, when its slice ends (sysmon asks after 10 ms) or when an idle P
+ * steals it (ready wakes one).  Yielding was rejected because it puts the
+ * releaser back on a run queue, which starts a new time slice at every
+ * hand-off: two goroutines passing a semaphore back and forth would then
+ * count a schedtick each time, where in this design the pair shares one
+ * slice and sysmon alone ends it, as for any other runnext hand-off.  The
+ * cost is that a releaser that keeps running after a hand-off delays the
+ * new owner by up to a time slice.
+ *
+ * Notify lists (notifyList in sema.go) hand every waiter a ticket from
+ * cond->wait, outside any lock, before the waiter drops the user's mutex;
+ * cond->notify is the next ticket to wake.  A signal wakes exactly the
+ * holder of ticket `notify`, so waiters wake in the order they took
+ * tickets, and a signal that comes between a waiter's ticket and its park
+ * is not lost: the waiter sees its ticket already passed and does not
+ * park.  The list's lock is the uint32_t `lock` of gort_cond used as a
+ * gort_lock.
  *
  * Invariants:
- *   - bucket.nwait >= the number of waiters queued in the bucket; it is
- *     incremented before the final check under the lock, so a releaser
- *     that sees nwait == 0 after its increment can skip the lock.
- *   - A waiter record is on at most one list, and only while its G waits.
+ *   - root->nwait >= the number of waiters queued in the root: it is
+ *     incremented before the final check under the lock and decremented
+ *     when a waiter is dequeued (or gives up), so a releaser that reads 0
+ *     after adding its unit may skip the lock.
+ *   - The treap holds one node per distinct address with waiters; every
+ *     node's prio is <= its children's, and left < node < right by
+ *     address.  Only nodes have meaningful parent/left/right links;
+ *     waittail is meaningful only in a node.
+ *   - A waiter record is on at most one list, and only while its G waits;
+ *     nothing touches it after the G is readied.
+ *   - Tickets of a notify list: notify <= wait (as unwrapped counters,
+ *     whose difference stays below 2^31); the list holds only waiters
+ *     whose ticket >= notify, in ticket order but for small reorderings
+ *     between taking a ticket and queueing.
+ *   - A root's lock and a notify list's lock are object locks (lock
+ *     order 1 in runtime.h): never held together, and released before a
+ *     waiter is readied.
  */
 #include "runtime.h"
 
 #include <string.h>
 
+/* semTabSize in sema.go: a prime, so as not to correlate with user
+ * patterns of addresses. */
 #define SEMTABSIZE 251
 
 struct semawaiter {
-    uint32_t *addr;
-    struct g *g;
-    struct semawaiter *next;
-    uint32_t ticket; /* 1: the releaser acquired for us (handoff) */
+    uint32_t *addr;  /* the semaphore waited on: the treap key */
+    struct g *g;     /* the parked goroutine, on whose stack this lives */
+    /* Tree links (Go's parent, prev, next), valid only in a node. */
+    struct semawaiter *parent, *left, *right;
+    uint32_t prio;   /* random heap priority of a node */
+    /* Further waiters on the same address, in wake order: waitlink
+     * chains them from the node; the node's waittail is the last. */
+    struct semawaiter *waitlink, *waittail;
+    uint32_t ticket; /* 1: the releaser took the unit for us (handoff);
+                        written before the ready that wakes us */
 };
 
 struct semaroot {
-    gort_lock lock;
-    struct semawaiter *head, *tail;
-    uint32_t nwait; /* atomic: waiters in this bucket (see invariants) */
-    char pad[64 - sizeof(gort_lock) - 2 * sizeof(void *) - sizeof(uint32_t)];
+    gort_lock lock GORT_CACHELINE; /* guards treap and the waiters in it */
+    struct semawaiter *treap;      /* root of the tree; under lock */
+    uint32_t nwait;                /* atomic: see the invariants */
 };
+_Static_assert(sizeof(struct semaroot) == 64, "one root per cache line");
 
 static struct semaroot semtable[SEMTABSIZE];
 
-static struct semaroot *semroot(uint32_t *addr)
+static struct semaroot *semroot(const uint32_t *addr)
 {
     return &semtable[((uintptr_t)addr >> 3) % SEMTABSIZE];
 }
 
+/* Take one unit if there is one.  Mirrors cansemacquire (sema.go). */
 static bool cansemacquire(uint32_t *addr)
 {
     for (;;) {
@@ -61,64 +134,225 @@ static bool cansemacquire(uint32_t *addr)
     }
 }
 
-static bool unlock_root(struct g *gp, void *lock)
+static bool unlock_lock(struct g *gp, void *lock)
 {
     (void)gp;
     gort__unlock(lock);
     return true;
 }
 
-void gort__semacquire(uint32_t *addr, uint32_t reason)
+/* ---------------------------------------------------------------------------
+ * The treap.  All of it runs under the root's lock.
+ * ------------------------------------------------------------------------- */
+
+/* Point x's parent (or the root) at y instead of x. */
+static void replace_child(struct semaroot *root, struct semawaiter *x,
+                          struct semawaiter *y)
 {
-    /* A runtime entry: honour a pending preemption request first, as Go's
-     * function prologues do.  Without this, two goroutines handing the P
-     * to each other through runnext would never yield to sysmon. */
-    gort__preempt_check();
-    if (cansemacquire(addr))
+    struct semawaiter *p = x->parent;
+    if (!p)
+        root->treap = y;
+    else if (p->left == x)
+        p->left = y;
+    else if (p->right == x)
+        p->right = y;
+    else
+        gort__throw("semaroot: broken parent link");
+}
+
+/* Turn (x a (y b c)) into (y (x a b) c).  Mirrors semaRoot.rotateLeft. */
+static void rotate_left(struct semaroot *root, struct semawaiter *x)
+{
+    struct semawaiter *y = x->right, *b = y->left;
+    replace_child(root, x, y);
+    y->parent = x->parent;
+    y->left = x;
+    x->parent = y;
+    x->right = b;
+    if (b)
+        b->parent = x;
+}
+
+/* Turn (y (x a b) c) into (x a (y b c)).  Mirrors semaRoot.rotateRight. */
+static void rotate_right(struct semaroot *root, struct semawaiter *y)
+{
+    struct semawaiter *x = y->left, *b = x->right;
+    replace_child(root, y, x);
+    x->parent = y->parent;
+    x->right = y;
+    y->parent = x;
+    y->left = b;
+    if (b)
+        b->parent = y;
+}
+
+/* Put s in t's place in the tree: same links, same priority. */
+static void take_place(struct semaroot *root, struct semawaiter *t,
+                       struct semawaiter *s)
+{
+    replace_child(root, t, s);
+    s->parent = t->parent;
+    s->left = t->left;
+    s->right = t->right;
+    s->prio = t->prio;
+    if (s->left)
+        s->left->parent = s;
+    if (s->right)
+        s->right->parent = s;
+    t->parent = t->left = t->right = NULL;
+}
+
+#ifdef GORT_DEBUG
+/* Check the order and heap properties below t; returns the node count. */
+static size_t treap_check(const struct semawaiter *t, uintptr_t lo,
+                          uintptr_t hi)
+{
+    if (!t)
+        return 0;
+    uintptr_t a = (uintptr_t)t->addr;
+    GORT_ASSERT(a >= lo && a <= hi);
+    GORT_ASSERT(!t->left || (t->left->parent == t && t->left->prio >= t->prio));
+    GORT_ASSERT(!t->right ||
+                (t->right->parent == t && t->right->prio >= t->prio));
+    return 1 + treap_check(t->left, lo, a - 1) + treap_check(t->right, a + 1, hi);
+}
+#define TREAP_CHECK(root)                                                      \
+    do {                                                                       \
+        GORT_ASSERT(!(root)->treap || !(root)->treap->parent);                 \
+        (void)treap_check((root)->treap, 0, UINTPTR_MAX);                      \
+    } while (0)
+#else
+#define TREAP_CHECK(root) ((void)0)
+#endif
+
+/* Add s, the waiter record of the running G, for addr: at the end of the
+ * address's list, or with lifo at its front (taking the node's place in
+ * the tree).  A new address becomes a leaf with a random priority and
+ * rotates up until the heap order holds.  Mirrors semaRoot.queue. */
+static void queue_locked(struct semaroot *root, uint32_t *addr,
+                         struct semawaiter *s, struct g *gp, bool lifo)
+{
+    s->addr = addr;
+    s->g = gp;
+    s->ticket = 0;
+    s->parent = s->left = s->right = NULL;
+    s->waitlink = s->waittail = NULL;
+
+    struct semawaiter *last = NULL, **pt = &root->treap;
+    for (struct semawaiter *t = *pt; t; t = *pt) {
+        if (t->addr == addr) {
+            if (lifo) {
+                /* s becomes the node; t, with its list, follows it. */
+                take_place(root, t, s);
+                s->waitlink = t;
+                s->waittail = t->waittail ? t->waittail : t;
+                t->waittail = NULL;
+            } else {
+                if (t->waittail)
+                    t->waittail->waitlink = s;
+                else
+                    t->waitlink = s;
+                t->waittail = s;
+            }
+            TREAP_CHECK(root);
+            return;
+        }
+        last = t;
+        pt = (uintptr_t)addr < (uintptr_t)t->addr ? &t->left : &t->right;
+    }
+
+    s->prio = gort__fastrand();
+    s->parent = last;
+    *pt = s;
+    while (s->parent && s->parent->prio > s->prio) {
+        if (s->parent->left == s)
+            rotate_right(root, s->parent);
+        else
+            rotate_left(root, s->parent);
+    }
+    TREAP_CHECK(root);
+}
+
+/* Remove and return the first waiter for addr, or NULL.  If others wait
+ * on addr, the next one takes its place in the tree; otherwise the node
+ * rotates down (towards its child of lower priority) until it is a leaf
+ * and is cut off.  Mirrors semaRoot.dequeue. */
+static struct semawaiter *dequeue_locked(struct semaroot *root,
+                                         uint32_t *addr)
+{
+    struct semawaiter *s = root->treap;
+    while (s && s->addr != addr)
+        s = (uintptr_t)addr < (uintptr_t)s->addr ? s->left : s->right;
+    if (!s)
+        return NULL;
+
+    struct semawaiter *t = s->waitlink;
+    if (t) {
+        take_place(root, s, t);
+        t->waittail = t->waitlink ? s->waittail : NULL;
+    } else {
+        while (s->left || s->right) {
+            if (!s->right || (s->left && s->left->prio < s->right->prio))
+                rotate_right(root, s);
+            else
+                rotate_left(root, s);
+        }
+        replace_child(root, s, NULL);
+    }
+    s->parent = s->left = s->right = NULL;
+    s->waitlink = s->waittail = NULL;
+    TREAP_CHECK(root);
+    return s;
+}
+
+/* ---------------------------------------------------------------------------
+ * Acquire and release.
+ * ------------------------------------------------------------------------- */
+
+void gort__semacquire1(uint32_t *addr, bool lifo, uint32_t reason)
+{
+    if (cansemacquire(addr)) {
+        /* A runtime entry: honour a pending preemption request, as Go's
+         * function prologues do; without it, two goroutines handing the P
+         * to each other through runnext would never yield to sysmon.  Only
+         * once the unit is ours: a caller that has announced itself first
+         * (a reader counted in an RWMutex) and then yielded here would
+         * leave a unit released for it in the semaphore for a time slice,
+         * free for a newcomer to take. */
+        gort__preempt_check();
         return;
+    }
     struct g *gp = gort__getg();
     if (!gp)
         gort__throw("semacquire: not on a goroutine");
-    struct semawaiter s = {addr, gp, NULL, 0};
+    struct semawaiter s;
     struct semaroot *root = semroot(addr);
     for (;;) {
         gort__lock(&root->lock);
-        xadd_seqcst(&root->nwait, 1); /* Dekker: see cansemacquire */
+        /* Seq-cst: the Dekker handshake, see cansemacquire; any release
+         * after the re-check below sees this count and looks for us. */
+        xadd_seqcst(&root->nwait, 1);
         if (cansemacquire(addr)) {
+            /* Acq-rel: only the count matters, the lock orders the rest. */
             xadd_acqrel(&root->nwait, -1);
             gort__unlock(&root->lock);
-            return;
+            break;
         }
-        s.next = NULL;
-        s.ticket = 0;
-        if (root->tail)
-            root->tail->next = &s;
-        else
-            root->head = &s;
-        root->tail = &s;
-        gort__park(unlock_root, &root->lock, reason);
+        queue_locked(root, addr, &s, gp, lifo);
+        /* Relaxed: dumps read it from other threads, only as a hint. */
+        store_relaxed(&gp->waitobj, (const void *)addr);
+        gort__park(unlock_lock, &root->lock, reason);
+        /* The ready that woke us ordered the releaser's write of ticket
+         * before this read (the status CAS pair in casgstatus). */
         if (s.ticket || cansemacquire(addr))
-            return;
+            break;
     }
+    store_relaxed(&gp->waitobj, NULL);
 }
 
-/* Remove and return the first waiter for addr.  Root lock held. */
-static struct semawaiter *dequeue(struct semaroot *root, uint32_t *addr)
+void gort__semacquire(uint32_t *addr, uint32_t reason)
 {
-    struct semawaiter *prev = NULL;
-    for (struct semawaiter *s = root->head; s; prev = s, s = s->next) {
-        if (s->addr != addr)
-            continue;
-        if (prev)
-            prev->next = s->next;
-        else
-            root->head = s->next;
-        if (root->tail == s)
-            root->tail = prev;
-        s->next = NULL;
-        return s;
-    }
-    return NULL;
+    gort__semacquire1(addr, false, reason);
 }
 
 void gort__semrelease(uint32_t *addr, bool handoff)
@@ -127,24 +361,33 @@ void gort__semrelease(uint32_t *addr, bool handoff)
     /* Seq-cst increment then seq-cst load of nwait: the releaser's side
      * of the Dekker handshake with semacquire (which increments nwait,
      * then re-reads the value), so either we see its nwait or it sees our
-     * ticket.  The increment also publishes our writes (release). */
+     * unit.  The increment also publishes our writes (release). */
     xadd_seqcst(addr, 1);
     if (load_seqcst(&root->nwait) == 0)
         return;
     gort__lock(&root->lock);
+    /* Relaxed under the lock: every change of nwait that matters here was
+     * made under it. */
     if (load_relaxed(&root->nwait) == 0) {
+        /* Another release woke the waiter our unit was for. */
         gort__unlock(&root->lock);
         return;
     }
-    struct semawaiter *s = dequeue(root, addr);
+    struct semawaiter *s = dequeue_locked(root, addr);
     if (s)
-        xadd_acqrel(&root->nwait, -1);
+        xadd_acqrel(&root->nwait, -1); /* acq-rel: a count, under lock */
     gort__unlock(&root->lock);
     if (!s)
         return;
+    /* The waiter is still parked (its park released the root lock after
+     * saving its context), so s stays valid until the ready below. */
+    if (s->ticket != 0)
+        gort__throw("semrelease: corrupted semaphore ticket");
     if (handoff && cansemacquire(addr))
         s->ticket = 1;
     gort__ready(s->g, true);
+    /* Go yields here after a hand-off (goyield); see the file comment for
+     * why the new owner waits in runnext instead. */
     gort__preempt_check();
 }
 
@@ -152,4 +395,130 @@ void gort__semafini(void)
 {
     /* Waiters of goroutines discarded at shutdown are forgotten. */
     memset(semtable, 0, sizeof semtable);
+}
+
+/* ---------------------------------------------------------------------------
+ * Notify lists.  Mirrors notifyList (sema.go).
+ * ------------------------------------------------------------------------- */
+
+struct notifywaiter {
+    struct g *g;               /* the parked goroutine, on whose stack
+                                  this lives */
+    uint32_t ticket;           /* from notifylistadd */
+    struct notifywaiter *next; /* under the list lock */
+};
+
+_Static_assert(sizeof(gort_lock) == sizeof(uint32_t) &&
+                   _Alignof(gort_lock) == _Alignof(uint32_t),
+               "gort_cond.lock holds a gort_lock");
+
+static gort_lock *notifylock(gort_cond *c)
+{
+    return (gort_lock *)&c->lock;
+}
+
+/* a < b for running counters that may wrap, whose unwrapped difference
+ * stays below 2^31.  Mirrors less (sema.go). */
+static bool ticket_less(uint32_t a, uint32_t b)
+{
+    return (int32_t)(a - b) < 0;
+}
+
+uint32_t gort__notifylistadd(gort_cond *c)
+{
+    /* Relaxed: the RMW alone makes tickets unique.  The caller holds
+     * c->l, and its unlock orders this increment before any notifier
+     * that takes c->l afterwards, so such a notifier's load of wait sees
+     * it; every other decision is made under the list lock. */
+    return xadd_relaxed(&c->wait, 1) - 1;
+}
+
+void gort__notifylistwait(gort_cond *c, uint32_t t)
+{
+    gort_lock *l = notifylock(c);
+    gort__lock(l);
+    /* Relaxed under the list lock, which every store of notify holds. */
+    if (ticket_less(t, load_relaxed(&c->notify))) {
+        gort__unlock(l); /* already notified */
+        return;
+    }
+    struct g *gp = gort__getg();
+    if (!gp)
+        gort__throw("notifylistwait: not on a goroutine");
+    struct notifywaiter s = {gp, t, NULL};
+    if (c->tail)
+        ((struct notifywaiter *)c->tail)->next = &s;
+    else
+        c->head = &s;
+    c->tail = &s;
+    store_relaxed(&gp->waitobj, (const void *)c); /* dumps only */
+    gort__park(unlock_lock, l, WAIT_SYNC_COND_WAIT);
+    store_relaxed(&gp->waitobj, NULL);
+}
+
+/* Nothing to notify: every ticket handed out has been notified. */
+static bool notify_none(gort_cond *c)
+{
+    /* Relaxed: a hint.  A waiter whose ticket the caller must see was
+     * ordered before the caller by c->l (see notifylistadd); one that is
+     * not ordered so may be missed, as in Go. */
+    return load_relaxed(&c->wait) == load_relaxed(&c->notify);
+}
+
+void gort__notifylistnotifyone(gort_cond *c)
+{
+    if (notify_none(c))
+        return;
+    gort_lock *l = notifylock(c);
+    gort__lock(l);
+    uint32_t t = load_relaxed(&c->notify);
+    if (t == load_relaxed(&c->wait)) {
+        gort__unlock(l);
+        return;
+    }
+    /* Relaxed: written under the list lock; the fast paths only compare
+     * it with wait. */
+    store_relaxed(&c->notify, t + 1);
+    /* The holder of ticket t is near the head: it has others before it
+     * only to the extent that it lost the race between taking its ticket
+     * and queueing.  If it is not queued yet it will see notify > t and
+     * not park. */
+    struct notifywaiter *prev = NULL;
+    for (struct notifywaiter *s = c->head; s; prev = s, s = s->next) {
+        if (s->ticket != t)
+            continue;
+        if (prev)
+            prev->next = s->next;
+        else
+            c->head = s->next;
+        if (!s->next)
+            c->tail = prev;
+        gort__unlock(l);
+        /* Still parked: the park released the list lock after saving
+         * its context, so s is valid until the ready. */
+        gort__ready(s->g, true);
+        return;
+    }
+    gort__unlock(l);
+}
+
+void gort__notifylistnotifyall(gort_cond *c)
+{
+    if (notify_none(c))
+        return;
+    gort_lock *l = notifylock(c);
+    gort__lock(l);
+    struct notifywaiter *s = c->head;
+    c->head = c->tail = NULL;
+    /* Every ticket handed out so far is notified: those holders are on
+     * the list taken above, or will see notify when they try to queue.
+     * Relaxed: written under the list lock. */
+    store_relaxed(&c->notify, load_relaxed(&c->wait));
+    gort__unlock(l);
+    while (s) {
+        /* Read next before the ready: s dies when its G runs. */
+        struct notifywaiter *next = s->next;
+        gort__ready(s->g, true);
+        s = next;
+    }
 }

@@ -1,15 +1,85 @@
 /*
  * sync.c - synchronisation for goroutines built on sema.c.  Mirrors Go's
- * sync package.  Everything here parks the goroutine, never the thread.
+ * sync package (waitgroup.go, mutex.go, rwmutex.go, once.go, cond.go).
+ * Everything here parks the goroutine, never the thread.
  *
- * WaitGroup (sync/waitgroup.go): one 64-bit state word, the counter in the
- * high 32 bits and the number of waiters in the low 32, plus a semaphore
- * the waiters sleep on.  Add that brings the counter to zero resets the
- * state and releases every waiter.
+ * WaitGroup: one 64-bit state word, the counter in the high 32 bits and
+ * the number of waiters in the low 32, plus a semaphore the waiters sleep
+ * on.  Add that brings the counter to zero resets the state and releases
+ * every waiter.
+ *
+ * Mutex: one state word and one semaphore.
+ *
+ *     state:  31 ........................ 3   2         1       0
+ *             [ waiters parked or parking ] [starving] [woken] [locked]
+ *
+ *   locked    held by someone.
+ *   woken     a goroutine is awake and about to try (a woken waiter, or
+ *             a spinner that claimed the flag): Unlock need not wake
+ *             another.
+ *   starving  starvation mode, below.
+ *   waiters   goroutines counted as waiting on sema.
+ *
+ * In normal mode waiters queue FIFO on the semaphore, but a woken waiter
+ * does not own the mutex: it competes with goroutines that arrive meanwhile
+ * and usually loses to them, as they are already running (and may spin).
+ * A waiter that loses queues again at the front (LIFO).  A waiter that has
+ * waited over 1 ms switches the mutex to starvation mode, in which Unlock
+ * hands the mutex to the first waiter through the semaphore, newcomers
+ * neither take it nor spin but queue at the tail, and the locked bit stays
+ * clear while the starving bit stands in for it.  The waiter that receives
+ * it leaves starvation mode if it is the last waiter or waited under 1 ms.
+ * Normal mode is much faster (a goroutine can take the mutex many times in
+ * a row); starvation mode bounds the tail latency.
+ *
+ * Spinning: a goroutine that finds the mutex locked spins a little before
+ * parking, when that can pay: at most 4 rounds of 30 PAUSEs, only on a
+ * multicore machine with another P running (which may unlock soon) and
+ * nothing else queued on our own P (sync_runtime_canSpin in proc.go).
+ * Unlike the runtime's locks there is no passive spinning (yield): the
+ * time is better given to the goroutines waiting for the P.
+ *
+ * RWMutex: a writer first takes w (one writer at a time), then subtracts
+ * 2^30 from reader_count, which makes every later RLock see a negative
+ * count and park on reader_sem; it then waits on writer_sem for the
+ * readers that were inside, whose number it adds to reader_wait; the last
+ * of them to leave wakes it.  Unlock adds 2^30 back, releases the readers
+ * that arrived meanwhile and unlocks w.  So a waiting writer holds off new
+ * readers and is never starved by a stream of them.
+ *
+ * Unlike Go, a new writer does not overtake readers, nor do readers
+ * overtake it, through the units of reader_sem.  Those units are not bound
+ * to the readers they were released for: a reader counted while writer 1
+ * waited that has not yet taken its unit (it is between its add and its
+ * park, or readied but not yet run) leaves it in the semaphore, and once
+ * writer 2 has announced itself, a reader arriving after writer 2 could
+ * take that unit in semacquire's fast path and enter first.  Two changes
+ * close this:
+ *   - Unlock releases the parked readers with hand-off, so each is readied
+ *     holding its unit (one CAS more; semrelease does not yield for it);
+ *   - Lock, once it holds w, waits (yielding) until reader_sem is back to
+ *     zero before it announces itself.  Only readers released by the
+ *     previous writer can take those units (no reader parks while the
+ *     count is not negative), so this ends as soon as the stragglers have
+ *     run; with the hand-off that is nearly always at once.
+ *
+ * Once: done is read with acquire on the fast path; the slow path runs fn
+ * under the mutex and sets done with release after fn returns.
+ *
+ * Cond: the ticket-based notify list of sema.c.  Wait takes a ticket
+ * before unlocking c->l, so a signal between the unlock and the park is
+ * not lost; waiters wake in ticket order.
  *
  * Invariants:
- *   - The counter never goes negative (fatal, as Go panics).
- *   - Waiters are only added while the counter is positive.
+ *   - The WaitGroup counter never goes negative (fatal, as Go panics);
+ *     waiters are only added while the counter is positive.
+ *   - mutex: waiters >= the goroutines parked on sema; starving implies
+ *     waiters > 0 or the hand-off in progress (locked is then clear, the
+ *     receiving waiter still counted).
+ *   - rwmutex: reader_count in [-2^30, 2^30): readers inside or parked,
+ *     minus 2^30 while a writer holds or waits; reader_wait >= 0; only
+ *     readers whose add made reader_count negative touch reader_sem, and
+ *     it is 0 whenever a writer announces itself.
  */
 #include "runtime.h"
 
@@ -62,4 +132,351 @@ void gort_waitgroup_wait(gort_waitgroup *wg)
             return;
         }
     }
+}
+
+/* ---------------------------------------------------------------------------
+ * Mutex.  Mirrors sync.Mutex (mutex.go).
+ * ------------------------------------------------------------------------- */
+
+enum {
+    MUTEX_LOCKED = 1,
+    MUTEX_WOKEN = 2,
+    MUTEX_STARVING = 4,
+    MUTEX_WAITER_SHIFT = 3,
+};
+#define MUTEX_WAITER (1 << MUTEX_WAITER_SHIFT)
+
+/* starvationThresholdNs in mutex.go: a waiter that has waited 1 ms is
+ * starving.  Long against a critical section, short against a time
+ * slice (10 ms). */
+#define STARVATION_THRESHOLD_NS (1000 * 1000)
+
+/* active_spin and active_spin_cnt in proc.go: 4 rounds of 30 PAUSEs, a
+ * few hundred nanoseconds each, about what a short critical section
+ * takes; more would waste a P that has goroutines to run. */
+#define ACTIVE_SPIN 4
+#define ACTIVE_SPIN_CNT 30
+
+/* Whether spinning round iter can pay.  Mirrors sync_runtime_canSpin
+ * (proc.go).  All loads are relaxed: this is a heuristic, a stale value
+ * only costs a spin too many or too few. */
+static bool canspin(int iter)
+{
+    if (iter >= ACTIVE_SPIN || load_relaxed(&gort__ncpu) <= 1)
+        return false;
+    /* Another P must be running (the holder, presumably), apart from the
+     * idle and spinning ones and our own. */
+    if (load_relaxed(&gort__gomaxprocs) <=
+        load_relaxed(&gort__sched.npidle) +
+            load_relaxed(&gort__sched.nmspinning) + 1)
+        return false;
+    /* Goroutines queued on our P would rather run than wait for us. */
+    struct m *mp = gort__getm();
+    return mp && mp->p && gort__runqempty(mp->p);
+}
+
+/* Mirrors sync_runtime_doSpin (proc.go). */
+static void dospin(void)
+{
+    for (int i = 0; i < ACTIVE_SPIN_CNT; i++)
+        gort__cpu_relax();
+}
+
+/* The contended part of Lock.  Mirrors Mutex.lockSlow (mutex.go). */
+static GORT_NOINLINE void mutex_lock_slow(gort_mutex *m)
+{
+    int64_t wait_start = 0;
+    bool waited = false;   /* parked at least once: requeue at the front */
+    bool starving = false; /* waited over the threshold */
+    bool awoke = false;    /* we own the woken flag and must clear it */
+    int iter = 0;
+    /* Relaxed loads of state here and below: each value only feeds a CAS
+     * that checks it. */
+    int32_t old = load_relaxed(&m->state);
+    for (;;) {
+        /* Spin while it is locked in normal mode; in starvation mode the
+         * mutex goes to the first waiter, spinning cannot get it. */
+        if ((old & (MUTEX_LOCKED | MUTEX_STARVING)) == MUTEX_LOCKED &&
+            canspin(iter)) {
+            /* Claim the woken flag so that Unlock wakes nobody while we
+             * are about to take the mutex.  Relaxed: a flag, no data. */
+            if (!awoke && !(old & MUTEX_WOKEN) &&
+                (old >> MUTEX_WAITER_SHIFT) != 0 &&
+                cas_relaxed(&m->state, old, old | MUTEX_WOKEN))
+                awoke = true;
+            dospin();
+            iter++;
+            old = load_relaxed(&m->state);
+            continue;
+        }
+        int32_t new_ = old;
+        /* A starving mutex belongs to the first waiter: queue instead. */
+        if (!(old & MUTEX_STARVING))
+            new_ |= MUTEX_LOCKED;
+        if (old & (MUTEX_LOCKED | MUTEX_STARVING))
+            new_ += MUTEX_WAITER;
+        /* Switch to starvation mode, but only while it is locked: Unlock
+         * expects a starving mutex to have waiters. */
+        if (starving && (old & MUTEX_LOCKED))
+            new_ |= MUTEX_STARVING;
+        if (awoke) {
+            if (!(new_ & MUTEX_WOKEN))
+                gort__throw("sync: inconsistent mutex state");
+            new_ &= ~MUTEX_WOKEN;
+        }
+        /* Acquire on success: when this takes the lock it pairs with the
+         * release of the previous Unlock (directly or through the release
+         * sequence of the RMWs on state since). */
+        if (!cas_acq(&m->state, old, new_)) {
+            old = load_relaxed(&m->state);
+            continue;
+        }
+        if (!(old & (MUTEX_LOCKED | MUTEX_STARVING)))
+            return; /* locked it */
+        if (!waited) {
+            waited = true;
+            wait_start = gort_nanotime();
+            gort__semacquire1(&m->sema, false, WAIT_SYNC_MUTEX_LOCK);
+        } else {
+            gort__semacquire1(&m->sema, true, WAIT_SYNC_MUTEX_LOCK);
+        }
+        starving = starving ||
+                   gort_nanotime() - wait_start > STARVATION_THRESHOLD_NS;
+        old = load_relaxed(&m->state);
+        if (old & MUTEX_STARVING) {
+            /* Handed to us: locked is clear and we still count as a
+             * waiter.  Fix both in one add. */
+            if ((old & (MUTEX_LOCKED | MUTEX_WOKEN)) ||
+                (old >> MUTEX_WAITER_SHIFT) == 0)
+                gort__throw("sync: inconsistent mutex state");
+            int32_t delta = MUTEX_LOCKED - MUTEX_WAITER;
+            /* Leave starvation mode when nobody else waits or we did not
+             * wait long: two goroutines could otherwise pass the mutex
+             * back and forth in this slow mode for ever. */
+            if (!starving || (old >> MUTEX_WAITER_SHIFT) == 1)
+                delta -= MUTEX_STARVING;
+            /* Acq-rel: acquire pairs with the releasing Unlock's add
+             * (the semaphore hand-off also ordered it before us). */
+            xadd_acqrel(&m->state, delta);
+            return;
+        }
+        awoke = true;
+        iter = 0;
+    }
+}
+
+void gort_mutex_lock(gort_mutex *m)
+{
+    gort__preempt_check();
+    /* Acquire: pairs with the release in gort_mutex_unlock. */
+    if (GORT_LIKELY(cas_acq(&m->state, 0, MUTEX_LOCKED)))
+        return;
+    mutex_lock_slow(m);
+}
+
+bool gort_mutex_trylock(gort_mutex *m)
+{
+    /* Relaxed: the CAS below checks the value. */
+    int32_t old = load_relaxed(&m->state);
+    if (old & (MUTEX_LOCKED | MUTEX_STARVING))
+        return false;
+    /* A waiter may be about to wake, but we run now and may take the
+     * mutex first, as in Go.  Acquire: pairs with Unlock's release. */
+    return cas_acq(&m->state, old, old | MUTEX_LOCKED);
+}
+
+/* Mirrors Mutex.unlockSlow (mutex.go); new_ is the state after the
+ * locked bit was dropped. */
+static GORT_NOINLINE void mutex_unlock_slow(gort_mutex *m, int32_t new_)
+{
+    if (((new_ + MUTEX_LOCKED) & MUTEX_LOCKED) == 0)
+        gort__fatal("sync: unlock of unlocked mutex");
+    if (new_ & MUTEX_STARVING) {
+        /* Hand the mutex to the first waiter.  locked stays clear until
+         * it sets it, but starving keeps newcomers out meanwhile. */
+        gort__semrelease(&m->sema, true);
+        return;
+    }
+    int32_t old = new_;
+    for (;;) {
+        /* Nobody to wake, or someone is already awake or has taken the
+         * lock, or the mutex turned starving after our add (then the
+         * hand-off is the next Unlock's business, not ours). */
+        if ((old >> MUTEX_WAITER_SHIFT) == 0 ||
+            (old & (MUTEX_LOCKED | MUTEX_WOKEN | MUTEX_STARVING)))
+            return;
+        /* Take the right to wake one waiter.  Relaxed: our critical
+         * section was published by the add in gort_mutex_unlock, and the
+         * semaphore orders the wake-up. */
+        if (cas_relaxed(&m->state, old,
+                        (old - MUTEX_WAITER) | MUTEX_WOKEN)) {
+            gort__semrelease(&m->sema, false);
+            return;
+        }
+        old = load_relaxed(&m->state);
+    }
+}
+
+void gort_mutex_unlock(gort_mutex *m)
+{
+    /* Acq-rel (release is what matters): publishes the critical section
+     * to the next owner, whose CAS or add on state acquires it. */
+    int32_t new_ = xadd_acqrel(&m->state, -MUTEX_LOCKED);
+    if (GORT_UNLIKELY(new_ != 0))
+        mutex_unlock_slow(m, new_);
+}
+
+/* ---------------------------------------------------------------------------
+ * RWMutex.  Mirrors sync.RWMutex (rwmutex.go).
+ * ------------------------------------------------------------------------- */
+
+/* rwmutexMaxReaders in rwmutex.go: the bias a writer subtracts; more
+ * readers than this at once is not supported. */
+#define RWMUTEX_MAX_READERS (1 << 30)
+
+void gort_rwmutex_rlock(gort_rwmutex *rw)
+{
+    gort__preempt_check();
+    /* Acq-rel: acquire pairs with the writer's release in unlock (the
+     * add of 2^30), so a reader that enters sees the writer's critical
+     * section; a reader that parks is ordered by the semaphore. */
+    if (xadd_acqrel(&rw->reader_count, 1) < 0)
+        gort__semacquire1(&rw->reader_sem, false, WAIT_SYNC_RWMUTEX_RLOCK);
+}
+
+bool gort_rwmutex_tryrlock(gort_rwmutex *rw)
+{
+    for (;;) {
+        /* Relaxed: the CAS checks it. */
+        int32_t c = load_relaxed(&rw->reader_count);
+        if (c < 0)
+            return false; /* a writer holds or waits */
+        /* Acquire: as in rlock. */
+        if (cas_acq(&rw->reader_count, c, c + 1))
+            return true;
+    }
+}
+
+static GORT_NOINLINE void rwmutex_runlock_slow(gort_rwmutex *rw, int32_t r)
+{
+    if (r + 1 == 0 || r + 1 == -RWMUTEX_MAX_READERS)
+        gort__fatal("sync: RUnlock of unlocked RWMutex");
+    /* A writer waits.  Acq-rel: the last reader out acquires the other
+     * departing readers' decrements and releases them all to the writer
+     * through the semaphore. */
+    if (xadd_acqrel(&rw->reader_wait, -1) == 0)
+        gort__semrelease(&rw->writer_sem, false);
+}
+
+void gort_rwmutex_runlock(gort_rwmutex *rw)
+{
+    /* Acq-rel (release is what matters): publishes the read-side section
+     * to a writer whose add on reader_count comes later. */
+    int32_t r = xadd_acqrel(&rw->reader_count, -1);
+    if (GORT_UNLIKELY(r < 0))
+        rwmutex_runlock_slow(rw, r);
+}
+
+void gort_rwmutex_lock(gort_rwmutex *rw)
+{
+    /* One writer at a time (it also honours preemption). */
+    gort_mutex_lock(&rw->w);
+    /* Let readers released by the previous writer take their units before
+     * any reader can park behind us (see the file comment).  Relaxed: a
+     * wait condition only; what those readers did reaches us through
+     * reader_count below. */
+    while (load_relaxed(&rw->reader_sem) != 0)
+        gort_gosched();
+    /* Announce the writer: from here new readers park.  Acq-rel: acquire
+     * pairs with the release of the readers that already left; r is the
+     * number still inside. */
+    int32_t r = xadd_acqrel(&rw->reader_count, -RWMUTEX_MAX_READERS) +
+                RWMUTEX_MAX_READERS;
+    /* Wait for them, unless they all left before we added their number
+     * (then this add acquires their departures). */
+    if (r != 0 && xadd_acqrel(&rw->reader_wait, r) != 0)
+        gort__semacquire1(&rw->writer_sem, false, WAIT_SYNC_RWMUTEX_LOCK);
+}
+
+bool gort_rwmutex_trylock(gort_rwmutex *rw)
+{
+    if (!gort_mutex_trylock(&rw->w))
+        return false;
+    /* Acquire: pairs with the release of departed readers. */
+    if (!cas_acq(&rw->reader_count, 0, -RWMUTEX_MAX_READERS)) {
+        gort_mutex_unlock(&rw->w);
+        return false;
+    }
+    return true;
+}
+
+void gort_rwmutex_unlock(gort_rwmutex *rw)
+{
+    /* Let readers in again.  Acq-rel (release is what matters): readers
+     * that enter from now acquire our critical section with their add;
+     * r is the number of readers that arrived meanwhile (parked, or
+     * about to park). */
+    int32_t r = xadd_acqrel(&rw->reader_count, RWMUTEX_MAX_READERS);
+    if (GORT_UNLIKELY(r >= RWMUTEX_MAX_READERS))
+        gort__fatal("sync: Unlock of unlocked RWMutex");
+    /* With hand-off (Go releases without): see the file comment. */
+    for (int32_t i = 0; i < r; i++)
+        gort__semrelease(&rw->reader_sem, true);
+    gort_mutex_unlock(&rw->w);
+}
+
+/* ---------------------------------------------------------------------------
+ * Once.  Mirrors sync.Once (once.go).
+ *
+ * Not a CAS on done: every caller must return after fn has completed,
+ * so the losers wait on the mutex while the winner runs fn.  fn must
+ * return: if it ends its goroutine, the mutex stays held and later calls
+ * block for ever.
+ * ------------------------------------------------------------------------- */
+
+static GORT_NOINLINE void once_do_slow(gort_once *o, void (*fn)(void *),
+                                       void *arg)
+{
+    gort_mutex_lock(&o->m);
+    /* Relaxed: every store of done is made under the mutex we hold. */
+    if (!load_relaxed(&o->done)) {
+        fn(arg);
+        /* Release: pairs with the fast path's acquire, so a caller that
+         * sees done sees everything fn did. */
+        store_rel(&o->done, 1);
+    }
+    gort_mutex_unlock(&o->m);
+}
+
+void gort_once_do(gort_once *o, void (*fn)(void *), void *arg)
+{
+    /* Acquire: pairs with the store-release after fn. */
+    if (GORT_LIKELY(load_acq(&o->done)))
+        return;
+    once_do_slow(o, fn, arg);
+}
+
+/* ---------------------------------------------------------------------------
+ * Cond.  Mirrors sync.Cond (cond.go) on the notify list of sema.c.
+ * ------------------------------------------------------------------------- */
+
+void gort_cond_wait(gort_cond *c)
+{
+    gort__preempt_check();
+    /* The ticket is taken while c->l is held, so any signal made after
+     * the unlock below counts us. */
+    uint32_t t = gort__notifylistadd(c);
+    gort_mutex_unlock(c->l);
+    gort__notifylistwait(c, t);
+    gort_mutex_lock(c->l);
+}
+
+void gort_cond_signal(gort_cond *c)
+{
+    gort__notifylistnotifyone(c);
+}
+
+void gort_cond_broadcast(gort_cond *c)
+{
+    gort__notifylistnotifyall(c);
 }
