@@ -83,6 +83,26 @@ void gort__waitq_remove(struct waitq *q, struct sudog *sg)
 }
 
 /* ---------------------------------------------------------------------------
+ * The channel lock's contended path (chan.h).
+ * ------------------------------------------------------------------------- */
+
+void gort__chanlock_slow(gort_lock *l)
+{
+    for (;;) {
+        /* Spin a while on a plain load (the line stays shared), then let
+         * the holder's thread run if it was descheduled. */
+        for (int i = 0; i < 64; i++) {
+            gort__cpu_relax();
+            if (load_relaxed(&l->key) == 0 && xchg_acqrel(&l->key, 1) == 0)
+                return;
+        }
+        gort__osyield();
+        if (load_relaxed(&l->key) == 0 && xchg_acqrel(&l->key, 1) == 0)
+            return;
+    }
+}
+
+/* ---------------------------------------------------------------------------
  * Making and freeing.
  * ------------------------------------------------------------------------- */
 
@@ -131,9 +151,9 @@ int gort_chan_free(gort_chan *c)
 /* Free c unless goroutines wait on it. */
 int gort__chan_release(gort_chan *c)
 {
-    gort__lock(&c->lock);
+    gort__chanlock(&c->lock);
     bool busy = c->recvq.first || c->sendq.first;
-    gort__unlock(&c->lock);
+    gort__chanunlock(&c->lock);
     if (busy)
         return -EBUSY;
     free(c);
@@ -183,14 +203,14 @@ void gort__chan_send_direct(struct m *mp, struct gort_chan *c,
     sg->success = true;
     struct g *gp = sg->g;
     gp->param = sg;
-    gort__unlock_m(mp, &c->lock);
+    gort__chanunlock_m(mp, &c->lock);
     gort__ready_m(mp, gp, true);
 }
 
 static bool chanparkcommit(struct g *gp, void *lock)
 {
     (void)gp;
-    gort__unlock(lock);
+    gort__chanunlock(lock);
     return true;
 }
 
@@ -219,9 +239,9 @@ bool gort__chansend(struct m *mp, struct gort_chan *c, const void *ep,
                           : load_relaxed(&c->qcount) == c->dataqsiz))
         return false;
 
-    gort__lock_m(mp, &c->lock);
+    gort__chanlock_m(mp, &c->lock);
     if (c->closed) {
-        gort__unlock_m(mp, &c->lock);
+        gort__chanunlock_m(mp, &c->lock);
         gort__fatal("send on closed channel");
     }
     struct sudog *sg = gort__waitq_dequeue(&c->recvq);
@@ -234,11 +254,11 @@ bool gort__chansend(struct m *mp, struct gort_chan *c, const void *ep,
         if (++c->sendx == c->dataqsiz)
             c->sendx = 0;
         store_relaxed(&c->qcount, c->qcount + 1);
-        gort__unlock_m(mp, &c->lock);
+        gort__chanunlock_m(mp, &c->lock);
         return true;
     }
     if (!block) {
-        gort__unlock_m(mp, &c->lock);
+        gort__chanunlock_m(mp, &c->lock);
         return false;
     }
 
@@ -283,7 +303,7 @@ void gort__chan_recv_direct(struct m *mp, struct gort_chan *c,
     sg->success = true;
     struct g *gp = sg->g;
     gp->param = sg;
-    gort__unlock_m(mp, &c->lock);
+    gort__chanunlock_m(mp, &c->lock);
     gort__ready_m(mp, gp, true);
 }
 
@@ -333,10 +353,10 @@ bool gort__chanrecv(struct m *mp, struct gort_chan *c, void *ep, bool block,
         }
     }
 
-    gort__lock_m(mp, &c->lock);
+    gort__chanlock_m(mp, &c->lock);
     if (c->closed) {
         if (c->qcount == 0) {
-            gort__unlock_m(mp, &c->lock);
+            gort__chanunlock_m(mp, &c->lock);
             elemzero(c, ep);
             return true;
         }
@@ -350,12 +370,12 @@ bool gort__chanrecv(struct m *mp, struct gort_chan *c, void *ep, bool block,
     }
     if (c->qcount > 0) {
         gort__chan_bufrecv(c, ep);
-        gort__unlock_m(mp, &c->lock);
+        gort__chanunlock_m(mp, &c->lock);
         *ok = true;
         return true;
     }
     if (!block) {
-        gort__unlock_m(mp, &c->lock);
+        gort__chanunlock_m(mp, &c->lock);
         return false;
     }
 
@@ -383,9 +403,9 @@ void gort_chan_close(gort_chan *c)
 {
     if (!c)
         gort__fatal("close of nil channel");
-    gort__lock(&c->lock);
+    gort__chanlock(&c->lock);
     if (c->closed) {
-        gort__unlock(&c->lock);
+        gort__chanunlock(&c->lock);
         gort__fatal("close of closed channel");
     }
     /* Release: pairs with the lock-free acquire in the receive fast
@@ -407,7 +427,7 @@ void gort_chan_close(gort_chan *c)
         sg->g->param = sg;
         gqueue_push(&woken, sg->g);
     }
-    gort__unlock(&c->lock);
+    gort__chanunlock(&c->lock);
     struct g *gp;
     while ((gp = gqueue_pop(&woken)))
         gort__ready(gp, false);
