@@ -161,35 +161,6 @@ int gort__chan_release(gort_chan *c)
 }
 
 /* ---------------------------------------------------------------------------
- * Element copies.
- * ------------------------------------------------------------------------- */
-
-static inline void *chanbuf(struct gort_chan *c, uint32_t i)
-{
-    return (char *)c->buf + (size_t)i * c->elemsize;
-}
-
-static inline void elemcopy(struct gort_chan *c, void *dst, const void *src)
-{
-    if (!dst)
-        return;
-    /* The common word sizes as single moves, the rest via memcpy. */
-    switch (c->elemsize) {
-    case 0: return;
-    case 4: memcpy(dst, src, 4); return;
-    case 8: memcpy(dst, src, 8); return;
-    case 16: memcpy(dst, src, 16); return;
-    default: memcpy(dst, src, c->elemsize); return;
-    }
-}
-
-static inline void elemzero(struct gort_chan *c, void *dst)
-{
-    if (dst && c->elemsize)
-        memset(dst, 0, c->elemsize);
-}
-
-/* ---------------------------------------------------------------------------
  * Send.
  * ------------------------------------------------------------------------- */
 
@@ -199,7 +170,7 @@ void gort__chan_send_direct(struct m *mp, struct gort_chan *c,
                             struct sudog *sg, const void *ep)
 {
     if (sg->elem)
-        elemcopy(c, sg->elem, ep);
+        gort__elemcopy(c, sg->elem, ep);
     sg->success = true;
     struct g *gp = sg->g;
     gp->param = sg;
@@ -244,13 +215,13 @@ bool gort__chansend(struct m *mp, struct gort_chan *c, const void *ep,
         gort__chanunlock_m(mp, &c->lock);
         gort__fatal("send on closed channel");
     }
-    struct sudog *sg = gort__waitq_dequeue(&c->recvq);
+    struct sudog *sg = c->recvq.first ? gort__waitq_dequeue(&c->recvq) : NULL;
     if (sg) {
         gort__chan_send_direct(mp, c, sg, ep);
         return true;
     }
     if (c->qcount < c->dataqsiz) {
-        elemcopy(c, chanbuf(c, c->sendx), ep);
+        gort__elemcopy(c, gort__chanbuf(c, c->sendx), ep);
         if (++c->sendx == c->dataqsiz)
             c->sendx = 0;
         store_relaxed(&c->qcount, c->qcount + 1);
@@ -291,11 +262,11 @@ void gort__chan_recv_direct(struct m *mp, struct gort_chan *c,
                             struct sudog *sg, void *ep)
 {
     if (c->dataqsiz == 0) {
-        elemcopy(c, ep, sg->elem);
+        gort__elemcopy(c, ep, sg->elem);
     } else {
-        void *qp = chanbuf(c, c->recvx);
-        elemcopy(c, ep, qp);
-        elemcopy(c, qp, sg->elem);
+        void *qp = gort__chanbuf(c, c->recvx);
+        gort__elemcopy(c, ep, qp);
+        gort__elemcopy(c, qp, sg->elem);
         if (++c->recvx == c->dataqsiz)
             c->recvx = 0;
         c->sendx = c->recvx;
@@ -305,25 +276,6 @@ void gort__chan_recv_direct(struct m *mp, struct gort_chan *c,
     gp->param = sg;
     gort__chanunlock_m(mp, &c->lock);
     gort__ready_m(mp, gp, true);
-}
-
-/* Take the buffer's head into ep; lock held. */
-void gort__chan_bufrecv(struct gort_chan *c, void *ep)
-{
-    void *qp = chanbuf(c, c->recvx);
-    elemcopy(c, ep, qp);
-    if (++c->recvx == c->dataqsiz)
-        c->recvx = 0;
-    store_relaxed(&c->qcount, c->qcount - 1);
-}
-
-/* Put ep at the buffer's tail; lock held, a slot free. */
-void gort__chan_bufsend(struct gort_chan *c, const void *ep)
-{
-    elemcopy(c, chanbuf(c, c->sendx), ep);
-    if (++c->sendx == c->dataqsiz)
-        c->sendx = 0;
-    store_relaxed(&c->qcount, c->qcount + 1);
 }
 
 /* Returns whether a receive happened (always, when blocking); *ok says
@@ -348,7 +300,7 @@ bool gort__chanrecv(struct m *mp, struct gort_chan *c, void *ep, bool block,
             return false;
         if (c->dataqsiz == 0 ? load_relaxed(&c->sendq.first) == NULL
                              : load_relaxed(&c->qcount) == 0) {
-            elemzero(c, ep);
+            gort__elemzero(c, ep);
             return true;
         }
     }
@@ -357,11 +309,12 @@ bool gort__chanrecv(struct m *mp, struct gort_chan *c, void *ep, bool block,
     if (c->closed) {
         if (c->qcount == 0) {
             gort__chanunlock_m(mp, &c->lock);
-            elemzero(c, ep);
+            gort__elemzero(c, ep);
             return true;
         }
     } else {
-        struct sudog *sg = gort__waitq_dequeue(&c->sendq);
+        struct sudog *sg =
+            c->sendq.first ? gort__waitq_dequeue(&c->sendq) : NULL;
         if (sg) {
             gort__chan_recv_direct(mp, c, sg, ep);
             *ok = true;
@@ -417,7 +370,7 @@ void gort_chan_close(gort_chan *c)
     struct gqueue woken = {NULL, NULL};
     struct sudog *sg;
     while ((sg = gort__waitq_dequeue(&c->recvq))) {
-        elemzero(c, sg->elem);
+        gort__elemzero(c, sg->elem);
         sg->success = false;
         sg->g->param = sg;
         gqueue_push(&woken, sg->g);
@@ -444,8 +397,11 @@ static inline struct m *chan_m(const char *who)
     struct m *mp = gort__getm();
     if (GORT_UNLIKELY(!mp || !mp->curg))
         gort__throw("%s: not called from a goroutine", who);
-    gort__preempt_check_m(mp);
-    return gort__getm(); /* a preemption may have moved us */
+    if (GORT_UNLIKELY(load_relaxed(&mp->curg->preempt))) {
+        gort__preempt_check_m(mp);
+        mp = gort__getm(); /* the yield may have moved us */
+    }
+    return mp;
 }
 
 void gort_chan_send(gort_chan *c, const void *elem)

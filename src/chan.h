@@ -7,6 +7,8 @@
 
 #include "runtime.h"
 
+#include <string.h>
+
 /* A G waiting on a channel (or in a select, one per case).  Lives on the
  * waiting G's stack for as long as it is queued. */
 struct sudog {
@@ -92,9 +94,55 @@ GORT_HIDDEN void gort__chan_send_direct(struct m *mp, struct gort_chan *c,
                                         struct sudog *sg, const void *ep);
 GORT_HIDDEN void gort__chan_recv_direct(struct m *mp, struct gort_chan *c,
                                         struct sudog *sg, void *ep);
+/* ---------------------------------------------------------------------------
+ * Element copies.
+ * ------------------------------------------------------------------------- */
+
+static inline void *gort__chanbuf(struct gort_chan *c, uint32_t i)
+{
+    return (char *)c->buf + (size_t)i * c->elemsize;
+}
+
+static inline void gort__elemcopy(struct gort_chan *c, void *dst, const void *src)
+{
+    if (!dst)
+        return;
+    /* The common word sizes as single moves, the rest via memcpy. */
+    switch (c->elemsize) {
+    case 0: return;
+    case 4: memcpy(dst, src, 4); return;
+    case 8: memcpy(dst, src, 8); return;
+    case 16: memcpy(dst, src, 16); return;
+    default: memcpy(dst, src, c->elemsize); return;
+    }
+}
+
+static inline void gort__elemzero(struct gort_chan *c, void *dst)
+{
+    if (dst && c->elemsize)
+        memset(dst, 0, c->elemsize);
+}
+
 /* Buffer operations, c->lock held. */
-GORT_HIDDEN void gort__chan_bufrecv(struct gort_chan *c, void *ep);
-GORT_HIDDEN void gort__chan_bufsend(struct gort_chan *c, const void *ep);
+/* Take the buffer's head into ep; lock held. */
+static inline void gort__chan_bufrecv(struct gort_chan *c, void *ep)
+{
+    void *qp = gort__chanbuf(c, c->recvx);
+    gort__elemcopy(c, ep, qp);
+    if (++c->recvx == c->dataqsiz)
+        c->recvx = 0;
+    store_relaxed(&c->qcount, c->qcount - 1);
+}
+
+/* Put ep at the buffer's tail; lock held, a slot free. */
+static inline void gort__chan_bufsend(struct gort_chan *c, const void *ep)
+{
+    gort__elemcopy(c, gort__chanbuf(c, c->sendx), ep);
+    if (++c->sendx == c->dataqsiz)
+        c->sendx = 0;
+    store_relaxed(&c->qcount, c->qcount + 1);
+}
+
 /* gort_chan_free of a gort_after channel (time.c). */
 GORT_HIDDEN int gort__timer_free_chan(struct gort_chan *c);
 
