@@ -284,10 +284,13 @@ static struct p *current_p(const char *who)
 static void timer_add(struct p *pp, struct gtimer *t)
 {
     struct timers *ts = &pp->timers;
+    /* Read before the unlock: once it is released the timer may fire, and
+     * a sleeper's timer (on its stack) be gone. */
+    int64_t when = t->when;
     gort__lock(&ts->lock);
     heap_add(ts, t);
     gort__unlock(&ts->lock);
-    gort__wakenetpoller(t->when);
+    gort__wakenetpoller(when);
 }
 
 /* Take t off its heap if it is on one.  t->mu held.  True when it was

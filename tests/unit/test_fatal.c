@@ -16,6 +16,8 @@
  *                            the guard is reported
  *   thread_limit             gort_set_max_threads(3) with four busy Ps:
  *                            "thread exhaustion"
+ *   send_closed ... no_deadlock_timer  channels, select and timers (their
+ *                            section below lists them)
  *
  * Child programs print progress on stdout (flushed at once: abort() does
  * not flush stdio buffers), so that the parent can tell how far they got.
@@ -26,6 +28,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -329,5 +332,382 @@ TEST(thread_limit)
     CHECK(strstr(r.out, "all done") == NULL);
     CHECK_STR_CONTAINS(r.err, "gort: program exceeds 3-thread limit\n");
     CHECK_STR_CONTAINS(r.err, "gort: fatal error: thread exhaustion\n");
+    test_child_free(&r);
+}
+
+/* ---------------------------------------------------------------------------
+ * Channels, select and timers
+ *
+ *   send_closed              "send on closed channel", the sender named
+ *                            [running] in the dump
+ *   trysend_closed           the same through gort_chan_trysend (a select
+ *                            with a default still panics in Go)
+ *   select_send_closed       the same through a select send case
+ *   close_closed             "close of closed channel"
+ *   close_nil                "close of nil channel"
+ *   sender_woken_by_close    a sender parked on a channel that is then
+ *                            closed dies with "send on closed channel"
+ *   deadlock_chan_recv       main receives on a channel nobody sends on:
+ *                            deadlock, goroutine 1 [chan receive] (and a
+ *                            parked sender [chan send])
+ *   deadlock_nil_chan        main receives from a NULL channel: deadlock,
+ *                            goroutine 1 [chan receive (nil chan)]
+ *   deadlock_select_no_cases gort_select(NULL, 0) in main: deadlock,
+ *                            goroutine 1 [select (no cases)]
+ *   no_deadlock_timer        main sleeps 200 ms, then waits on a
+ *                            gort_after channel, with every other goroutine
+ *                            parked for good: a pending timer is no
+ *                            deadlock; the program ends normally
+ * ------------------------------------------------------------------------- */
+
+static gort_chan *chan_or_die(size_t elemsize, size_t cap)
+{
+    gort_chan *ch = NULL;
+    CHECK_EQ(gort_chan_make(&ch, elemsize, cap), 0);
+    return ch;
+}
+
+/* True when the goroutine dump has "goroutine <goid> [<reason>]". */
+static bool dump_has(int64_t goid, const char *reason)
+{
+    int fd = memfd_create("gort-dump", MFD_CLOEXEC);
+    CHECK_GE(fd, 0);
+    gort_dump_goroutines(fd);
+    off_t n = lseek(fd, 0, SEEK_END);
+    char *buf = malloc((size_t)n + 1);
+    CHECK(buf != NULL);
+    CHECK_EQ(pread(fd, buf, (size_t)n, 0), n);
+    buf[n] = 0;
+    close(fd);
+    char want[128];
+    snprintf(want, sizeof want, "goroutine %lld [%s]", (long long)goid,
+             reason);
+    bool has = strstr(buf, want) != NULL;
+    free(buf);
+    return has;
+}
+
+/* Run child, expect SIGABRT with "gort: fatal error: <msg>\n" on stderr
+ * and "stage\n" but not "after\n" on stdout. */
+static void expect_fatal(const char *child, const char *msg,
+                         struct test_child *r)
+{
+    run_death(child, NULL, r);
+    CHECK_EQ(r->signal, SIGABRT);
+    CHECK_STR_CONTAINS(r->out, "stage\n");
+    CHECK(strstr(r->out, "after") == NULL);
+    char want[256];
+    snprintf(want, sizeof want, "gort: fatal error: %s\n", msg);
+    CHECK_STR_CONTAINS(r->err, want);
+}
+
+/* ---- send_closed, trysend_closed, select_send_closed ---- */
+
+static void send_closed_main(void *arg)
+{
+    int how = (int)(intptr_t)arg;
+    gort_chan *ch = chan_or_die(sizeof(int64_t), 1);
+    gort_chan_close(ch);
+    int64_t v = 1;
+    say("stage\n");
+    if (how == 0) {
+        gort_chan_send(ch, &v);
+    } else if (how == 1) {
+        gort_chan_trysend(ch, &v);
+    } else {
+        gort_case cs[2] = {{ch, GORT_CASE_SEND, &v, false},
+                           {NULL, GORT_CASE_DEFAULT, NULL, false}};
+        gort_select(cs, 2);
+    }
+    say("after\n"); /* never */
+}
+
+TEST(send_closed_child)
+{
+    gort_main(send_closed_main, (void *)0);
+}
+
+TEST(trysend_closed_child)
+{
+    gort_main(send_closed_main, (void *)1);
+}
+
+TEST(select_send_closed_child)
+{
+    gort_main(send_closed_main, (void *)2);
+}
+
+TEST(send_closed)
+{
+    struct test_child r;
+    expect_fatal("send_closed_child", "send on closed channel", &r);
+    CHECK_STR_CONTAINS(r.err, "\ngoroutine 1 [running]:\n");
+    test_child_free(&r);
+}
+
+TEST(trysend_closed)
+{
+    struct test_child r;
+    expect_fatal("trysend_closed_child", "send on closed channel", &r);
+    CHECK_STR_CONTAINS(r.err, "\ngoroutine 1 [running]:\n");
+    test_child_free(&r);
+}
+
+TEST(select_send_closed)
+{
+    struct test_child r;
+    expect_fatal("select_send_closed_child", "send on closed channel", &r);
+    CHECK_STR_CONTAINS(r.err, "\ngoroutine 1 [running]:\n");
+    test_child_free(&r);
+}
+
+/* ---- close_closed, close_nil ---- */
+
+static void close_closed_main(void *arg)
+{
+    (void)arg;
+    gort_chan *ch = chan_or_die(0, 0);
+    gort_chan_close(ch);
+    say("stage\n");
+    gort_chan_close(ch);
+    say("after\n"); /* never */
+}
+
+TEST(close_closed_child)
+{
+    gort_main(close_closed_main, NULL);
+}
+
+TEST(close_closed)
+{
+    struct test_child r;
+    expect_fatal("close_closed_child", "close of closed channel", &r);
+    CHECK_STR_CONTAINS(r.err, "\ngoroutine 1 [running]:\n");
+    test_child_free(&r);
+}
+
+static void close_nil_main(void *arg)
+{
+    (void)arg;
+    say("stage\n");
+    gort_chan_close(NULL);
+    say("after\n"); /* never */
+}
+
+TEST(close_nil_child)
+{
+    gort_main(close_nil_main, NULL);
+}
+
+TEST(close_nil)
+{
+    struct test_child r;
+    expect_fatal("close_nil_child", "close of nil channel", &r);
+    CHECK_STR_CONTAINS(r.err, "\ngoroutine 1 [running]:\n");
+    test_child_free(&r);
+}
+
+/* ---- sender_woken_by_close ---- */
+
+static gort_chan *woken_ch;
+
+static void woken_sender(void *arg)
+{
+    (void)arg;
+    int64_t v = 3;
+    say("sender %lld\n", (long long)gort_goid());
+    gort_chan_send(woken_ch, &v);
+    say("after send\n"); /* never */
+}
+
+static void woken_main(void *arg)
+{
+    (void)arg;
+    woken_ch = chan_or_die(sizeof(int64_t), 0);
+    int64_t id = gort_go(woken_sender, NULL);
+    CHECK_GT(id, 1);
+    /* Wait until it is parked in the send, then close under it. */
+    int64_t deadline = gort_nanotime() + 30LL * 1000 * 1000 * 1000;
+    while (!dump_has(id, "chan send")) {
+        CHECK_LT(gort_nanotime(), deadline);
+        gort_gosched();
+    }
+    say("stage\n");
+    gort_chan_close(woken_ch);
+    /* The sender dies as soon as it runs; keep main alive meanwhile. */
+    gort_sleep(5LL * 1000 * 1000 * 1000);
+    say("after close\n"); /* never */
+}
+
+TEST(sender_woken_by_close_child)
+{
+    gort_main(woken_main, NULL);
+}
+
+TEST(sender_woken_by_close)
+{
+    struct test_child r;
+    expect_fatal("sender_woken_by_close_child", "send on closed channel", &r);
+    const char *s = strstr(r.out, "sender ");
+    CHECK(s != NULL);
+    long long id = atoll(s + 7);
+    CHECK_GT(id, 1);
+    char want[64];
+    snprintf(want, sizeof want, "\ngoroutine %lld [running]:\n", id);
+    CHECK_STR_CONTAINS(r.err, want);
+    test_child_free(&r);
+}
+
+/* ---- deadlock_chan_recv, deadlock_nil_chan, deadlock_select_no_cases ---- */
+
+static gort_chan *dl_ch, *dl_other;
+
+static void dl_sender(void *arg)
+{
+    (void)arg;
+    int64_t v = 1;
+    gort_chan_send(dl_other, &v);
+}
+
+static void dl_chan_main(void *arg)
+{
+    (void)arg;
+    dl_ch = chan_or_die(sizeof(int64_t), 0);
+    dl_other = chan_or_die(sizeof(int64_t), 0);
+    CHECK_GT(gort_go(dl_sender, NULL), 1);
+    int64_t v;
+    say("stage\n");
+    gort_chan_recv(dl_ch, &v);
+    say("after\n"); /* never */
+}
+
+TEST(deadlock_chan_recv_child)
+{
+    gort_main(dl_chan_main, NULL);
+}
+
+TEST(deadlock_chan_recv)
+{
+    struct test_child r;
+    expect_fatal("deadlock_chan_recv_child",
+                 "all goroutines are asleep - deadlock!", &r);
+    CHECK_STR_CONTAINS(r.err, "\ngoroutine 1 [chan receive]:\n");
+    CHECK_STR_CONTAINS(r.err, " [chan send]:\n");
+    test_child_free(&r);
+}
+
+static void dl_nil_main(void *arg)
+{
+    (void)arg;
+    say("stage\n");
+    gort_chan_recv(NULL, NULL);
+    say("after\n"); /* never */
+}
+
+TEST(deadlock_nil_chan_child)
+{
+    gort_main(dl_nil_main, NULL);
+}
+
+TEST(deadlock_nil_chan)
+{
+    struct test_child r;
+    expect_fatal("deadlock_nil_chan_child",
+                 "all goroutines are asleep - deadlock!", &r);
+    CHECK_STR_CONTAINS(r.err, "\ngoroutine 1 [chan receive (nil chan)]:\n");
+    test_child_free(&r);
+}
+
+static void dl_select_main(void *arg)
+{
+    (void)arg;
+    say("stage\n");
+    gort_select(NULL, 0);
+    say("after\n"); /* never */
+}
+
+TEST(deadlock_select_no_cases_child)
+{
+    gort_main(dl_select_main, NULL);
+}
+
+TEST(deadlock_select_no_cases)
+{
+    struct test_child r;
+    expect_fatal("deadlock_select_no_cases_child",
+                 "all goroutines are asleep - deadlock!", &r);
+    CHECK_STR_CONTAINS(r.err, "\ngoroutine 1 [select (no cases)]:\n");
+    test_child_free(&r);
+}
+
+/* ---- no_deadlock_timer ---- */
+
+static gort_chan *nd_never;
+static gort_waitgroup nd_wg;
+
+static void nd_recv(void *arg)
+{
+    (void)arg;
+    gort_chan_recv(nd_never, NULL);
+}
+
+static void nd_select(void *arg)
+{
+    (void)arg;
+    gort_case cs[2] = {{nd_never, GORT_CASE_RECV, NULL, false},
+                       {NULL, GORT_CASE_SEND, NULL, false}};
+    gort_select(cs, 2);
+}
+
+static void nd_wait(void *arg)
+{
+    (void)arg;
+    gort_waitgroup_wait(&nd_wg);
+}
+
+static void nd_main(void *arg)
+{
+    (void)arg;
+    nd_never = chan_or_die(0, 0);
+    gort_waitgroup_add(&nd_wg, 1);
+    CHECK_GT(gort_go(nd_recv, NULL), 1);
+    CHECK_GT(gort_go(nd_select, NULL), 1);
+    CHECK_GT(gort_go(nd_wait, NULL), 1);
+    say("sleeping\n");
+    int64_t t0 = gort_nanotime();
+    gort_sleep(200LL * 1000 * 1000);
+    say("slept %lld ms\n", (long long)((gort_nanotime() - t0) / 1000000));
+    gort_chan *after = gort_after(100LL * 1000 * 1000);
+    CHECK(after != NULL);
+    int64_t v = 0;
+    CHECK(gort_chan_recv(after, &v));
+    CHECK_EQ(gort_chan_free(after), 0);
+    say("received\n");
+}
+
+TEST(no_deadlock_timer_child)
+{
+    CHECK_EQ(gort_main(nd_main, NULL), 0);
+    say("returned\n");
+}
+
+TEST(no_deadlock_timer)
+{
+    struct test_child r;
+    test_run_child("no_deadlock_timer_child", NULL, 60, &r);
+    if (r.signal != 0 || r.exit_code != 0)
+        fprintf(stderr, "child: exit %d signal %d\n--- stdout ---\n%s\n"
+                        "--- stderr ---\n%s\n",
+                r.exit_code, r.signal, r.out, r.err);
+    CHECK_EQ(r.signal, 0);
+    CHECK_EQ(r.exit_code, 0);
+    CHECK(strstr(r.err, "deadlock") == NULL);
+    CHECK(strstr(r.err, "fatal error") == NULL);
+    CHECK_STR_CONTAINS(r.out, "sleeping\n");
+    const char *s = strstr(r.out, "slept ");
+    CHECK(s != NULL);
+    CHECK_GE(atoll(s + 6), 200);
+    CHECK_STR_CONTAINS(r.out, "received\n");
+    CHECK_STR_CONTAINS(r.out, "returned\n");
     test_child_free(&r);
 }
