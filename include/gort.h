@@ -315,7 +315,8 @@ typedef struct gort_once {
 #define GORT_ONCE_INIT {0, GORT_MUTEX_INIT}
 
 /* Run fn(arg) exactly once over all calls on o; every caller returns
- * after it has completed. */
+ * after it has completed.  fn must return: if it ends its goroutine with
+ * gort_goexit, later calls block for good (C has no deferred unlock). */
 GORT_EXTERN void gort_once_do(gort_once *o, void (*fn)(void *), void *arg);
 
 typedef struct gort_cond {
