@@ -127,14 +127,14 @@ GORT_NO_TSAN static void dumpg(int fd, struct g *gp, int64_t now)
     if (s == G_WAITING && obj)
         gort__printf(fd, "waiting on %p\n", obj);
     char fnname[256], site[256];
-    symbolize((uintptr_t)gp->startfn, fnname, sizeof fnname);
+    symbolize((uintptr_t)gp->fn, fnname, sizeof fnname);
     symbolize(gp->gopc, site, sizeof site);
     if (gp->is_main)
         gort__printf(fd, "main goroutine running %p (%s)\n\n",
-                     (void *)(uintptr_t)gp->startfn, fnname);
+                     (void *)(uintptr_t)gp->fn, fnname);
     else
         gort__printf(fd, "started as %p (%s), created at %p (%s)\n\n",
-                     (void *)(uintptr_t)gp->startfn, fnname,
+                     (void *)(uintptr_t)gp->fn, fnname,
                      (void *)gp->gopc, site);
 }
 

@@ -1178,7 +1178,6 @@ static int64_t newproc1(struct p *pp, struct g *gp, void (*fn)(void *),
     gort__fpctl_save(gp->fpctl); /* it starts with its creator's FP modes */
     gp->fn = fn;
     gp->arg = arg;
-    gp->startfn = fn;
     gp->gopc = pc;
     gp->defers = NULL;
     gp->param = NULL;

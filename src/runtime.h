@@ -75,6 +75,22 @@
 #define GORT_DASSERT(cond) ((void)0)
 #endif
 
+/* Which sanitizer is on: the G keeps fiber state for it (proc.c). */
+#if defined(__SANITIZE_ADDRESS__)
+#define GORT_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define GORT_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define GORT_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define GORT_TSAN 1
+#endif
+#endif
+
 /* ---------------------------------------------------------------------------
  * Constants from Go, with their reasons.
  * ------------------------------------------------------------------------- */
@@ -232,7 +248,8 @@ struct g {
     int64_t goid;           /* 0 while dead */
     struct m *m;            /* M running it, or NULL; owner M writes */
     struct g *schedlink;    /* next in whatever list holds this G */
-    void (*fn)(void *);     /* entry and its argument, set by gort_go */
+    void (*fn)(void *);     /* entry and its argument, set by gort_go;
+                               kept while it lives, for dumps */
     void *arg;
     void *param;            /* passed by the waker to the parked G */
     const void *waitobj;    /* what it waits on (a channel, a semaphore
@@ -249,9 +266,12 @@ struct g {
     int64_t waitsince;      /* about when it parked (sched.coarsenow),
                                for dumps */
     uintptr_t gopc;         /* return address of the gort_go call */
-    void (*startfn)(void *);/* the function it was started with */
+#ifdef GORT_ASAN
     void *asan_fake_stack;  /* AddressSanitizer fake-stack save slot */
+#endif
+#ifdef GORT_TSAN
     void *tsan_fiber;       /* ThreadSanitizer fiber */
+#endif
     uint32_t allgs_index;   /* position in gort__allgs */
 };
 
@@ -785,22 +805,6 @@ GORT_HIDDEN uint32_t gort__notifylistadd(gort_cond *c);
 GORT_HIDDEN void gort__notifylistwait(gort_cond *c, uint32_t ticket);
 GORT_HIDDEN void gort__notifylistnotifyone(gort_cond *c);
 GORT_HIDDEN void gort__notifylistnotifyall(gort_cond *c);
-
-/* Sanitizer hooks around stack switches (proc.c). */
-#if defined(__SANITIZE_ADDRESS__)
-#define GORT_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define GORT_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__)
-#define GORT_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define GORT_TSAN 1
-#endif
-#endif
 
 /* gort__lock/unlock for callers that already hold their M (the hot
  * scheduler paths): the uncontended case inline, one atomic each; the
