@@ -192,8 +192,11 @@ static GORT_NORETURN void block_forever(uint32_t reason)
     gort__throw("unreachable: woke from a permanent block");
 }
 
-bool gort__chansend(struct m *mp, struct gort_chan *c, const void *ep,
-                    bool block)
+/* The bodies are inlined into the public entry points, where block is a
+ * constant and the unused half folds away; select.c and time.c call the
+ * out-of-line copies below. */
+static inline __attribute__((always_inline)) bool
+chansend(struct m *mp, struct gort_chan *c, const void *ep, bool block)
 {
     if (!c) {
         if (!block)
@@ -280,8 +283,8 @@ void gort__chan_recv_direct(struct m *mp, struct gort_chan *c,
 
 /* Returns whether a receive happened (always, when blocking); *ok says
  * whether it was a value (false: closed and drained). */
-bool gort__chanrecv(struct m *mp, struct gort_chan *c, void *ep, bool block,
-                    bool *ok)
+static inline __attribute__((always_inline)) bool
+chanrecv(struct m *mp, struct gort_chan *c, void *ep, bool block, bool *ok)
 {
     *ok = false;
     if (!c) {
@@ -391,6 +394,18 @@ void gort_chan_close(gort_chan *c)
  * Public entry points.
  * ------------------------------------------------------------------------- */
 
+bool gort__chansend(struct m *mp, struct gort_chan *c, const void *ep,
+                    bool block)
+{
+    return chansend(mp, c, ep, block);
+}
+
+bool gort__chanrecv(struct m *mp, struct gort_chan *c, void *ep, bool block,
+                    bool *ok)
+{
+    return chanrecv(mp, c, ep, block, ok);
+}
+
 /* The M of a goroutine, or a fatal error naming the caller. */
 static inline struct m *chan_m(const char *who)
 {
@@ -406,25 +421,25 @@ static inline struct m *chan_m(const char *who)
 
 void gort_chan_send(gort_chan *c, const void *elem)
 {
-    gort__chansend(chan_m("gort_chan_send"), c, elem, true);
+    chansend(chan_m("gort_chan_send"), c, elem, true);
 }
 
 bool gort_chan_recv(gort_chan *c, void *elem)
 {
     bool ok;
-    gort__chanrecv(chan_m("gort_chan_recv"), c, elem, true, &ok);
+    chanrecv(chan_m("gort_chan_recv"), c, elem, true, &ok);
     return ok;
 }
 
 bool gort_chan_trysend(gort_chan *c, const void *elem)
 {
-    return gort__chansend(chan_m("gort_chan_trysend"), c, elem, false);
+    return chansend(chan_m("gort_chan_trysend"), c, elem, false);
 }
 
 bool gort_chan_tryrecv(gort_chan *c, void *elem, bool *ok)
 {
     bool got;
-    bool sel = gort__chanrecv(chan_m("gort_chan_tryrecv"), c, elem, false,
+    bool sel = chanrecv(chan_m("gort_chan_tryrecv"), c, elem, false,
                               &got);
     if (ok)
         *ok = got;
