@@ -78,9 +78,18 @@ void gort__runqput(struct p *pp, struct g *gp, bool next)
     if (randomized() && next && gort__fastrandn(2) == 0)
         next = false;
     if (next) {
-        /* Acq-rel exchange: a thief CASes runnext to NULL on its last
-         * pass, so the owner must use an atomic exchange too. */
-        struct g *old = xchg_acqrel(&pp->runnext, gp);
+        /* An empty runnext is ours alone to fill: thieves only ever CAS
+         * a G out of it, never into it.  So a release store (publishing
+         * the G to a thief's load-acquire) suffices, without the locked
+         * exchange a full one needs. */
+        struct g *old = load_relaxed(&pp->runnext);
+        if (!old) {
+            store_rel(&pp->runnext, gp);
+            return;
+        }
+        /* Acq-rel exchange: a thief may CAS the old G out on its last
+         * pass at the same time. */
+        old = xchg_acqrel(&pp->runnext, gp);
         if (!old)
             return;
         gp = old; /* kick the old runnext out to the ring */
