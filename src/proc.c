@@ -718,8 +718,8 @@ static struct p *checkrunqsnop(void)
  * NULL when the slow path (findrunnable: stealing, parking, a pending
  * stop-the-world) is needed.  When it took from the global queue it keeps
  * sched.lock held and sets *locked. */
-static struct g *pick_fast(struct m *mp, struct p *pp, bool *inherit,
-                           bool *locked)
+static inline __attribute__((always_inline)) struct g *
+pick_fast(struct m *mp, struct p *pp, bool *inherit, bool *locked)
 {
     struct g *gp;
     *inherit = false;
@@ -755,8 +755,8 @@ static struct g *pick_fast(struct m *mp, struct p *pp, bool *inherit,
 /* pick_fast for the direct hand-offs (park, gosched, goexit): NULL also
  * when a timer of this P is due, so that it runs on g0 first
  * (findrunnable); a stream of hand-offs could hold it back otherwise. */
-static struct g *pick_handoff(struct m *mp, struct p *pp, bool *inherit,
-                              bool *locked)
+static inline __attribute__((always_inline)) struct g *
+pick_handoff(struct m *mp, struct p *pp, bool *inherit, bool *locked)
 {
     /* Relaxed: a hint, re-read under the heap's lock. */
     int64_t tw = load_relaxed(&pp->timers.minwhen);
@@ -919,7 +919,8 @@ static void gostart(void *prev);
 
 /* Make gp, taken from a run queue, the M's current G.  Mirrors the first
  * half of execute (proc.go). */
-static inline void execute_prep(struct m *mp, struct g *gp, bool inherit)
+static inline __attribute__((always_inline)) void
+execute_prep(struct m *mp, struct g *gp, bool inherit)
 {
     if (!gp->sched_sp) {
         /* First run: take the hottest free stack of this P (stack.c,
@@ -1005,7 +1006,8 @@ static void schedule(void)
 
 /* Switch from the running gp (whose new status the caller has set) to
  * next; post(mp, gp) runs on next's stack.  Returns when gp runs again. */
-static void g_handoff(struct m *mp, struct g *gp, struct g *next, bool inherit,
+static inline __attribute__((always_inline)) void
+g_handoff(struct m *mp, struct g *gp, struct g *next, bool inherit,
                       bool locked, void (*post)(struct m *, struct g *),
                       bool dying)
 {

@@ -300,7 +300,7 @@ static struct g *globpop(void)
 /* Take a batch from the global queue: one G to return, and up to
  * len/gomaxprocs (capped at half the ring, and at max when max > 0) more
  * into pp's ring.  Mirrors runtime.globrunqget (proc.go). */
-struct g *gort__globrunqget_locked(struct p *pp, int32_t max)
+struct g *gort__globrunqget_slow(struct p *pp, int32_t max)
 {
     int32_t size = gort__sched.runqsize;
     if (size <= 1 || max == 1) {

@@ -566,7 +566,8 @@ GORT_HIDDEN void gort__runqdrain_to_global_locked(struct p *pp);
 GORT_HIDDEN void gort__globrunqput_locked(struct g *gp);
 GORT_HIDDEN void gort__globrunqputhead_locked(struct g *gp);
 GORT_HIDDEN void gort__globrunqputbatch_locked(struct gqueue *batch, int32_t n);
-GORT_HIDDEN struct g *gort__globrunqget_locked(struct p *pp, int32_t max);
+GORT_HIDDEN struct g *gort__globrunqget_slow(struct p *pp, int32_t max);
+
 GORT_HIDDEN void gort__globrunqputwoken_locked(struct gqueue *batch,
                                               int32_t n);
 
@@ -614,6 +615,22 @@ static inline struct g *glist_pop(struct glist *l)
         store_relaxed(&l->n, l->n - 1);
     }
     return gp;
+}
+
+/* Take from the global queue: one G, and with max != 1 a batch more into
+ * pp's ring (runq.c).  The single-G case, the usual one, inline. */
+static inline struct g *gort__globrunqget_locked(struct p *pp, int32_t max)
+{
+    int32_t size = gort__sched.runqsize;
+    if (size == 1 || (max == 1 && size > 0)) {
+        /* Relaxed store: readers outside the lock use it as a hint. */
+        store_relaxed(&gort__sched.runqsize, size - 1);
+        struct g *gp = gqueue_pop(&gort__sched.runq);
+        if (gp == gort__sched.runq_wokenlast)
+            gort__sched.runq_wokenlast = NULL;
+        return gp;
+    }
+    return size == 0 ? NULL : gort__globrunqget_slow(pp, max);
 }
 
 /* ---------------------------------------------------------------------------
