@@ -185,6 +185,30 @@ static bool chanparkcommit(struct g *gp, void *lock)
     return true;
 }
 
+/* Queue the running G on q (c's sendq or recvq, c locked) with a sudog on
+ * this stack pointing at the caller's element, and park; c's lock is
+ * released once the G is parked.  Returns whether a value moved (false:
+ * the channel was closed).  Out of line: the fast paths need no frame for
+ * the sudog. */
+static GORT_NOINLINE bool chan_block(struct m *mp, struct gort_chan *c,
+                                     struct waitq *q, void *ep,
+                                     uint32_t reason)
+{
+    struct g *gp = mp->curg;
+    struct sudog mysg = {0};
+    mysg.g = gp;
+    mysg.elem = ep;
+    mysg.c = c;
+    gp->waiting = &mysg;
+    gp->param = NULL;
+    gp->waitobj = c;
+    gort__waitq_enqueue(q, &mysg);
+    gort__park(chanparkcommit, &c->lock, reason);
+    gp->waiting = NULL;
+    gp->waitobj = NULL;
+    return mysg.success;
+}
+
 /* Park forever: a nil channel, a select with nothing to wait on. */
 static GORT_NORETURN void block_forever(uint32_t reason)
 {
@@ -224,10 +248,7 @@ chansend(struct m *mp, struct gort_chan *c, const void *ep, bool block)
         return true;
     }
     if (c->qcount < c->dataqsiz) {
-        gort__elemcopy(c, gort__chanbuf(c, c->sendx), ep);
-        if (++c->sendx == c->dataqsiz)
-            c->sendx = 0;
-        store_relaxed(&c->qcount, c->qcount + 1);
+        gort__chan_bufsend(c, ep);
         gort__chanunlock_m(mp, &c->lock);
         return true;
     }
@@ -236,20 +257,7 @@ chansend(struct m *mp, struct gort_chan *c, const void *ep, bool block)
         return false;
     }
 
-    /* Block: our sudog, on this stack, points at the caller's value. */
-    struct g *gp = mp->curg;
-    struct sudog mysg = {0};
-    mysg.g = gp;
-    mysg.elem = (void *)ep;
-    mysg.c = c;
-    gp->waiting = &mysg;
-    gp->param = NULL;
-    gp->waitobj = c;
-    gort__waitq_enqueue(&c->sendq, &mysg);
-    gort__park(chanparkcommit, &c->lock, WAIT_CHAN_SEND);
-    gp->waiting = NULL;
-    gp->waitobj = NULL;
-    if (!mysg.success)
+    if (!chan_block(mp, c, &c->sendq, (void *)ep, WAIT_CHAN_SEND))
         gort__fatal("send on closed channel");
     return true;
 }
@@ -335,19 +343,7 @@ chanrecv(struct m *mp, struct gort_chan *c, void *ep, bool block, bool *ok)
         return false;
     }
 
-    struct g *gp = mp->curg;
-    struct sudog mysg = {0};
-    mysg.g = gp;
-    mysg.elem = ep;
-    mysg.c = c;
-    gp->waiting = &mysg;
-    gp->param = NULL;
-    gp->waitobj = c;
-    gort__waitq_enqueue(&c->recvq, &mysg);
-    gort__park(chanparkcommit, &c->lock, WAIT_CHAN_RECV);
-    gp->waiting = NULL;
-    gp->waitobj = NULL;
-    *ok = mysg.success;
+    *ok = chan_block(mp, c, &c->recvq, ep, WAIT_CHAN_RECV);
     return true;
 }
 
