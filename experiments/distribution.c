@@ -19,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "flags.h"
+
 static int procs = 4, ngoroutines = 1000, burn_us = 600, trace_ms = 10;
 static gort_waitgroup wg;
 static uint64_t sink; /* keeps the loop from being optimised away */
@@ -63,30 +65,18 @@ static void main_g(void *arg)
     printf("] total=%llu\n", (unsigned long long)total);
 }
 
-static int intflag(const char *name, const char *v, int min)
-{
-    char *end;
-    long x = v ? strtol(v, &end, 10) : 0;
-    if (!v || *end || x < min || x > 1000000000) {
-        fprintf(stderr, "distribution: %s wants an integer >= %d, got %s\n",
-                name, min, v ? v : "nothing");
-        exit(2);
-    }
-    return (int)x;
-}
-
 int main(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(argv[i], "-procs"))
-            procs = intflag("-procs", v, 1);
+            procs = intflag("distribution", "-procs", v, 1);
         else if (!strcmp(argv[i], "-n"))
-            ngoroutines = intflag("-n", v, 1);
+            ngoroutines = intflag("distribution", "-n", v, 1);
         else if (!strcmp(argv[i], "-burn-us"))
-            burn_us = intflag("-burn-us", v, 0);
+            burn_us = intflag("distribution", "-burn-us", v, 0);
         else if (!strcmp(argv[i], "-trace"))
-            trace_ms = intflag("-trace", v, 0);
+            trace_ms = intflag("distribution", "-trace", v, 0);
         else {
             fprintf(stderr, "usage: distribution [-procs N] [-n N] "
                             "[-burn-us US] [-trace MS]\n");

@@ -88,6 +88,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "flags.h"
+
 struct job {
     int id;
     int n;
@@ -243,30 +245,18 @@ static void main_g(void *arg)
     need(gort_chan_free(done), "gort_chan_free(done)");
 }
 
-static int intflag(const char *name, const char *v, int min)
-{
-    char *end;
-    long x = v ? strtol(v, &end, 10) : 0;
-    if (!v || *end || x < min || x > 1000000000) {
-        fprintf(stderr, "workerpool: %s wants an integer >= %d, got %s\n",
-                name, min, v ? v : "nothing");
-        exit(2);
-    }
-    return (int)x;
-}
-
 int main(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(argv[i], "-workers"))
-            nworkers = intflag("-workers", v, 1);
+            nworkers = intflag("workerpool", "-workers", v, 1);
         else if (!strcmp(argv[i], "-jobs"))
-            njobs = intflag("-jobs", v, 0);
+            njobs = intflag("workerpool", "-jobs", v, 0);
         else if (!strcmp(argv[i], "-work-ms"))
-            work_ms = intflag("-work-ms", v, 0);
+            work_ms = intflag("workerpool", "-work-ms", v, 0);
         else if (!strcmp(argv[i], "-timeout-ms"))
-            timeout_ms = intflag("-timeout-ms", v, 0);
+            timeout_ms = intflag("workerpool", "-timeout-ms", v, 0);
         else {
             fprintf(stderr, "usage: workerpool [-workers N] [-jobs N] "
                             "[-work-ms MS] [-timeout-ms MS]\n");
