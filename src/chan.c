@@ -220,7 +220,8 @@ static GORT_NORETURN void block_forever(uint32_t reason)
  * constant and the unused half folds away; select.c and time.c call the
  * out-of-line copies below. */
 static inline __attribute__((always_inline)) bool
-chansend(struct m *mp, struct gort_chan *c, const void *ep, bool block)
+chansend(struct m *mp, struct gort_chan *c, const void *ep, bool block,
+         uint32_t reason)
 {
     if (!c) {
         if (!block)
@@ -257,7 +258,7 @@ chansend(struct m *mp, struct gort_chan *c, const void *ep, bool block)
         return false;
     }
 
-    if (!chan_block(mp, c, &c->sendq, (void *)ep, WAIT_CHAN_SEND))
+    if (!chan_block(mp, c, &c->sendq, (void *)ep, reason))
         gort__fatal("send on closed channel");
     return true;
 }
@@ -292,7 +293,8 @@ void gort__chan_recv_direct(struct m *mp, struct gort_chan *c,
 /* Returns whether a receive happened (always, when blocking); *ok says
  * whether it was a value (false: closed and drained). */
 static inline __attribute__((always_inline)) bool
-chanrecv(struct m *mp, struct gort_chan *c, void *ep, bool block, bool *ok)
+chanrecv(struct m *mp, struct gort_chan *c, void *ep, bool block, bool *ok,
+         uint32_t reason)
 {
     *ok = false;
     if (!c) {
@@ -343,7 +345,7 @@ chanrecv(struct m *mp, struct gort_chan *c, void *ep, bool block, bool *ok)
         return false;
     }
 
-    *ok = chan_block(mp, c, &c->recvq, ep, WAIT_CHAN_RECV);
+    *ok = chan_block(mp, c, &c->recvq, ep, reason);
     return true;
 }
 
@@ -393,13 +395,13 @@ void gort_chan_close(gort_chan *c)
 bool gort__chansend(struct m *mp, struct gort_chan *c, const void *ep,
                     bool block)
 {
-    return chansend(mp, c, ep, block);
+    return chansend(mp, c, ep, block, WAIT_SELECT);
 }
 
 bool gort__chanrecv(struct m *mp, struct gort_chan *c, void *ep, bool block,
                     bool *ok)
 {
-    return chanrecv(mp, c, ep, block, ok);
+    return chanrecv(mp, c, ep, block, ok, WAIT_SELECT);
 }
 
 /* The M of a goroutine, or a fatal error naming the caller. */
@@ -417,26 +419,27 @@ static inline struct m *chan_m(const char *who)
 
 void gort_chan_send(gort_chan *c, const void *elem)
 {
-    chansend(chan_m("gort_chan_send"), c, elem, true);
+    chansend(chan_m("gort_chan_send"), c, elem, true, WAIT_CHAN_SEND);
 }
 
 bool gort_chan_recv(gort_chan *c, void *elem)
 {
     bool ok;
-    chanrecv(chan_m("gort_chan_recv"), c, elem, true, &ok);
+    chanrecv(chan_m("gort_chan_recv"), c, elem, true, &ok, WAIT_CHAN_RECV);
     return ok;
 }
 
 bool gort_chan_trysend(gort_chan *c, const void *elem)
 {
-    return chansend(chan_m("gort_chan_trysend"), c, elem, false);
+    return chansend(chan_m("gort_chan_trysend"), c, elem, false,
+                    WAIT_CHAN_SEND);
 }
 
 bool gort_chan_tryrecv(gort_chan *c, void *elem, bool *ok)
 {
     bool got;
-    bool sel = chanrecv(chan_m("gort_chan_tryrecv"), c, elem, false,
-                              &got);
+    bool sel = chanrecv(chan_m("gort_chan_tryrecv"), c, elem, false, &got,
+                        WAIT_CHAN_RECV);
     if (ok)
         *ok = got;
     return sel;

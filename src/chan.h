@@ -80,7 +80,9 @@ static inline void gort__chanunlock(gort_lock *l)
 GORT_HIDDEN int gort__chan_alloc(gort_chan **chp, size_t elemsize,
                                  size_t cap);
 GORT_HIDDEN int gort__chan_release(gort_chan *c);
-/* Send / receive for a goroutine on mp (or g0 with a P, non-blocking). */
+/* Send / receive for a goroutine on mp (or g0 with a P, non-blocking);
+ * a blocking call waits as a select case ("select" in dumps), as the one
+ * live case of a gort_select does. */
 GORT_HIDDEN bool gort__chansend(struct m *mp, struct gort_chan *c,
                                 const void *ep, bool block);
 GORT_HIDDEN bool gort__chanrecv(struct m *mp, struct gort_chan *c, void *ep,
