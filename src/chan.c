@@ -43,29 +43,17 @@ void gort__waitq_enqueue(struct waitq *q, struct sudog *sg)
     q->last = sg;
 }
 
-static void waitq_unlink(struct waitq *q, struct sudog *sg)
-{
-    if (sg->prev)
-        sg->prev->next = sg->next;
-    else
-        store_relaxed(&q->first, sg->next); /* peeked without the lock */
-    if (sg->next)
-        sg->next->prev = sg->prev;
-    else
-        q->last = sg->prev;
-    sg->next = sg->prev = NULL;
-}
 
 /* Take the first waiter that can still be woken.  A select's sudog is
  * taken only by whoever wins the CAS on its G's selectdone, so a G parked
  * in select on several channels is woken exactly once. */
-struct sudog *gort__waitq_dequeue(struct waitq *q)
+struct sudog *gort__waitq_dequeue_slow(struct waitq *q)
 {
     for (;;) {
         struct sudog *sg = q->first;
         if (!sg)
             return NULL;
-        waitq_unlink(q, sg);
+        gort__waitq_unlink(q, sg);
         /* Acq-rel: the winner's later writes to the G (param, the
          * element) are ordered after the claim; losers see it claimed. */
         if (sg->isselect && !cas_acqrel(&sg->g->selectdone, 0, 1))
@@ -79,7 +67,7 @@ struct sudog *gort__waitq_dequeue(struct waitq *q)
 void gort__waitq_remove(struct waitq *q, struct sudog *sg)
 {
     if (sg->prev || q->first == sg)
-        waitq_unlink(q, sg);
+        gort__waitq_unlink(q, sg);
 }
 
 /* ---------------------------------------------------------------------------
@@ -188,11 +176,10 @@ static bool chanparkcommit(struct g *gp, void *lock)
 /* Queue the running G on q (c's sendq or recvq, c locked) with a sudog on
  * this stack pointing at the caller's element, and park; c's lock is
  * released once the G is parked.  Returns whether a value moved (false:
- * the channel was closed).  Out of line: the fast paths need no frame for
- * the sudog. */
-static GORT_NOINLINE bool chan_block(struct m *mp, struct gort_chan *c,
-                                     struct waitq *q, void *ep,
-                                     uint32_t reason)
+ * the channel was closed). */
+static inline __attribute__((always_inline)) bool
+chan_block(struct m *mp, struct gort_chan *c, struct waitq *q, void *ep,
+           uint32_t reason)
 {
     struct g *gp = mp->curg;
     struct sudog mysg = {0};

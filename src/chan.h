@@ -88,7 +88,32 @@ GORT_HIDDEN bool gort__chansend(struct m *mp, struct gort_chan *c,
 GORT_HIDDEN bool gort__chanrecv(struct m *mp, struct gort_chan *c, void *ep,
                                 bool block, bool *ok);
 GORT_HIDDEN void gort__waitq_enqueue(struct waitq *q, struct sudog *sg);
-GORT_HIDDEN struct sudog *gort__waitq_dequeue(struct waitq *q);
+GORT_HIDDEN struct sudog *gort__waitq_dequeue_slow(struct waitq *q);
+/* Unlink sg from q; c->lock held. */
+static inline void gort__waitq_unlink(struct waitq *q, struct sudog *sg)
+{
+    if (sg->prev)
+        sg->prev->next = sg->next;
+    else
+        store_relaxed(&q->first, sg->next); /* peeked without the lock */
+    if (sg->next)
+        sg->next->prev = sg->prev;
+    else
+        q->last = sg->prev;
+    sg->next = sg->prev = NULL;
+}
+
+/* Take the first waiter that can still be woken (chan.c): the head when
+ * it is a plain send or receive, inline; select sudogs out of line. */
+static inline struct sudog *gort__waitq_dequeue(struct waitq *q)
+{
+    struct sudog *sg = q->first;
+    if (sg && !sg->isselect) {
+        gort__waitq_unlink(q, sg);
+        return sg;
+    }
+    return sg ? gort__waitq_dequeue_slow(q) : NULL;
+}
 GORT_HIDDEN void gort__waitq_remove(struct waitq *q, struct sudog *sg);
 /* With c->lock held: complete a hand-off with a waiter, then unlock c and
  * ready the waiter. */

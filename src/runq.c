@@ -73,7 +73,7 @@ static bool runqputslow(struct p *pp, struct g *gp, uint32_t h, uint32_t t)
 /* Put gp on pp's local queue; with next, into runnext, kicking the old
  * runnext to the tail of the ring.  A full ring spills half of itself to
  * the global queue.  Owner P only.  Mirrors runtime.runqput (proc.go). */
-void gort__runqput(struct p *pp, struct g *gp, bool next)
+void gort__runqput_slow(struct p *pp, struct g *gp, bool next)
 {
     if (randomized() && next && gort__fastrandn(2) == 0)
         next = false;

@@ -555,7 +555,7 @@ static inline struct g *gort__getg(void)
  * Run queues (runq.c).
  * ------------------------------------------------------------------------- */
 
-GORT_HIDDEN void gort__runqput(struct p *pp, struct g *gp, bool next);
+GORT_HIDDEN void gort__runqput_slow(struct p *pp, struct g *gp, bool next);
 GORT_HIDDEN struct g *gort__runqget(struct p *pp, bool *inherit_time);
 GORT_HIDDEN bool gort__runqempty(struct p *pp);
 GORT_HIDDEN uint32_t gort__runqlen(struct p *pp);
@@ -615,6 +615,20 @@ static inline struct g *glist_pop(struct glist *l)
         store_relaxed(&l->n, l->n - 1);
     }
     return gp;
+}
+
+/* Put gp on pp's local queue (runq.c); with next, into runnext.  The
+ * commonest case inline: an empty runnext, which only the owner fills
+ * (thieves only take from it), takes a release store. */
+static inline void gort__runqput(struct p *pp, struct g *gp, bool next)
+{
+    if (next && !gort__debug.randomize &&
+        load_relaxed(&pp->runnext) == NULL) {
+        /* Release: publishes the G to a thief's load-acquire. */
+        store_rel(&pp->runnext, gp);
+        return;
+    }
+    gort__runqput_slow(pp, gp, next);
 }
 
 /* Take from the global queue: one G, and with max != 1 a batch more into
