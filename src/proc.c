@@ -1457,7 +1457,8 @@ static void post_gosched(struct m *mp, struct g *prev)
     mp->post_locked = false;
     gort__globrunqput_locked(prev);
     gort__unlock_m(mp, &gort__sched.lock);
-    gort__wakep();
+    if (load_relaxed(&gort__sched.npidle) != 0) /* wakep's own first test */
+        gort__wakep();
 }
 
 /* Yield: to the tail of the global queue, as Go's Gosched (and

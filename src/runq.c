@@ -234,13 +234,6 @@ void gort__runqdrain_to_global_locked(struct p *pp)
     }
 }
 
-void gort__globrunqput_locked(struct g *gp)
-{
-    gqueue_push(&gort__sched.runq, gp);
-    /* Relaxed store: readers outside the lock use it as a hint only. */
-    store_relaxed(&gort__sched.runqsize, gort__sched.runqsize + 1);
-}
-
 void gort__globrunqputhead_locked(struct g *gp)
 {
     gqueue_push_head(&gort__sched.runq, gp);

@@ -563,7 +563,6 @@ GORT_HIDDEN struct g *gort__runqsteal(struct p *pp, struct p *p2, bool stealnext
 /* Empty pp's local queue and runnext into the global queue (procresize). */
 GORT_HIDDEN void gort__runqdrain_to_global_locked(struct p *pp);
 /* Global queue; callers hold sched.lock. */
-GORT_HIDDEN void gort__globrunqput_locked(struct g *gp);
 GORT_HIDDEN void gort__globrunqputhead_locked(struct g *gp);
 GORT_HIDDEN void gort__globrunqputbatch_locked(struct gqueue *batch, int32_t n);
 GORT_HIDDEN struct g *gort__globrunqget_slow(struct p *pp, int32_t max);
@@ -615,6 +614,14 @@ static inline struct g *glist_pop(struct glist *l)
         store_relaxed(&l->n, l->n - 1);
     }
     return gp;
+}
+
+/* Put gp at the tail of the global queue; sched.lock held. */
+static inline void gort__globrunqput_locked(struct g *gp)
+{
+    gqueue_push(&gort__sched.runq, gp);
+    /* Relaxed store: readers outside the lock use it as a hint only. */
+    store_relaxed(&gort__sched.runqsize, gort__sched.runqsize + 1);
 }
 
 /* Put gp on pp's local queue (runq.c); with next, into runnext.  The
