@@ -56,139 +56,18 @@
  * limit, many_waiters parks 2,000 goroutines; under both sanitizers the
  * stress runs are shorter.
  */
-#include "test.h"
-
-#include <gort.h>
+#include "test_util.h"
 
 #include <errno.h>
 #include <pthread.h>
-#include <stdbool.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SANITIZED 1
-#else
-#define SANITIZED 0
-#endif
-#if defined(__SANITIZE_THREAD__)
-#define TSAN 1
-#else
-#define TSAN 0
-#endif
-
-#define MS (1000LL * 1000)
-#define ATOMIC_INC(p) __atomic_add_fetch((p), 1, __ATOMIC_ACQ_REL)
-#define ATOMIC_ADD(p, v) __atomic_add_fetch((p), (v), __ATOMIC_ACQ_REL)
-#define ATOMIC_LOAD(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
-#define ATOMIC_STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
-
-static void run_main(void (*fn)(void *), void *arg)
+/* A new channel, checked to be empty with the capacity asked for. */
+static gort_chan *new_chan(size_t elemsize, size_t cap)
 {
-    CHECK_EQ(gort_main(fn, arg), 0);
-}
-
-static gort_chan *make_chan(size_t elemsize, size_t cap)
-{
-    gort_chan *ch = NULL;
-    CHECK_EQ(gort_chan_make(&ch, elemsize, cap), 0);
-    CHECK(ch != NULL);
+    gort_chan *ch = make_chan(elemsize, cap);
     CHECK_EQ(gort_chan_cap(ch), cap);
     CHECK_EQ(gort_chan_len(ch), 0);
     return ch;
-}
-
-static void free_chan(gort_chan *ch)
-{
-    CHECK_EQ(gort_chan_free(ch), 0);
-}
-
-static int64_t recv_i64(gort_chan *ch)
-{
-    int64_t v = -12345;
-    CHECK(gort_chan_recv(ch, &v));
-    return v;
-}
-
-static void send_i64(gort_chan *ch, int64_t v)
-{
-    gort_chan_send(ch, &v);
-}
-
-static uint64_t xorshift(uint64_t *s)
-{
-    uint64_t x = *s;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return *s = x;
-}
-
-/* ---------------------------------------------------------------------------
- * Waiting goroutines, as the goroutine dump shows them.
- * ------------------------------------------------------------------------- */
-
-/* The goroutine dump, as a malloc'd string. */
-static char *dump_text(void)
-{
-    int fd = memfd_create("gort-dump", MFD_CLOEXEC);
-    CHECK_GE(fd, 0);
-    gort_dump_goroutines(fd);
-    off_t n = lseek(fd, 0, SEEK_END);
-    CHECK_GE(n, 0);
-    char *buf = malloc((size_t)n + 1);
-    CHECK(buf != NULL);
-    CHECK_EQ(pread(fd, buf, (size_t)n, 0), n);
-    buf[n] = 0;
-    close(fd);
-    return buf;
-}
-
-/* Goroutines whose dump header is "goroutine N [reason]:" (or "[reason,
- * M minutes]:"): all of them when goid is 0, else goroutine goid only. */
-static int count_waiting(const char *reason, int64_t goid)
-{
-    char *text = dump_text();
-    size_t rl = strlen(reason);
-    int n = 0;
-    for (const char *p = text; p && *p;) {
-        if (strncmp(p, "goroutine ", 10) == 0) {
-            char *end;
-            long long id = strtoll(p + 10, &end, 10);
-            if (end[0] == ' ' && end[1] == '[' &&
-                strncmp(end + 2, reason, rl) == 0 &&
-                (end[2 + rl] == ']' || end[2 + rl] == ',') &&
-                (goid == 0 || id == goid))
-                n++;
-        }
-        p = strchr(p, '\n');
-        if (p)
-            p++;
-    }
-    free(text);
-    return n;
-}
-
-/* Yield until at least n goroutines (or goroutine goid) wait for reason;
- * fails after 30 s.  Returns how many do. */
-static int await_waiting(const char *reason, int64_t goid, int n)
-{
-    int64_t deadline = gort_nanotime() + 30000 * MS;
-    for (;;) {
-        int got = count_waiting(reason, goid);
-        if (got >= n)
-            return got;
-        if (gort_nanotime() > deadline) {
-            fprintf(stderr, "%d goroutines [%s] (goid %lld) after 30 s, "
-                            "want %d\n",
-                    got, reason, (long long)goid, n);
-            char *t = dump_text();
-            fprintf(stderr, "%.20000s\n", t);
-            free(t);
-            CHECK(0);
-        }
-        gort_gosched();
-    }
 }
 
 /* Yield until *p >= want; fails after 30 s. */
@@ -232,7 +111,7 @@ static void fifo_buffered_main(void *arg)
 {
     (void)arg;
     /* Fill and drain. */
-    gort_chan *ch = make_chan(sizeof(int64_t), 100);
+    gort_chan *ch = new_chan(sizeof(int64_t), 100);
     for (int64_t i = 0; i < 100; i++) {
         send_i64(ch, i * 3 + 1);
         CHECK_EQ(gort_chan_len(ch), i + 1);
@@ -247,7 +126,7 @@ static void fifo_buffered_main(void *arg)
 
     /* Every fill level at every ring position: cap 7, random runs of
      * sends and receives. */
-    ch = make_chan(sizeof(int64_t), 7);
+    ch = new_chan(sizeof(int64_t), 7);
     uint64_t rng = 0x9e3779b97f4a7c15ull;
     int64_t next_in = 0, next_out = 0;
     for (int round = 0; round < 20000; round++) {
@@ -271,7 +150,7 @@ static void fifo_buffered_main(void *arg)
         /* One producer, one consumer, both blocking in turn. */
         gort_waitgroup wg = GORT_WAITGROUP_INIT;
         int64_t n = SANITIZED ? 20000 : 100000;
-        ch = make_chan(sizeof(int64_t), 4);
+        ch = new_chan(sizeof(int64_t), 4);
         struct fifo_sender one = {ch, 0, n, &wg};
         gort_waitgroup_add(&wg, 1);
         CHECK_GT(gort_go(fifo_sender_g, &one), 0);
@@ -285,7 +164,7 @@ static void fifo_buffered_main(void *arg)
          * a receive that frees a slot moves the first blocked sender's
          * value to the tail of the buffer (chan.go recv), so each
          * sender's values still arrive in its own order. */
-        ch = make_chan(sizeof(int64_t), 2);
+        ch = new_chan(sizeof(int64_t), 2);
         struct fifo_sender four[4];
         int64_t nextseq[4] = {0, 0, 0, 0};
         n = SANITIZED ? 5000 : 20000;
@@ -371,7 +250,7 @@ static void fifo_unbuffered_main(void *arg)
     for (int pi = 0; pi < NPROCS_LIST; pi++) {
         gort_gomaxprocs(procs_list[pi]);
         gort_waitgroup wg = GORT_WAITGROUP_INIT;
-        gort_chan *ch = make_chan(sizeof(int64_t), 0);
+        gort_chan *ch = new_chan(sizeof(int64_t), 0);
 
         /* One receiver: exactly 0, 1, 2, ... */
         struct unbuf_send s1 = {ch, 0, &wg};
@@ -453,7 +332,7 @@ static void handoff_main(void *arg)
 {
     (void)arg;
     gort_gomaxprocs(2);
-    ho_ch = make_chan(sizeof(int64_t), 0);
+    ho_ch = new_chan(sizeof(int64_t), 0);
     for (int round = 0; round < 3; round++) {
         /* The send waits for the receiver. */
         ATOMIC_STORE(&ho_ready, 0);
@@ -553,9 +432,9 @@ static void close_wakes_main(void *arg)
     (void)arg;
     static const size_t caps[] = {0, 4};
     /* Selectors also wait on a channel that stays open. */
-    cw_other = make_chan(sizeof(struct elem24), 0);
+    cw_other = new_chan(sizeof(struct elem24), 0);
     for (int k = 0; k < 2; k++) {
-        cw_ch = make_chan(sizeof(struct elem24), caps[k]);
+        cw_ch = new_chan(sizeof(struct elem24), caps[k]);
         cw_returned = cw_bad = 0;
         gort_waitgroup_add(&cw_wg, CW_RECV + CW_SELECT);
         for (int i = 0; i < CW_RECV; i++)
@@ -625,7 +504,7 @@ static void cd_receiver(void *arg)
 static void close_drains_main(void *arg)
 {
     (void)arg;
-    gort_chan *ch = make_chan(sizeof(struct elem16), 5);
+    gort_chan *ch = new_chan(sizeof(struct elem16), 5);
     for (int64_t i = 1; i <= 3; i++) {
         struct elem16 e = {i, -i};
         gort_chan_send(ch, &e);
@@ -656,7 +535,7 @@ static void close_drains_main(void *arg)
 
     /* A goroutine ranging over the channel (Go's `for v := range ch`)
      * gets every buffered value even when the close came first. */
-    cd_ch = make_chan(sizeof(struct elem16), 4);
+    cd_ch = new_chan(sizeof(struct elem16), 4);
     for (int64_t i = 10; i < 14; i++) {
         struct elem16 v = {i, -i};
         gort_chan_send(cd_ch, &v);
@@ -697,7 +576,7 @@ static void len_cap_main(void *arg)
     CHECK_EQ(gort_chan_cap(NULL), 0);
 
     /* Unbuffered: a parked sender is not in the buffer. */
-    lc_ch = make_chan(sizeof(int64_t), 0);
+    lc_ch = new_chan(sizeof(int64_t), 0);
     gort_waitgroup_add(&lc_wg, 1);
     int64_t id = gort_go(lc_sender, NULL);
     await_waiting("chan send", id, 1);
@@ -708,7 +587,7 @@ static void len_cap_main(void *arg)
     free_chan(lc_ch);
 
     /* Buffered, with a sender parked on the full buffer. */
-    lc_ch = make_chan(sizeof(int64_t), 3);
+    lc_ch = new_chan(sizeof(int64_t), 3);
     for (int i = 0; i < 3; i++) {
         send_i64(lc_ch, i);
         CHECK_EQ(gort_chan_len(lc_ch), i + 1);
@@ -733,7 +612,7 @@ static void len_cap_main(void *arg)
     free_chan(lc_ch);
 
     /* Zero-size elements still count. */
-    lc_ch = make_chan(0, 5);
+    lc_ch = new_chan(0, 5);
     char dummy = 0;
     for (int i = 0; i < 5; i++)
         gort_chan_send(lc_ch, &dummy);
@@ -818,7 +697,7 @@ static void large_elem_main(void *arg)
     static const size_t caps[] = {0, 1, 3};
     for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
         for (size_t ci = 0; ci < 3; ci++) {
-            gort_chan *ch = make_chan(sizes[si], caps[ci]);
+            gort_chan *ch = new_chan(sizes[si], caps[ci]);
             le_transfer(ch, sizes[si], 20);
             CHECK_EQ(gort_chan_len(ch), 0);
             free_chan(ch);
@@ -826,7 +705,7 @@ static void large_elem_main(void *arg)
 
     /* A full buffer of 4 KiB elements, then close: each comes out
      * whole, then a zeroed element. */
-    gort_chan *ch = make_chan(4096, 3);
+    gort_chan *ch = new_chan(4096, 3);
     uint8_t *buf = malloc(4096 + GUARD), *want = malloc(4096);
     for (int k = 0; k < 3; k++) {
         fill_pattern(buf, 4096, k);
@@ -854,7 +733,7 @@ static void large_elem_main(void *arg)
     /* Zero-size elements: a signal channel, unbuffered and buffered. */
     static const size_t zcaps[] = {0, 1000};
     for (int k = 0; k < 2; k++) {
-        ch = make_chan(0, zcaps[k]);
+        ch = new_chan(0, zcaps[k]);
         le_transfer(ch, 0, 1000);
         CHECK_EQ(gort_chan_len(ch), 0);
         char dummy = 1;
@@ -976,7 +855,7 @@ static void trysend_tryrecv_main(void *arg)
     bool ok;
 
     /* Unbuffered, nobody waiting: neither can proceed. */
-    tt_ch = make_chan(sizeof(int64_t), 0);
+    tt_ch = new_chan(sizeof(int64_t), 0);
     CHECK(!gort_chan_trysend(tt_ch, &v));
     ok = false;
     v = 11;
@@ -1007,7 +886,7 @@ static void trysend_tryrecv_main(void *arg)
     free_chan(tt_ch);
 
     /* Buffered: room, full, values in order, empty. */
-    tt_ch = make_chan(sizeof(int64_t), 2);
+    tt_ch = new_chan(sizeof(int64_t), 2);
     v = 1;
     CHECK(gort_chan_trysend(tt_ch, &v));
     v = 2;
@@ -1098,7 +977,7 @@ static void chan_free_busy_main(void *arg)
     CHECK_EQ(gort_chan_free(NULL), 0);
 
     /* A parked receiver. */
-    fb_a = make_chan(sizeof(int64_t), 0);
+    fb_a = new_chan(sizeof(int64_t), 0);
     gort_waitgroup_add(&fb_wg, 1);
     int64_t id = gort_go(fb_receiver, NULL);
     await_waiting("chan receive", id, 1);
@@ -1109,7 +988,7 @@ static void chan_free_busy_main(void *arg)
     free_chan(fb_a);
 
     /* A sender parked on a full buffer. */
-    fb_a = make_chan(sizeof(int64_t), 1);
+    fb_a = new_chan(sizeof(int64_t), 1);
     send_i64(fb_a, 1);
     gort_waitgroup_add(&fb_wg, 1);
     id = gort_go(fb_sender, NULL);
@@ -1123,8 +1002,8 @@ static void chan_free_busy_main(void *arg)
 
     /* A select parked on two channels: both are busy; once the select
      * has returned through one, the other holds nothing of it. */
-    fb_a = make_chan(sizeof(int64_t), 0);
-    fb_b = make_chan(sizeof(int64_t), 0);
+    fb_a = new_chan(sizeof(int64_t), 0);
+    fb_b = new_chan(sizeof(int64_t), 0);
     gort_waitgroup_add(&fb_wg, 1);
     id = gort_go(fb_selector, NULL);
     await_waiting("select", id, 1);
@@ -1136,7 +1015,7 @@ static void chan_free_busy_main(void *arg)
     free_chan(fb_b);
 
     /* A closed channel whose receivers have left. */
-    fb_a = make_chan(sizeof(int64_t), 0);
+    fb_a = new_chan(sizeof(int64_t), 0);
     gort_waitgroup_add(&fb_wg, 1);
     id = gort_go(fb_sender, NULL);
     await_waiting("chan send", id, 1);
@@ -1409,8 +1288,8 @@ static void stress_mpmc_main(void *arg)
     gort_gomaxprocs(4);
     static const size_t caps[] = {0, 1, 4, 64};
     for (int j = 0; j < MP_NCH; j++)
-        mp_ch[j] = make_chan(sizeof(int64_t), caps[j % 4]);
-    mp_stop = make_chan(0, 0);
+        mp_ch[j] = new_chan(sizeof(int64_t), caps[j % 4]);
+    mp_stop = new_chan(0, 0);
     int64_t t0 = gort_nanotime();
     gort_waitgroup_add(&mp_cons_wg, MP_NCONS);
     for (int i = 0; i < MP_NCONS; i++)
@@ -1487,8 +1366,8 @@ static void mw_waiter(void *arg)
 static void many_waiters_main(void *arg)
 {
     (void)arg;
-    mw_ch = make_chan(sizeof(int64_t), 0);
-    mw_other = make_chan(sizeof(int64_t), 0);
+    mw_ch = new_chan(sizeof(int64_t), 0);
+    mw_other = new_chan(sizeof(int64_t), 0);
     gort_waitgroup_add(&mw_wg, MW_N);
     for (int i = 0; i < MW_N; i++)
         CHECK_GT(gort_go(mw_waiter, (void *)(intptr_t)i), 0);

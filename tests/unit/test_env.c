@@ -10,7 +10,7 @@
  * runs in a child process with its own environment.
  */
 #include "runtime.h"
-#include "test.h"
+#include "test_util.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -51,14 +51,6 @@ static char *cap_end(void)
     s[n] = '\0';
     fclose(cap_file);
     return s;
-}
-
-static int count_lines(const char *s)
-{
-    int n = 0;
-    for (; *s; s++)
-        n += *s == '\n';
-    return n;
 }
 
 /* Check that out is exactly one line holding each of the given strings. */

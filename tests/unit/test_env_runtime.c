@@ -17,7 +17,7 @@
  * environment first, so that only what a case sets reaches the child.
  */
 #include "runtime.h"
-#include "test.h"
+#include "test_util.h"
 
 #include <errno.h>
 #include <regex.h>
@@ -28,14 +28,6 @@ static void clean_env(void)
     unsetenv("GORTMAXPROCS");
     unsetenv("GORTDEBUG");
     unsetenv("GORTSTACKSIZE");
-}
-
-static int count_lines(const char *s)
-{
-    int n = 0;
-    for (; *s; s++)
-        n += *s == '\n';
-    return n;
 }
 
 /* ---------------------------------------------------------------------------

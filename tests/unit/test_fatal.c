@@ -23,34 +23,9 @@
  * not flush stdio buffers), so that the parent can tell how far they got.
  */
 #include "runtime.h"
-#include "test.h"
+#include "test_util.h"
 
 #include <errno.h>
-#include <signal.h>
-#include <stdarg.h>
-#include <sys/mman.h>
-#include <unistd.h>
-
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void say(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    fflush(stdout);
-}
-
-/* Run `child` with env; print its output if a check is about to fail. */
-static void run_death(const char *child, const char *const *env,
-                      struct test_child *r)
-{
-    test_run_child(child, env, 60, r);
-    if (r->signal != SIGABRT)
-        fprintf(stderr, "child %s: exit %d signal %d\n--- stdout ---\n%s\n"
-                        "--- stderr ---\n%s\n",
-                child, r->exit_code, r->signal, r->out, r->err);
-}
 
 /* ---------------------------------------------------------------------------
  * deadlock

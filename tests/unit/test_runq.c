@@ -34,7 +34,7 @@
  *                       GORT_TEST_SEED=n repeats a run's owner choices
  */
 #include "runtime.h"
-#include "test.h"
+#include "test_util.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -688,15 +688,6 @@ struct thief {
     uint64_t from_global;   /* successful globrunqget calls */
     bool randomized;
 };
-
-static uint64_t xorshift(uint64_t *s)
-{
-    uint64_t x = *s;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return *s = x;
-}
 
 /* Run gp: count its incarnation, then hand it back to the pool. */
 static void consume(struct stress *st, struct g *gp)

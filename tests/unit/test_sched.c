@@ -36,36 +36,15 @@
  * 4,000, and million keeps at most ~2,000 unfinished.
  */
 #include "runtime.h"
-#include "test.h"
+#include "test_util.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SANITIZED 1
-#else
-#define SANITIZED 0
-#endif
-/* ThreadSanitizer gives every G a fiber, and fibers count against its
- * limit of 8128 threads: no more than a few thousand Gs may exist. */
-#if defined(__SANITIZE_THREAD__)
-#define TSAN 1
-#else
-#define TSAN 0
-#endif
-
-#define ATOMIC_INC(p) __atomic_add_fetch((p), 1, __ATOMIC_RELAXED)
-#define ATOMIC_LOAD(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
-#define ATOMIC_STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
-
-/* Run fn(arg) under a fresh gort_main and check that it started. */
-static void run_main(void (*fn)(void *), void *arg)
-{
-    int err = gort_main(fn, arg);
-    CHECK_EQ(err, 0);
-}
+/* Counters that need no ordering. */
+#define RELAXED_INC(p) __atomic_add_fetch((p), 1, __ATOMIC_RELAXED)
 
 /* Spin for about us microseconds of wall time without yielding. */
 static uint64_t burn_sink;
@@ -89,7 +68,7 @@ static gort_waitgroup order_wg;
 
 static void order_record(void *arg)
 {
-    int slot = ATOMIC_INC(&norder) - 1;
+    int slot = RELAXED_INC(&norder) - 1;
     CHECK_LT(slot, 10);
     order[slot] = (int)(intptr_t)arg;
     gort_waitgroup_done(&order_wg);
@@ -320,7 +299,7 @@ static void fair_ping_waitgroup(bool is_a)
         gort_waitgroup_add(mine, 1);
         gort_waitgroup_done(other);
     }
-    if (ATOMIC_INC(&fair_exited) == 1)
+    if (RELAXED_INC(&fair_exited) == 1)
         gort_waitgroup_done(other);
 }
 
@@ -439,7 +418,7 @@ static gort_waitgroup million_wg;
 static void million_one(void *arg)
 {
     (void)arg;
-    ATOMIC_INC(&million_count);
+    RELAXED_INC(&million_count);
     gort_waitgroup_done(&million_wg);
 }
 
@@ -494,9 +473,9 @@ static int64_t park_started, park_finished;
 static void park_one(void *arg)
 {
     (void)arg;
-    ATOMIC_INC(&park_started);
+    RELAXED_INC(&park_started);
     gort_waitgroup_wait(&park_gate);
-    ATOMIC_INC(&park_finished);
+    RELAXED_INC(&park_finished);
     gort_waitgroup_done(&park_all);
 }
 
@@ -590,8 +569,8 @@ static void change_worker(void *arg)
     int i = (int)(intptr_t)arg;
     for (int k = 0; k < 2 + i % 4; k++)
         gort_gosched();
-    ATOMIC_INC(&change_runs[i]);
-    ATOMIC_INC(&change_done);
+    RELAXED_INC(&change_runs[i]);
+    RELAXED_INC(&change_done);
     gort_waitgroup_done(&change_wg);
 }
 
@@ -892,7 +871,7 @@ static int twice_nested_err;
 static void twice_one(void *arg)
 {
     (void)arg;
-    ATOMIC_INC(&twice_count);
+    RELAXED_INC(&twice_count);
     gort_waitgroup_done(&twice_wg);
 }
 
@@ -983,7 +962,7 @@ static void conc_yielder(void *arg)
     (void)arg;
     while (!__atomic_load_n(&conc_stop, __ATOMIC_RELAXED))
         gort_gosched();
-    ATOMIC_INC(&conc_yields_done);
+    RELAXED_INC(&conc_yields_done);
     gort_waitgroup_done(&conc_wg);
 }
 

@@ -50,65 +50,9 @@
  * Goroutines that must be parked before the next step are found in the
  * goroutine dump ("goroutine N [select]:"), never guessed by sleeping.
  */
-#include "test.h"
-
-#include <gort.h>
+#include "test_util.h"
 
 #include <errno.h>
-#include <stdbool.h>
-#include <sys/mman.h>
-#include <unistd.h>
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SANITIZED 1
-#else
-#define SANITIZED 0
-#endif
-
-#define MS (1000LL * 1000)
-#define ATOMIC_INC(p) __atomic_add_fetch((p), 1, __ATOMIC_ACQ_REL)
-#define ATOMIC_ADD(p, v) __atomic_add_fetch((p), (v), __ATOMIC_ACQ_REL)
-#define ATOMIC_LOAD(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
-#define ATOMIC_STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
-
-static void run_main(void (*fn)(void *), void *arg)
-{
-    CHECK_EQ(gort_main(fn, arg), 0);
-}
-
-static gort_chan *make_chan(size_t elemsize, size_t cap)
-{
-    gort_chan *ch = NULL;
-    CHECK_EQ(gort_chan_make(&ch, elemsize, cap), 0);
-    CHECK(ch != NULL);
-    return ch;
-}
-
-static void free_chan(gort_chan *ch)
-{
-    CHECK_EQ(gort_chan_free(ch), 0);
-}
-
-static int64_t recv_i64(gort_chan *ch)
-{
-    int64_t v = -12345;
-    CHECK(gort_chan_recv(ch, &v));
-    return v;
-}
-
-static void send_i64(gort_chan *ch, int64_t v)
-{
-    gort_chan_send(ch, &v);
-}
-
-static uint64_t xorshift(uint64_t *s)
-{
-    uint64_t x = *s;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return *s = x;
-}
 
 static gort_case rcase(gort_chan *ch, void *elem)
 {
@@ -123,70 +67,6 @@ static gort_case scase(gort_chan *ch, void *elem)
 static gort_case dcase(void)
 {
     return (gort_case){NULL, GORT_CASE_DEFAULT, NULL, false};
-}
-
-/* ---------------------------------------------------------------------------
- * Waiting goroutines, as the goroutine dump shows them.
- * ------------------------------------------------------------------------- */
-
-static char *dump_text(void)
-{
-    int fd = memfd_create("gort-dump", MFD_CLOEXEC);
-    CHECK_GE(fd, 0);
-    gort_dump_goroutines(fd);
-    off_t n = lseek(fd, 0, SEEK_END);
-    CHECK_GE(n, 0);
-    char *buf = malloc((size_t)n + 1);
-    CHECK(buf != NULL);
-    CHECK_EQ(pread(fd, buf, (size_t)n, 0), n);
-    buf[n] = 0;
-    close(fd);
-    return buf;
-}
-
-/* Goroutines whose dump header is "goroutine N [reason]:" (or "[reason,
- * M minutes]:"): all of them when goid is 0, else goroutine goid only. */
-static int count_waiting(const char *reason, int64_t goid)
-{
-    char *text = dump_text();
-    size_t rl = strlen(reason);
-    int n = 0;
-    for (const char *p = text; p && *p;) {
-        if (strncmp(p, "goroutine ", 10) == 0) {
-            char *end;
-            long long id = strtoll(p + 10, &end, 10);
-            if (end[0] == ' ' && end[1] == '[' &&
-                strncmp(end + 2, reason, rl) == 0 &&
-                (end[2 + rl] == ']' || end[2 + rl] == ',') &&
-                (goid == 0 || id == goid))
-                n++;
-        }
-        p = strchr(p, '\n');
-        if (p)
-            p++;
-    }
-    free(text);
-    return n;
-}
-
-static int await_waiting(const char *reason, int64_t goid, int n)
-{
-    int64_t deadline = gort_nanotime() + 30000 * MS;
-    for (;;) {
-        int got = count_waiting(reason, goid);
-        if (got >= n)
-            return got;
-        if (gort_nanotime() > deadline) {
-            fprintf(stderr, "%d goroutines [%s] (goid %lld) after 30 s, "
-                            "want %d\n",
-                    got, reason, (long long)goid, n);
-            char *t = dump_text();
-            fprintf(stderr, "%.20000s\n", t);
-            free(t);
-            CHECK(0);
-        }
-        gort_gosched();
-    }
 }
 
 /* ---------------------------------------------------------------------------

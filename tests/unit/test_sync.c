@@ -44,26 +44,8 @@
  * under the sanitizers; loop counts shrink there.
  */
 #include "runtime.h"
-#include "test.h"
+#include "test_util.h"
 
-#include <signal.h>
-#include <stdarg.h>
-#include <unistd.h>
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SANITIZED 1
-#else
-#define SANITIZED 0
-#endif
-/* ThreadSanitizer gives every G a fiber, and fibers count against its
- * limit of 8128 threads: no more than a few thousand Gs may exist. */
-#if defined(__SANITIZE_THREAD__)
-#define TSAN 1
-#else
-#define TSAN 0
-#endif
-
-#define MS (1000 * 1000LL)
 /* Time bounds: generous for a loaded 2-core machine, more so under the
  * sanitizers. */
 #define BOUND(ms) ((SANITIZED ? 4 : 1) * (ms) * MS)
@@ -75,12 +57,6 @@
 
 /* Mutex state bits (sync/mutex.go). */
 enum { ST_LOCKED = 1, ST_WOKEN = 2, ST_STARVING = 4, ST_WAITER_SHIFT = 3 };
-
-static void run_main(void (*fn)(void *), void *arg)
-{
-    int err = gort_main(fn, arg);
-    CHECK_EQ(err, 0);
-}
 
 /* Yield until cond holds or ms milliseconds have passed; its value. */
 #define YIELD_UNTIL(cond, ms)                                                  \
@@ -146,25 +122,6 @@ static void shuffle(int *a, int n)
         a[i] = a[j];
         a[j] = t;
     }
-}
-
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void say(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    fflush(stdout);
-}
-
-static void run_death(const char *child, struct test_child *r)
-{
-    test_run_child(child, NULL, 60, r);
-    if (r->signal != SIGABRT)
-        fprintf(stderr, "child %s: exit %d signal %d\n--- stdout ---\n%s\n"
-                        "--- stderr ---\n%s\n",
-                child, r->exit_code, r->signal, r->out, r->err);
 }
 
 /* ---------------------------------------------------------------------------
@@ -509,7 +466,7 @@ TEST(mutex_unlock_unlocked_fatal_child)
 TEST(mutex_unlock_unlocked_fatal)
 {
     struct test_child r;
-    run_death("mutex_unlock_unlocked_fatal_child", &r);
+    run_death("mutex_unlock_unlocked_fatal_child", NULL, &r);
     CHECK_EQ(r.signal, SIGABRT);
     CHECK_STR_CONTAINS(r.out, "balanced\n");
     CHECK(strstr(r.out, "unlocked twice") == NULL);
@@ -719,7 +676,7 @@ TEST(rwmutex_unlock_fatal_child)
 TEST(rwmutex_runlock_fatal)
 {
     struct test_child r;
-    run_death("rwmutex_runlock_fatal_child", &r);
+    run_death("rwmutex_runlock_fatal_child", NULL, &r);
     CHECK_EQ(r.signal, SIGABRT);
     CHECK_STR_CONTAINS(r.out, "balanced\n");
     CHECK(strstr(r.out, "twice") == NULL);
@@ -727,7 +684,7 @@ TEST(rwmutex_runlock_fatal)
         r.err, "gort: fatal error: sync: RUnlock of unlocked RWMutex\n");
     test_child_free(&r);
 
-    run_death("rwmutex_unlock_fatal_child", &r);
+    run_death("rwmutex_unlock_fatal_child", NULL, &r);
     CHECK_EQ(r.signal, SIGABRT);
     CHECK_STR_CONTAINS(r.out, "balanced\n");
     CHECK(strstr(r.out, "twice") == NULL);

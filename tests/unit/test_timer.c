@@ -54,50 +54,13 @@
  * on a loaded 2-core machine and are doubled or more under sanitizers.
  */
 #include "runtime.h"
-#include "test.h"
+#include "test_util.h"
 
 #include <errno.h>
 #include <pthread.h>
-#include <stdbool.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SANITIZED 1
-#else
-#define SANITIZED 0
-#endif
-#if defined(__SANITIZE_THREAD__)
-#define TSAN 1
-#else
-#define TSAN 0
-#endif
-
-#define MS (1000LL * 1000)
 /* Generous upper bound on lateness for one timer. */
 #define LATE_MS (SANITIZED ? 2000 : 1000)
-#define ATOMIC_INC(p) __atomic_add_fetch((p), 1, __ATOMIC_ACQ_REL)
-#define ATOMIC_ADD(p, v) __atomic_add_fetch((p), (v), __ATOMIC_ACQ_REL)
-#define ATOMIC_LOAD(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
-#define ATOMIC_STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
-
-static void run_main(void (*fn)(void *), void *arg)
-{
-    CHECK_EQ(gort_main(fn, arg), 0);
-}
-
-static gort_chan *make_chan(size_t elemsize, size_t cap)
-{
-    gort_chan *ch = NULL;
-    CHECK_EQ(gort_chan_make(&ch, elemsize, cap), 0);
-    CHECK(ch != NULL);
-    return ch;
-}
-
-static void free_chan(gort_chan *ch)
-{
-    CHECK_EQ(gort_chan_free(ch), 0);
-}
 
 static gort_timer *make_timer(int64_t ns, void (*fn)(void *), void *arg)
 {
@@ -114,15 +77,6 @@ static gort_timer *make_timer(int64_t ns, void (*fn)(void *), void *arg)
 static void free_timer(gort_timer *t)
 {
     CHECK_EQ(gort_timer_free(t), 0);
-}
-
-static uint64_t xorshift(uint64_t *s)
-{
-    uint64_t x = *s;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return *s = x;
 }
 
 /* Nothing to receive on ch now. */
@@ -177,61 +131,6 @@ static void watchdog_stop(pthread_t t)
 {
     ATOMIC_STORE(&watchdog_armed, 0);
     CHECK_EQ(pthread_join(t, NULL), 0);
-}
-
-/* ---------------------------------------------------------------------------
- * Waiting goroutines, as the goroutine dump shows them.
- * ------------------------------------------------------------------------- */
-
-static char *dump_text(void)
-{
-    int fd = memfd_create("gort-dump", MFD_CLOEXEC);
-    CHECK_GE(fd, 0);
-    gort_dump_goroutines(fd);
-    off_t n = lseek(fd, 0, SEEK_END);
-    CHECK_GE(n, 0);
-    char *buf = malloc((size_t)n + 1);
-    CHECK(buf != NULL);
-    CHECK_EQ(pread(fd, buf, (size_t)n, 0), n);
-    buf[n] = 0;
-    close(fd);
-    return buf;
-}
-
-static int count_waiting(const char *reason, int64_t goid)
-{
-    char *text = dump_text();
-    size_t rl = strlen(reason);
-    int n = 0;
-    for (const char *p = text; p && *p;) {
-        if (strncmp(p, "goroutine ", 10) == 0) {
-            char *end;
-            long long id = strtoll(p + 10, &end, 10);
-            if (end[0] == ' ' && end[1] == '[' &&
-                strncmp(end + 2, reason, rl) == 0 &&
-                (end[2 + rl] == ']' || end[2 + rl] == ',') &&
-                (goid == 0 || id == goid))
-                n++;
-        }
-        p = strchr(p, '\n');
-        if (p)
-            p++;
-    }
-    free(text);
-    return n;
-}
-
-static void await_waiting(const char *reason, int64_t goid)
-{
-    int64_t deadline = gort_nanotime() + 30000 * MS;
-    while (count_waiting(reason, goid) < 1) {
-        if (gort_nanotime() > deadline) {
-            fprintf(stderr, "goroutine %lld not [%s] after 30 s\n",
-                    (long long)goid, reason);
-            CHECK(0);
-        }
-        gort_gosched();
-    }
 }
 
 /* ---------------------------------------------------------------------------
@@ -615,7 +514,7 @@ static void timer_reset_main(void *arg)
     rs_chan = gort_timer_chan(t);
     gort_waitgroup_add(&rs_wg, 1);
     int64_t id = gort_go(rs_receiver, NULL);
-    await_waiting("chan receive", id);
+    await_waiting("chan receive", id, 1);
     gort_sleep(30 * MS);
     t0 = gort_nanotime();
     CHECK(gort_timer_reset(t, 30 * MS));
@@ -686,7 +585,7 @@ static void afterfunc_main(void *arg)
         CHECK_NE(id, gort_goid());
         ids[round] = id;
         /* It is blocked in a receive, as a goroutine. */
-        await_waiting("chan receive", id);
+        await_waiting("chan receive", id, 1);
         CHECK_GE(gort_numgoroutine(), 2);
         gort_chan_send(af_release, &id);
         int64_t back = -1;
@@ -1084,7 +983,7 @@ static void free_pending_main(void *arg)
     fp_timer = make_timer(5000 * MS, NULL, NULL);
     gort_waitgroup_add(&fp_wg, 1);
     int64_t id = gort_go(fp_receiver, NULL);
-    await_waiting("chan receive", id);
+    await_waiting("chan receive", id, 1);
     CHECK_EQ(gort_timer_free(fp_timer), -EBUSY);
     CHECK_EQ(gort_timer_free(fp_timer), -EBUSY);
     int64_t t0 = gort_nanotime();
