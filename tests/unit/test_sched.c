@@ -174,8 +174,11 @@ TEST(no_early_preempt)
     for (int i = 0; i < 5; i++)
         run_main(no_early_preempt_main, NULL);
     fprintf(stderr, "%d of 5 runs judged\n", early_judged);
+    /* Under a sanitizer or an emulator booting alone can take the 9 ms;
+     * natively at least one run must be judged. */
 #if !SANITIZED
-    CHECK_GE(early_judged, 1);
+    if (!getenv("GORT_TEST_EMULATOR"))
+        CHECK_GE(early_judged, 1);
 #endif
 }
 
