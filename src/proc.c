@@ -1231,10 +1231,12 @@ int64_t gort_go(void (*fn)(void *), void *arg)
         mp->locks--;
         return goid;
     }
-    if (load_relaxed(&gort__main_started))
+    /* wakep's own first test inline: no idle P, nothing to wake. */
+    if (load_relaxed(&gort__sched.npidle) != 0 &&
+        load_relaxed(&gort__main_started))
         gort__wakep();
     mp->locks--;
-    gort__preempt_check();
+    gort__preempt_check_m(mp);
     return goid;
 }
 
@@ -1430,7 +1432,8 @@ void gort__ready_m(struct m *mp, struct g *gp, bool next)
     mp->locks++;
     gort__casgstatus(gp, G_WAITING, G_RUNNABLE);
     gort__runqput(mp->p, gp, next);
-    gort__wakep();
+    if (load_relaxed(&gort__sched.npidle) != 0) /* wakep's first test */
+        gort__wakep();
     mp->locks--;
 }
 
