@@ -171,9 +171,14 @@ static void no_early_preempt_main(void *arg)
 
 TEST(no_early_preempt)
 {
-    for (int i = 0; i < 5; i++)
+    /* Runs whose boot took the 9 ms (a loaded machine) are not judged:
+     * run until three are, at most 50 times. */
+    int runs = 0;
+    while (runs < 50 && early_judged < 3) {
         run_main(no_early_preempt_main, NULL);
-    fprintf(stderr, "%d of 5 runs judged\n", early_judged);
+        runs++;
+    }
+    fprintf(stderr, "%d of %d runs judged\n", early_judged, runs);
     /* Under a sanitizer or an emulator booting alone can take the 9 ms;
      * natively at least one run must be judged. */
 #if !SANITIZED
