@@ -71,26 +71,6 @@ void gort__waitq_remove(struct waitq *q, struct sudog *sg)
 }
 
 /* ---------------------------------------------------------------------------
- * The channel lock's contended path (chan.h).
- * ------------------------------------------------------------------------- */
-
-void gort__chanlock_slow(gort_lock *l)
-{
-    for (;;) {
-        /* Spin a while on a plain load (the line stays shared), then let
-         * the holder's thread run if it was descheduled. */
-        for (int i = 0; i < 64; i++) {
-            gort__cpu_relax();
-            if (load_relaxed(&l->key) == 0 && xchg_acqrel(&l->key, 1) == 0)
-                return;
-        }
-        gort__osyield();
-        if (load_relaxed(&l->key) == 0 && xchg_acqrel(&l->key, 1) == 0)
-            return;
-    }
-}
-
-/* ---------------------------------------------------------------------------
  * Making and freeing.
  * ------------------------------------------------------------------------- */
 
@@ -139,9 +119,9 @@ int gort_chan_free(gort_chan *c)
 /* Free c unless goroutines wait on it. */
 int gort__chan_release(gort_chan *c)
 {
-    gort__chanlock(&c->lock);
+    gort__spinlock(&c->lock);
     bool busy = c->recvq.first || c->sendq.first;
-    gort__chanunlock(&c->lock);
+    gort__spinunlock(&c->lock);
     if (busy)
         return -EBUSY;
     free(c);
@@ -162,14 +142,14 @@ void gort__chan_send_direct(struct m *mp, struct gort_chan *c,
     sg->success = true;
     struct g *gp = sg->g;
     gp->param = sg;
-    gort__chanunlock_m(mp, &c->lock);
+    gort__spinunlock_m(mp, &c->lock);
     gort__ready_m(mp, gp, true);
 }
 
 static bool chanparkcommit(struct g *gp, void *lock)
 {
     (void)gp;
-    gort__chanunlock(lock);
+    gort__spinunlock(lock);
     return true;
 }
 
@@ -225,9 +205,9 @@ chansend(struct m *mp, struct gort_chan *c, const void *ep, bool block,
                           : load_relaxed(&c->qcount) == c->dataqsiz))
         return false;
 
-    gort__chanlock_m(mp, &c->lock);
+    gort__spinlock_m(mp, &c->lock);
     if (c->closed) {
-        gort__chanunlock_m(mp, &c->lock);
+        gort__spinunlock_m(mp, &c->lock);
         gort__fatal("send on closed channel");
     }
     struct sudog *sg = c->recvq.first ? gort__waitq_dequeue(&c->recvq) : NULL;
@@ -237,11 +217,11 @@ chansend(struct m *mp, struct gort_chan *c, const void *ep, bool block,
     }
     if (c->qcount < c->dataqsiz) {
         gort__chan_bufsend(c, ep);
-        gort__chanunlock_m(mp, &c->lock);
+        gort__spinunlock_m(mp, &c->lock);
         return true;
     }
     if (!block) {
-        gort__chanunlock_m(mp, &c->lock);
+        gort__spinunlock_m(mp, &c->lock);
         return false;
     }
 
@@ -273,7 +253,7 @@ void gort__chan_recv_direct(struct m *mp, struct gort_chan *c,
     sg->success = true;
     struct g *gp = sg->g;
     gp->param = sg;
-    gort__chanunlock_m(mp, &c->lock);
+    gort__spinunlock_m(mp, &c->lock);
     gort__ready_m(mp, gp, true);
 }
 
@@ -305,10 +285,10 @@ chanrecv(struct m *mp, struct gort_chan *c, void *ep, bool block, bool *ok,
         }
     }
 
-    gort__chanlock_m(mp, &c->lock);
+    gort__spinlock_m(mp, &c->lock);
     if (c->closed) {
         if (c->qcount == 0) {
-            gort__chanunlock_m(mp, &c->lock);
+            gort__spinunlock_m(mp, &c->lock);
             gort__elemzero(c, ep);
             return true;
         }
@@ -323,12 +303,12 @@ chanrecv(struct m *mp, struct gort_chan *c, void *ep, bool block, bool *ok,
     }
     if (c->qcount > 0) {
         gort__chan_bufrecv(c, ep);
-        gort__chanunlock_m(mp, &c->lock);
+        gort__spinunlock_m(mp, &c->lock);
         *ok = true;
         return true;
     }
     if (!block) {
-        gort__chanunlock_m(mp, &c->lock);
+        gort__spinunlock_m(mp, &c->lock);
         return false;
     }
 
@@ -344,9 +324,9 @@ void gort_chan_close(gort_chan *c)
 {
     if (!c)
         gort__fatal("close of nil channel");
-    gort__chanlock(&c->lock);
+    gort__spinlock(&c->lock);
     if (c->closed) {
-        gort__chanunlock(&c->lock);
+        gort__spinunlock(&c->lock);
         gort__fatal("close of closed channel");
     }
     /* Release: pairs with the lock-free acquire in the receive fast
@@ -368,7 +348,7 @@ void gort_chan_close(gort_chan *c)
         sg->g->param = sg;
         gqueue_push(&woken, sg->g);
     }
-    gort__chanunlock(&c->lock);
+    gort__spinunlock(&c->lock);
     struct g *gp;
     while ((gp = gqueue_pop(&woken)))
         gort__ready(gp, false);

@@ -43,40 +43,6 @@ struct gort_chan {
     bool timer_owned;          /* the timer owns the channel (NewTimer) */
 };
 
-/*
- * Channel locks: held for a few dozen instructions and never across a
- * blocking call (park hands one to the next G on the same M, which
- * releases it at once), so waiters spin, then yield the thread, and never
- * sleep in the kernel.  With nobody to wake, unlock is a release store: no
- * locked instruction, where the futex lock's unlock needs an exchange to
- * learn whether someone sleeps.  Channel operations take and release one
- * or two of these per call, so that saves about 6 ns on each.
- */
-GORT_HIDDEN void gort__chanlock_slow(gort_lock *l);
-static inline void gort__chanlock_m(struct m *mp, gort_lock *l)
-{
-    if (mp)
-        mp->locks++;
-    /* Acquire: pairs with the release store in unlock. */
-    if (GORT_UNLIKELY(xchg_acqrel(&l->key, 1) != 0))
-        gort__chanlock_slow(l);
-}
-static inline void gort__chanunlock_m(struct m *mp, gort_lock *l)
-{
-    /* Release: publishes the critical section to the next locker. */
-    store_rel(&l->key, 0);
-    if (mp)
-        mp->locks--;
-}
-static inline void gort__chanlock(gort_lock *l)
-{
-    gort__chanlock_m(gort__getm(), l);
-}
-static inline void gort__chanunlock(gort_lock *l)
-{
-    gort__chanunlock_m(gort__getm(), l);
-}
-
 GORT_HIDDEN int gort__chan_alloc(gort_chan **chp, size_t elemsize,
                                  size_t cap);
 GORT_HIDDEN int gort__chan_release(gort_chan *c);

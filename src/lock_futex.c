@@ -4,7 +4,8 @@
  * The runtime's own locks (sched.lock and friends) are held for a few
  * hundred nanoseconds at most, so a lock first spins (actively with PAUSE,
  * then by yielding the CPU once) and only then sleeps in the kernel.
- * Mirrors lock_futex.go.
+ * Mirrors lock_futex.go.  Spin locks (runtime.h: channel locks) share the
+ * lock word and have their contended path here too.
  *
  * Lock word: 0 unlocked, 1 locked, 2 locked and someone may sleep on it.
  * Unlock wakes a sleeper only when the word says there may be one, so an
@@ -105,6 +106,21 @@ void gort__lock_slow(gort_lock *l, uint32_t v)
             return;
         wait = MUTEX_SLEEPING;
         gort__futexsleep(&l->key, MUTEX_SLEEPING, -1);
+    }
+}
+
+/* A spin lock's contended path (runtime.h): spin on a plain load (the line
+ * stays shared), then let the holder's thread run if it was descheduled. */
+void gort__spinlock_slow(gort_lock *l)
+{
+    for (;;) {
+        for (int i = 0; i < 64; i++) {
+            procyield(1);
+            if (load_relaxed(&l->key) == MUTEX_UNLOCKED &&
+                xchg_acqrel(&l->key, MUTEX_LOCKED) == MUTEX_UNLOCKED)
+                return;
+        }
+        gort__osyield();
     }
 }
 

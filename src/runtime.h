@@ -143,6 +143,8 @@ typedef struct gort_note {
 GORT_HIDDEN void gort__lock(gort_lock *l);
 GORT_HIDDEN void gort__unlock(gort_lock *l);
 GORT_HIDDEN void gort__lock_slow(gort_lock *l, uint32_t v);
+/* The contended path of a spin lock (below, and lock_futex.c). */
+GORT_HIDDEN void gort__spinlock_slow(gort_lock *l);
 
 GORT_HIDDEN void gort__noteclear(gort_note *n);
 GORT_HIDDEN void gort__notewakeup(gort_note *n);
@@ -867,6 +869,43 @@ static inline void gort__unlock_m(struct m *mp, gort_lock *l)
         gort__futexwake(&l->key, 1);
     }
     mp->locks--;
+}
+
+/*
+ * Spin locks: a gort_lock for critical sections of a few dozen
+ * instructions never held across a blocking call (channel locks; park
+ * hands one to the next G on the same M, which releases it at once).
+ * Waiters spin, then yield the thread, and never sleep in the kernel, so
+ * with nobody to wake unlock is a release store: no locked instruction,
+ * where the futex lock's unlock needs an exchange to learn whether someone
+ * sleeps (chanstream: 30 -> 20 ns an item).  mp may be NULL (a thread
+ * outside the runtime).
+ */
+static inline void gort__spinlock_m(struct m *mp, gort_lock *l)
+{
+    if (mp)
+        mp->locks++;
+    /* Acquire: pairs with the release store in unlock. */
+    if (GORT_UNLIKELY(xchg_acqrel(&l->key, 1) != 0))
+        gort__spinlock_slow(l);
+}
+
+static inline void gort__spinunlock_m(struct m *mp, gort_lock *l)
+{
+    /* Release: publishes the critical section to the next locker. */
+    store_rel(&l->key, 0);
+    if (mp)
+        mp->locks--;
+}
+
+static inline void gort__spinlock(gort_lock *l)
+{
+    gort__spinlock_m(gort__getm(), l);
+}
+
+static inline void gort__spinunlock(gort_lock *l)
+{
+    gort__spinunlock_m(gort__getm(), l);
 }
 
 #endif /* GORT_RUNTIME_H */

@@ -35,7 +35,7 @@ static void sellock(const gort_case *cases, const uint16_t *lockorder, int n)
     for (int i = 0; i < n; i++) {
         struct gort_chan *c = cases[lockorder[i]].ch;
         if (c != prev)
-            gort__chanlock(&c->lock);
+            gort__spinlock(&c->lock);
         prev = c;
     }
 }
@@ -48,7 +48,7 @@ static void selunlock(const gort_case *cases, const uint16_t *lockorder, int n)
         struct gort_chan *c = cases[lockorder[i]].ch;
         if (i > 0 && c == cases[lockorder[i - 1]].ch)
             continue;
-        gort__chanunlock(&c->lock);
+        gort__spinunlock(&c->lock);
     }
 }
 
@@ -60,11 +60,11 @@ static bool selparkcommit(struct g *gp, void *arg)
     struct gort_chan *last = NULL;
     for (struct sudog *sg = gp->waiting; sg; sg = sg->waitlink) {
         if (sg->c != last && last)
-            gort__chanunlock(&last->lock);
+            gort__spinunlock(&last->lock);
         last = sg->c;
     }
     if (last)
-        gort__chanunlock(&last->lock);
+        gort__spinunlock(&last->lock);
     return true;
 }
 

@@ -435,12 +435,12 @@ static bool chan_drain(struct gort_timer *ut)
     if (!ut->ch)
         return false;
     bool had = false;
-    gort__chanlock(&ut->ch->lock);
+    gort__spinlock(&ut->ch->lock);
     if (ut->ch->qcount > 0) {
         gort__chan_bufrecv(ut->ch, NULL);
         had = true;
     }
-    gort__chanunlock(&ut->ch->lock);
+    gort__spinunlock(&ut->ch->lock);
     return had;
 }
 
@@ -516,9 +516,9 @@ bool gort_timer_reset(gort_timer *ut, int64_t ns)
 static int timer_free(struct gort_timer *ut)
 {
     if (ut->ch) {
-        gort__chanlock(&ut->ch->lock);
+        gort__spinlock(&ut->ch->lock);
         bool busy = ut->ch->recvq.first || ut->ch->sendq.first;
-        gort__chanunlock(&ut->ch->lock);
+        gort__spinunlock(&ut->ch->lock);
         if (busy)
             return -EBUSY;
     }
