@@ -957,18 +957,21 @@ static void free_pending_main(void *arg)
     /* Pending timers of both kinds, freed: nothing fires afterwards (a
      * firing into freed memory is what AddressSanitizer would report). */
     enum { N = 500 };
+    /* Deadlines well past the moment each is freed, even if the goroutine
+     * is held off the CPU between make and free (a slow sanitizer build). */
+    const int64_t base = (SANITIZED ? 200 : 20) * MS;
     for (int i = 0; i < N; i++) {
-        gort_timer *t = make_timer((1 + i % 20) * MS, i % 2 ? count_run : NULL,
-                                   NULL);
+        gort_timer *t = make_timer(base + (i % 20) * MS,
+                                   i % 2 ? count_run : NULL, NULL);
         free_timer(t);
     }
     /* gort_after channels freed before they fire. */
     for (int i = 0; i < N; i++) {
-        gort_chan *ch = gort_after((1 + i % 20) * MS);
+        gort_chan *ch = gort_after(base + (i % 20) * MS);
         CHECK(ch != NULL);
         free_chan(ch);
     }
-    gort_sleep(50 * MS);
+    gort_sleep(base + 50 * MS);
     CHECK_EQ(ATOMIC_LOAD(&fn_runs), 0);
 
     /* Freed while its value sits unreceived in the channel. */
