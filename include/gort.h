@@ -335,6 +335,96 @@ GORT_EXTERN void gort_cond_signal(gort_cond *c);
 GORT_EXTERN void gort_cond_broadcast(gort_cond *c);
 
 /* ---------------------------------------------------------------------------
+ * Threads, system calls and preemption
+ * ------------------------------------------------------------------------- */
+
+/*
+ * Wire the calling goroutine to the OS thread it runs on: until as many
+ * gort_unlock_os_thread() calls, it runs only on this thread and no other
+ * goroutine runs there.  Calls nest (Go's LockOSThread).  A goroutine that
+ * exits while locked takes its thread with it.  The main goroutine, locked,
+ * runs on the thread that called gort_main().
+ */
+GORT_EXTERN void gort_lock_os_thread(void);
+/* Undo one gort_lock_os_thread(); no-op when the goroutine is not locked. */
+GORT_EXTERN void gort_unlock_os_thread(void);
+
+/*
+ * Tell the scheduler that the calling goroutine is about to make a call
+ * that may block its thread (a system call, a blocking library call), and
+ * that it is back.  Between the two the goroutine must not call gort.
+ *
+ *   gort_entersyscall       the processor (P) stays with the thread for a
+ *                           quick return; the system monitor hands it to
+ *                           another thread when the call lasts (Go's
+ *                           entersyscall).
+ *   gort_entersyscallblock  for calls known to block: the P is handed off
+ *                           at once (Go's entersyscallblock).
+ *   gort_exitsyscall        takes the old P back, or another idle one, or
+ *                           queues the goroutine until one is free.
+ *
+ * Outside a goroutine (a thread gort does not run) all three do nothing.
+ */
+GORT_EXTERN void gort_entersyscall(void);
+GORT_EXTERN void gort_entersyscallblock(void);
+GORT_EXTERN void gort_exitsyscall(void);
+
+/* Evaluate expr (a call that may block) between gort_entersyscall() and
+ * gort_exitsyscall(); its value is the value of expr.  GNU C. */
+#define GORT_BLOCKING(expr)                                                   \
+    __extension__({                                                           \
+        gort_entersyscall();                                                  \
+        __typeof__(expr) gort_blocking_r_ = (expr);                           \
+        gort_exitsyscall();                                                   \
+        gort_blocking_r_;                                                     \
+    })
+
+/*
+ * Blocking calls through the syscall path.  Each returns what the libc
+ * call returns on success and a negative errno on failure (errno is left
+ * as the call set it).  Interrupted calls (EINTR) are retried.
+ * gort_getaddrinfo returns getaddrinfo's own codes.
+ */
+struct timespec;
+struct addrinfo;
+struct pollfd;
+GORT_EXTERN long gort_read(int fd, void *buf, size_t n);
+GORT_EXTERN long gort_write(int fd, const void *buf, size_t n);
+GORT_EXTERN long gort_pread(int fd, void *buf, size_t n, int64_t off);
+GORT_EXTERN long gort_pwrite(int fd, const void *buf, size_t n, int64_t off);
+GORT_EXTERN int gort_open(const char *path, int flags, ...);
+GORT_EXTERN int gort_close(int fd);
+GORT_EXTERN int gort_fsync(int fd);
+GORT_EXTERN int gort_nanosleep(const struct timespec *req,
+                               struct timespec *rem);
+GORT_EXTERN int gort_getaddrinfo(const char *node, const char *service,
+                                 const struct addrinfo *hints,
+                                 struct addrinfo **res);
+GORT_EXTERN int gort_waitpid(int pid, int *status, int options);
+GORT_EXTERN int gort_poll(struct pollfd *fds, unsigned long nfds,
+                          int timeout_ms);
+
+/*
+ * Asynchronous preemption.  A goroutine that runs 10 ms without calling
+ * gort is interrupted with SIGURG and made to yield, but only at a safe
+ * point: its code is in the program itself (not in gort, libc or another
+ * shared object, which may hold locks), it has not disabled preemption,
+ * and its thread holds no runtime lock.  Every register survives; the
+ * goroutine may resume on another thread (see Migration above).
+ * GORTDEBUG=asyncpreemptoff=1 turns it off.
+ *
+ * gort_preempt_disable/enable nest; between them the goroutine is never
+ * preempted asynchronously (it still yields at gort calls).
+ */
+GORT_EXTERN void gort_preempt_disable(void);
+GORT_EXTERN void gort_preempt_enable(void);
+/* Declare the shared object that contains addr (a function of a library
+ * that takes no locks and keeps no thread state, e.g. a math library) safe
+ * for asynchronous preemption.  Returns 0, or -ENOENT when addr is in no
+ * loaded object. */
+GORT_EXTERN int gort_preempt_allow_object(const void *addr);
+
+/* ---------------------------------------------------------------------------
  * Observability
  * ------------------------------------------------------------------------- */
 

@@ -74,11 +74,29 @@ static int main_status;
  * shared library (static TLS is reserved for libraries loaded at start). */
 static __thread struct m *tls_m __attribute__((tls_model("initial-exec")));
 
+static struct m *getm_slow(struct m *mp);
+
+/* Every entry into gort comes through here, which makes it the place to
+ * finish two states the M may be in without knowing: a syscall marked by
+ * the preemption signal (the thread came back from the kernel and is about
+ * to touch what a P owns), and a thread gort did not create (it needs an
+ * extra M).  One load and branch for the usual case. */
 GORT_NOINLINE struct m *gort__getm(void)
 {
     struct m *mp = tls_m;
     /* Keep the compiler from treating this as a pure function whose
      * result can be reused across a context switch. */
+    __asm__ __volatile__("" : "+r"(mp)::"memory");
+    if (GORT_UNLIKELY(!mp || load_relaxed(&mp->insyscall) == 2 ||
+                      mp->foreign))
+        return getm_slow(mp);
+    return mp;
+}
+
+/* The M without side effects: for signal handlers and the extra-M code. */
+GORT_NOINLINE struct m *gort__getm_raw(void)
+{
+    struct m *mp = tls_m;
     __asm__ __volatile__("" : "+r"(mp)::"memory");
     return mp;
 }
@@ -213,13 +231,18 @@ static inline void g_switch(struct m *mp, struct g *gp, struct g *to,
  * Returns when gp is resumed, possibly on another M.  Mirrors mcall. */
 static void mcall(struct g *(*fn)(struct g *), bool dying)
 {
-    struct m *mp = gort__getm();
+    struct m *mp = gort__getm_raw();
     struct g *gp = mp->curg;
     mp->mcall_fn = fn;
     g_switch(mp, gp, mp->g0, dying);
 }
 
-static void dropg(struct m *mp)
+void gort__mcall(struct g *(*fn)(struct g *))
+{
+    mcall(fn, false);
+}
+
+void gort__dropg(struct m *mp)
 {
     struct g *gp = mp->curg;
     /* Relaxed stores: sysmon and schedtrace read these racily. */
@@ -262,7 +285,7 @@ void gort__acquirep(struct m *mp, struct p *pp)
 
 /* Disassociate mp's P from it and return the P, now idle.  Mirrors
  * releasep (proc.go). */
-static struct p *releasep(struct m *mp)
+struct p *gort__releasep(struct m *mp)
 {
     struct p *pp = mp->p;
     if (!pp || pp->m != mp)
@@ -375,6 +398,12 @@ static void mcommoninit_locked(struct m *mp)
 }
 
 static void schedule(void);
+static struct g *take_lockedwant_locked(struct m *mp);
+static struct g *stoplockedm(struct m *mp);
+static int64_t newproc_foreign(void (*fn)(void *), void *arg, uintptr_t pc);
+static void park_foreign(struct m *mp, struct g *gp,
+                         bool (*unlockf)(struct g *, void *), void *lock);
+static void ready_slow(struct m *mp, struct g *gp);
 
 /* An M for a runtime thread that runs without a P (sysmon): counted in
  * nmsys so that deadlock detection ignores it. */
@@ -442,6 +471,7 @@ void gort__newm(struct p *pp, bool spinning)
 /* Put mp on the idle list and check for deadlock.  sched.lock held. */
 static void mput_locked(struct m *mp)
 {
+    mp->inmidle = true;
     mp->schedlink = gort__sched.midle;
     gort__sched.midle = mp;
     gort__sched.nmidle++;
@@ -455,6 +485,7 @@ struct m *gort__mget_locked(void)
         gort__sched.midle = mp->schedlink;
         gort__sched.nmidle--;
         mp->schedlink = NULL;
+        mp->inmidle = false;
     }
     return mp;
 }
@@ -476,6 +507,20 @@ static bool stopm(struct m *mp)
          * nobody would wake us.  Exit instead of parking. */
         gort__unlock(&gort__sched.lock);
         return false;
+    }
+    struct g *want = take_lockedwant_locked(mp);
+    if (GORT_UNLIKELY(want)) {
+        /* Our wired G was handed to us while we had no P: take an idle
+         * one, or let the G go round the global queue again (whoever
+         * takes it hands us a P with it: startlockedm). */
+        struct p *pp = gort__pidleget_locked();
+        if (pp) {
+            store_relaxed(&mp->lockedwant, want);
+            gort__unlock(&gort__sched.lock);
+            gort__acquirep(mp, pp);
+            return true;
+        }
+        gort__globrunqput_locked(want);
     }
     mput_locked(mp);
     gort__unlock(&gort__sched.lock);
@@ -524,6 +569,215 @@ static void startm(struct p *pp, bool spinning, bool lockheld)
     nmp->spinning = spinning;
     nmp->nextp = pp;
     gort__notewakeup(&nmp->park);
+}
+
+/* stopm for code outside this file (exitsyscall0): the M parks until it
+ * is handed a P; if it must exit instead, schedule() sees that. */
+void gort__stopm_schedule(struct m *mp)
+{
+    (void)stopm(mp);
+}
+
+/* ---------------------------------------------------------------------------
+ * LockOSThread.  Mirrors lockOSThread, stoplockedm and startlockedm.
+ *
+ * A wired M runs only its G.  When that G blocks, the M gives its P away
+ * and sleeps on its note (stoplockedm), counted in sched.nmidlelocked;
+ * when the G is made runnable it goes to a run queue as any G, and the M
+ * that takes it from there hands the G to the wired M (startlockedm):
+ *
+ *   - the wired M sleeps (in stoplockedm, or in stopm on the idle list):
+ *     it gets the taker's P with the G (m->lockedwant), and the taker
+ *     parks;
+ *   - it is awake (about to sleep, or, for M0 asked for by the main
+ *     goroutine, still running other Gs): the G waits in its lockedwant
+ *     slot, and the wired M takes it before it next sleeps or at its next
+ *     schedule (its running G is asked to yield).
+ *
+ * All of it under sched.lock, so that a wired M never sleeps with a G in
+ * its slot.  Direct G-to-G hand-offs never involve a wired G or a wired M
+ * (pick_handoff).
+ * ------------------------------------------------------------------------- */
+
+/* Take the G waiting for mp, if any.  sched.lock held. */
+static struct g *take_lockedwant_locked(struct m *mp)
+{
+    struct g *gp = mp->lockedwant;
+    if (gp)
+        store_relaxed(&mp->lockedwant, NULL);
+    return gp;
+}
+
+/* The wired G of mp cannot run: give the P away and sleep until a P comes
+ * with the G.  Returns the G to run (mp holding a P), or NULL when the M
+ * must exit (shutdown). */
+static struct g *stoplockedm(struct m *mp)
+{
+    if (!mp->lockedg || mp->lockedg->lockedm != mp)
+        gort__throw("stoplockedm: inconsistent locking");
+    gort__lock(&gort__sched.lock);
+    struct g *gp = mp->p ? take_lockedwant_locked(mp) : NULL;
+    if (gp) {
+        gort__unlock(&gort__sched.lock);
+        return gp;
+    }
+    gort__sched.nmidlelocked++;
+    mp->lockedsleep = true;
+    gort__unlock(&gort__sched.lock);
+    if (mp->p) {
+        struct p *pp = gort__releasep(mp);
+        gort__handoffp(pp);
+    }
+    gort__lock(&gort__sched.lock);
+    gort__checkdead_locked();
+    bool exiting = load_relaxed(&gort__sched.exiting);
+    gort__unlock(&gort__sched.lock);
+    if (!exiting) {
+        gort__notesleep(&mp->park);
+        gort__noteclear(&mp->park);
+    }
+    gort__lock(&gort__sched.lock);
+    if (mp->lockedsleep) { /* nobody woke us: shutdown */
+        gort__sched.nmidlelocked--;
+        mp->lockedsleep = false;
+    }
+    gp = take_lockedwant_locked(mp);
+    gort__unlock(&gort__sched.lock);
+    if (!gp || mp->exiting || load_relaxed(&gort__sched.exiting))
+        return NULL;
+    gort__acquirep(mp, mp->nextp);
+    mp->nextp = NULL;
+    return gp;
+}
+
+bool gort__stoplockedm(struct m *mp)
+{
+    struct g *gp = stoplockedm(mp);
+    if (gp && gp != mp->lockedg)
+        gort__throw("stoplockedm: handed a G wired elsewhere");
+    return gp != NULL;
+}
+
+static void unlink_midle_locked(struct m *mp)
+{
+    struct m **pp = &gort__sched.midle;
+    while (*pp != mp)
+        pp = &(*pp)->schedlink;
+    *pp = mp->schedlink;
+    mp->schedlink = NULL;
+    mp->inmidle = false;
+    gort__sched.nmidle--;
+}
+
+/* gp, just taken from a run queue, is wired to another M: hand it over.
+ * Returns false when the caller must exit; otherwise the caller goes on
+ * scheduling (holding a P again).  Mirrors startlockedm (proc.go). */
+static bool startlockedm(struct m *mp, struct g *gp)
+{
+    struct m *lm = gp->lockedm;
+    if (lm == mp)
+        gort__throw("startlockedm: locked to me");
+    gort__lock(&gort__sched.lock);
+    if (lm->lockedwant)
+        gort__throw("startlockedm: M%lld already has a G waiting",
+                    (long long)lm->id);
+    store_relaxed(&lm->lockedwant, gp);
+    bool asleep = lm->lockedsleep || lm->inmidle;
+    if (asleep) {
+        if (lm->inmidle)
+            unlink_midle_locked(lm);
+        if (lm->lockedsleep) {
+            lm->lockedsleep = false;
+            gort__sched.nmidlelocked--;
+        }
+        lm->nextp = gort__releasep(mp);
+    }
+    gort__unlock(&gort__sched.lock);
+    if (!asleep) {
+        /* It takes gp at its next schedule: make that soon. */
+        struct g *cur = load_acq(&lm->curg);
+        if (cur)
+            store_relaxed(&cur->preempt, 1);
+        gort__netpollbreak(); /* it may sleep as the poller */
+        return true;
+    }
+    gort__notewakeup(&lm->park);
+    return stopm(mp);
+}
+
+/* The current G wires itself to the current M.  Mirrors dolockOSThread. */
+static void dolock(struct m *mp, struct g *gp)
+{
+    store_relaxed(&mp->lockedg, gp);
+    store_relaxed(&gp->lockedm, mp);
+}
+
+/* On g0: the main goroutine asked to be wired while on another M than
+ * M0: hand it to M0 (through startlockedm, as if taken from a queue). */
+static struct g *lock_to_m0(struct g *gp)
+{
+    struct m *mp = gort__getm_raw();
+    gort__casgstatus(gp, G_RUNNING, G_RUNNABLE);
+    gort__dropg(mp);
+    /* Under sched.lock: M0's own G may be wiring itself right now. */
+    gort__lock(&gort__sched.lock);
+    bool taken = m0->lockedg || m0->dead || m0->exiting;
+    if (!taken) {
+        m0->lockedext = 1;
+        store_relaxed(&m0->lockedg, gp);
+        store_relaxed(&gp->lockedm, m0);
+    }
+    gort__unlock(&gort__sched.lock);
+    if (taken) {
+        /* M0 is wired to another G: stay on this thread instead. */
+        mp->lockedext = 1;
+        dolock(mp, gp);
+        return gp;
+    }
+    (void)startlockedm(mp, gp); /* false (shutdown): schedule() sees it */
+    return NULL;
+}
+
+void gort_lock_os_thread(void)
+{
+    struct m *mp = gort__getm();
+    struct g *gp = mp ? mp->curg : NULL;
+    if (!gp || gp->foreign)
+        return; /* a thread of its own already */
+    if (mp->lockedext > 0 || mp->lockedint > 0) {
+        mp->lockedext++;
+        return;
+    }
+    if (gp->is_main && !mp->is_m0) {
+        /* The main goroutine belongs on the main thread. */
+        mcall(lock_to_m0, false);
+        return;
+    }
+    if (mp->is_m0)
+        gort__lock(&gort__sched.lock); /* see lock_to_m0 */
+    if (!mp->lockedg) {
+        mp->lockedext = 1;
+        dolock(mp, gp);
+    }
+    if (mp->is_m0)
+        gort__unlock(&gort__sched.lock);
+    /* M0 already promised to the main goroutine: move on and retry. */
+    if (mp->lockedg != gp) {
+        gort_gosched();
+        gort_lock_os_thread();
+    }
+}
+
+void gort_unlock_os_thread(void)
+{
+    struct m *mp = gort__getm();
+    struct g *gp = mp ? mp->curg : NULL;
+    if (!gp || gp->foreign || mp->lockedext == 0 || mp->lockedg != gp)
+        return;
+    if (--mp->lockedext == 0 && mp->lockedint == 0) {
+        store_relaxed(&mp->lockedg, NULL);
+        store_relaxed(&gp->lockedm, NULL);
+    }
 }
 
 /* Hand off pp from an M that is blocking or exiting: start an M for it if
@@ -618,7 +872,7 @@ static bool gcstopm(struct m *mp)
         if (xadd_acqrel(&gort__sched.nmspinning, -1) < 0)
             gort__throw("gcstopm: negative nmspinning");
     }
-    struct p *pp = releasep(mp);
+    struct p *pp = gort__releasep(mp);
     gort__lock(&gort__sched.lock);
     store_relaxed(&pp->status, P_GCSTOP);
     if (--gort__sched.stopwait == 0)
@@ -755,16 +1009,34 @@ pick_fast(struct m *mp, struct p *pp, bool *inherit, bool *locked)
 /* pick_fast for the direct hand-offs (park, gosched, goexit): NULL also
  * when a timer of this P is due, so that it runs on g0 first
  * (findrunnable); a stream of hand-offs could hold it back otherwise. */
+static GORT_NOINLINE void unpick_locked_g(struct m *mp, struct p *pp,
+                                           struct g *gp, bool locked)
+{
+    if (locked)
+        gort__unlock_m(mp, &gort__sched.lock);
+    /* Back at the front: schedule() takes it next and hands it over. */
+    gort__runqput(pp, gp, true);
+}
+
 static inline __attribute__((always_inline)) struct g *
 pick_handoff(struct m *mp, struct p *pp, bool *inherit, bool *locked)
 {
-    /* Relaxed: a hint, re-read under the heap's lock. */
+    /* Relaxed: a hint, re-read under the heap's lock.  A wired M (the
+     * outgoing G is wired, or the main goroutine wants M0) goes through
+     * schedule() too. */
     int64_t tw = load_relaxed(&pp->timers.minwhen);
-    if (GORT_UNLIKELY(tw != 0) && gort_nanotime() >= tw) {
+    if (GORT_UNLIKELY((tw != 0 && gort_nanotime() >= tw) ||
+                      load_relaxed(&mp->lockedg))) {
         *inherit = *locked = false;
         return NULL;
     }
-    return pick_fast(mp, pp, inherit, locked);
+    struct g *gp = pick_fast(mp, pp, inherit, locked);
+    if (GORT_UNLIKELY(gp && gp->lockedm)) {
+        unpick_locked_g(mp, pp, gp, *locked);
+        *inherit = *locked = false;
+        return NULL;
+    }
+    return gp;
 }
 
 /* The part of findrunnable that looks without giving up the P.  Returns a
@@ -820,7 +1092,7 @@ static struct g *findrunnable_drop(struct m *mp, struct p *pp, bool *exit)
         gort__unlock(&gort__sched.lock);
         return NULL;
     }
-    releasep(mp);
+    gort__releasep(mp);
     gort__pidleput_locked(pp);
     gort__unlock(&gort__sched.lock);
 
@@ -886,6 +1158,11 @@ static struct g *findrunnable(struct m *mp, bool *inherit)
     for (;;) {
         if (load_relaxed(&gort__sched.exiting) && !mp->p)
             return NULL;
+        if (GORT_UNLIKELY(load_relaxed(&mp->lockedg))) {
+            /* Wired while we searched (M0, for the main goroutine). */
+            *inherit = false;
+            return stoplockedm(mp);
+        }
         if (load_relaxed(&gort__sched.gcwaiting)) {
             if (!gcstopm(mp))
                 return NULL;
@@ -974,21 +1251,56 @@ static void run_g(struct m *mp, struct g *gp, bool inherit)
     }
 }
 
+/* A wired G exited without unlocking: its thread ends with it (Go's
+ * mexit), its P goes to another M.  M0 stays (gort_main returns on it).
+ * Returns false when the M must exit. */
+static bool mexit_locked(struct m *mp)
+{
+    mp->exitlocked = false;
+    if (mp->is_m0)
+        return true;
+    struct p *pp = gort__releasep(mp);
+    gort__handoffp(pp);
+    gort__lock(&gort__sched.lock);
+    gort__sched.nmfreed++;
+    mp->dead = true;
+    gort__checkdead_locked();
+    gort__unlock(&gort__sched.lock);
+    return false;
+}
+
 /* One round of scheduling after another, on g0, until shutdown.
  * Mirrors schedule (proc.go). */
 static void schedule(void)
 {
-    struct m *mp = gort__getm(); /* g0 never changes thread */
+    struct m *mp = gort__getm_raw(); /* g0 never changes thread */
     for (;;) {
         if (mp->locks)
             gort__throw("schedule: holding locks");
+        if (GORT_UNLIKELY(mp->lockedg)) {
+            /* Wired: run only our G, when it is handed to us. */
+            struct g *lg = stoplockedm(mp);
+            if (!lg)
+                return;
+            run_g(mp, lg, false);
+            if (GORT_UNLIKELY(mp->exitlocked) && !mexit_locked(mp))
+                return;
+            continue;
+        }
         bool inherit = false;
         struct g *gp = findrunnable(mp, &inherit);
         if (!gp)
             return;
         if (mp->spinning)
             resetspinning(mp);
+        if (GORT_UNLIKELY(gp->lockedm && gp->lockedm != mp)) {
+            if (!startlockedm(mp, gp))
+                return;
+            continue;
+        }
         run_g(mp, gp, inherit);
+        if (GORT_UNLIKELY(mp->exitlocked) && !mexit_locked(mp))
+            return;
     }
 }
 
@@ -1215,8 +1527,11 @@ int64_t gort_go(void (*fn)(void *), void *arg)
     struct m *mp = gort__getm();
     if (!fn)
         return -EINVAL;
-    if (!mp || !mp->p || !mp->curg)
-        return -EPERM; /* not on a goroutine */
+    if (!mp || !mp->curg)
+        return -EPERM; /* the runtime is not running */
+    if (GORT_UNLIKELY(!mp->p))
+        return newproc_foreign(fn, arg,
+                               (uintptr_t)__builtin_return_address(0));
     mp->locks++; /* keep our P while we use its caches */
     struct p *pp = mp->p;
     struct g *newg = gfget(pp);
@@ -1253,9 +1568,16 @@ static void gclear(struct g *gp)
 /* On g0: the G is finished; recycle it.  Mirrors goexit0/gdestroy. */
 static struct g *goexit0(struct g *gp)
 {
-    struct m *mp = gort__getm();
+    struct m *mp = gort__getm_raw();
     gort__casgstatus(gp, G_RUNNING, G_DEAD);
-    dropg(mp);
+    gort__dropg(mp);
+    if (GORT_UNLIKELY(gp->lockedm)) {
+        /* Exited wired: the thread goes too (schedule, mexit_locked). */
+        mp->exitlocked = mp->lockedext > 0;
+        mp->lockedext = mp->lockedint = 0;
+        store_relaxed(&mp->lockedg, NULL);
+        gp->lockedm = NULL;
+    }
     gclear(gp);
     gfree_stack_and_put(mp->p, gp);
     return NULL;
@@ -1366,7 +1688,7 @@ static struct g *park_m(struct g *gp)
 {
     struct m *mp = gort__getm();
     gort__casgstatus(gp, G_RUNNING, G_WAITING);
-    dropg(mp);
+    gort__dropg(mp);
     bool (*fn)(struct g *, void *) = mp->waitunlockf;
     if (fn) {
         void *lock = mp->waitlock;
@@ -1407,6 +1729,10 @@ void gort__park(bool (*unlockf)(struct g *, void *), void *lock,
         gort__throw("park: not on a goroutine");
     gp->waitreason = reason;
     gp->waitsince = load_relaxed(&gort__sched.coarsenow);
+    if (GORT_UNLIKELY(gp->foreign)) {
+        park_foreign(mp, gp, unlockf, lock);
+        return;
+    }
     mp->waitunlockf = unlockf;
     mp->waitlock = lock;
     bool inherit, locked;
@@ -1422,6 +1748,223 @@ void gort__park(bool (*unlockf)(struct g *, void *), void *lock,
     g_handoff(mp, gp, next, inherit, locked, post_park, false);
 }
 
+/* ---------------------------------------------------------------------------
+ * Foreign threads: threads gort did not create that call into it (a
+ * library's callback thread, a plain pthread).  Mirrors needm/dropm.
+ *
+ * On its first call such a thread gets an extra M and a G standing for
+ * it (g->foreign, wired to that M through lockedm).  It never holds a P:
+ *   - a G it readies, or one it starts with gort_go, goes to the global
+ *     queue and an idle P is woken (wakep);
+ *   - when it must block (a channel, a select, a semaphore) it parks its
+ *     own thread on the M's note, and whoever readies its G wakes it;
+ *   - while it is in one of those, sched.nforeigninside counts it as a
+ *     running M, so checkdead does not report a deadlock it is about to
+ *     end.  Outside gort it is not counted.
+ * The extra M is freed when the thread exits (a pthread key destructor),
+ * or, if the thread outlives the runtime, then.
+ * ------------------------------------------------------------------------- */
+
+static pthread_key_t extram_key;
+static pthread_once_t extram_key_once = PTHREAD_ONCE_INIT;
+static uint32_t runtime_gen;   /* bumped by every gort_main */
+static struct m *extram;       /* extra Ms alive; under sched.lock */
+
+static void foreign_inside(int32_t d)
+{
+    gort__lock(&gort__sched.lock);
+    gort__sched.nforeigninside += d;
+    gort__unlock(&gort__sched.lock);
+}
+
+static void dropm(void *arg)
+{
+    struct m *mp = arg;
+    if (!mp || !mp->foreign)
+        return;
+    if (mp->foreign_gen == load_acq(&runtime_gen) &&
+        load_acq(&gort__main_started)) {
+        gort__lock(&gort__sched.lock);
+        struct m **pp = &extram;
+        while (*pp && *pp != mp)
+            pp = &(*pp)->schedlink;
+        if (*pp)
+            *pp = mp->schedlink;
+        struct g *gp = mp->curg;
+        gort__casgstatus(gp, G_RUNNING, G_DEAD);
+        gp->goid = 0;
+        gp->lockedm = NULL;
+        gp->m = NULL;
+        gort__unlock(&gort__sched.lock);
+    }
+    if (gort__getm_raw() == mp)
+        gort__setm(NULL);
+    free(mp->g0);
+    free(mp);
+}
+
+static void extram_key_init(void)
+{
+    if (pthread_key_create(&extram_key, dropm) != 0)
+        gort__throw("needm: pthread_key_create failed");
+}
+
+static struct g *foreign_g(void)
+{
+    gort__lock(&gort__allglock);
+    struct g *gp = galloc_locked();
+    gort__unlock(&gort__allglock);
+    if (!gp)
+        return NULL;
+    allgadd(gp);
+    gort__casgstatus(gp, G_IDLE, G_DEAD);
+    gort__casgstatus(gp, G_DEAD, G_RUNNABLE);
+    gort__casgstatus(gp, G_RUNNABLE, G_RUNNING);
+    return gp;
+}
+
+/* Make the calling thread an extra M.  Mirrors needm (proc.go). */
+static struct m *needm(void)
+{
+    pthread_once(&extram_key_once, extram_key_init);
+    struct m *mp = allocm();
+    struct g *gp = mp ? foreign_g() : NULL;
+    if (!gp)
+        gort__fatal("out of memory making an M for a foreign thread");
+    mp->foreign = true;
+    mp->foreign_gen = load_acq(&runtime_gen);
+    mp->procid = gort__gettid();
+    mp->errnop = errno_ptr();
+    uint64_t seed = (uint64_t)gort_nanotime() ^ (uint64_t)(uintptr_t)mp;
+    mp->fastrand[0] = (uint32_t)(seed | 1);
+    mp->fastrand[1] = (uint32_t)(seed >> 32) | 0x9e3779b9u;
+    gp->foreign = true;
+    gp->goid = (int64_t)xadd_relaxed(&gort__sched.goidgen, 1);
+    gp->lockedm = mp;
+    store_relaxed(&gp->m, mp);
+    store_rel(&mp->curg, gp);
+    gort__lock(&gort__sched.lock);
+    mp->id = -(int64_t)(++gort__sched.nforeign);
+    mp->schedlink = extram;
+    extram = mp;
+    gort__unlock(&gort__sched.lock);
+    gort__setm(mp);
+    pthread_setspecific(extram_key, mp);
+    return mp;
+}
+
+static struct m *getm_slow(struct m *mp)
+{
+    if (mp && mp->foreign) {
+        if (mp->foreign_gen == load_acq(&runtime_gen) &&
+            load_acq(&gort__main_started))
+            return mp;
+        if (mp->foreign_gen == load_acq(&runtime_gen))
+            return NULL; /* shutting down */
+        /* Left over from an earlier gort_main: start afresh. */
+        pthread_setspecific(extram_key, NULL);
+        gort__setm(NULL);
+        free(mp->g0);
+        free(mp);
+        mp = NULL;
+    }
+    if (!mp) {
+        if (!load_acq(&gort__main_started) ||
+            load_relaxed(&gort__sched.exiting))
+            return NULL;
+        return needm();
+    }
+    /* The preemption signal found this thread blocked in the kernel and
+     * put it into a syscall; it is back in gort now. */
+    gort__exitsyscall_m(mp, mp->curg);
+    return gort__getm_raw();
+}
+
+/* Teardown: forget extra Ms whose threads still live (their threads free
+ * them, seeing the generation change). */
+static void extram_fini(void)
+{
+    extram = NULL;
+    xadd_acqrel(&runtime_gen, 1);
+}
+
+/* gort__ready_m's rare cases: the G stands for a foreign thread (wake the
+ * thread), or the caller is one (no P: the global queue). */
+static GORT_NOINLINE void ready_slow(struct m *mp, struct g *gp)
+{
+    if (gp->foreign) {
+        gort__casgstatus(gp, G_WAITING, G_RUNNABLE);
+        gort__notewakeup(&gp->lockedm->park);
+        return;
+    }
+    mp->locks++;
+    gort__lock(&gort__sched.lock);
+    gort__sched.nforeigninside++;
+    gort__casgstatus(gp, G_WAITING, G_RUNNABLE);
+    gort__globrunqput_locked(gp);
+    gort__unlock(&gort__sched.lock);
+    gort__wakep();
+    mp->locks--;
+    foreign_inside(-1);
+}
+
+/* gort__park on a foreign thread: sleep on the M's note. */
+static GORT_NOINLINE void park_foreign(struct m *mp, struct g *gp,
+                                       bool (*unlockf)(struct g *, void *),
+                                       void *lock)
+{
+    foreign_inside(1);
+    gort__casgstatus(gp, G_RUNNING, G_WAITING);
+    if (unlockf && !unlockf(gp, lock)) {
+        gort__casgstatus(gp, G_WAITING, G_RUNNABLE);
+    } else {
+        gort__notesleep(&mp->park);
+        gort__noteclear(&mp->park);
+    }
+    gort__casgstatus(gp, G_RUNNABLE, G_RUNNING);
+    foreign_inside(-1);
+}
+
+/* gort_go from a foreign thread: the new G goes to the global queue. */
+static int64_t newproc_foreign(void (*fn)(void *), void *arg, uintptr_t pc)
+{
+    struct m *mp = gort__getm_raw();
+    mp->locks++;
+    gort__lock(&gort__sched.gfree_lock);
+    struct g *gp = glist_pop(&gort__sched.gfree);
+    gort__unlock(&gort__sched.gfree_lock);
+    if (!gp && !(gp = malg())) {
+        mp->locks--;
+        return -ENOMEM;
+    }
+    if (gort__stackreserve(1) != 0) {
+        gort__lock(&gort__sched.gfree_lock);
+        glist_push(&gort__sched.gfree, gp);
+        gort__unlock(&gort__sched.gfree_lock);
+        mp->locks--;
+        return -ENOMEM;
+    }
+    gp->sched_sp = NULL;
+    gort__fpctl_save(gp->fpctl);
+    gp->fn = fn;
+    gp->arg = arg;
+    gp->gopc = pc;
+    gp->defers = NULL;
+    gp->param = NULL;
+    gp->waitreason = WAIT_ZERO;
+    gp->goid = (int64_t)xadd_relaxed(&gort__sched.goidgen, 1);
+    int64_t goid = gp->goid;
+    gort__lock(&gort__sched.lock);
+    gort__sched.nforeigninside++;
+    gort__casgstatus(gp, G_DEAD, G_RUNNABLE);
+    gort__globrunqput_locked(gp);
+    gort__unlock(&gort__sched.lock);
+    gort__wakep();
+    mp->locks--;
+    foreign_inside(-1);
+    return goid;
+}
+
 void gort__ready(struct g *gp, bool next)
 {
     gort__ready_m(gort__getm(), gp, next);
@@ -1429,6 +1972,10 @@ void gort__ready(struct g *gp, bool next)
 
 void gort__ready_m(struct m *mp, struct g *gp, bool next)
 {
+    if (GORT_UNLIKELY(gp->foreign || !mp->p)) {
+        ready_slow(mp, gp);
+        return;
+    }
     mp->locks++;
     gort__casgstatus(gp, G_WAITING, G_RUNNABLE);
     gort__runqput(mp->p, gp, next);
@@ -1443,7 +1990,7 @@ static struct g *gosched_m(struct g *gp)
 {
     struct m *mp = gort__getm();
     gort__casgstatus(gp, G_RUNNING, G_RUNNABLE);
-    dropg(mp);
+    gort__dropg(mp);
     gort__lock(&gort__sched.lock);
     gort__globrunqput_locked(gp);
     gort__unlock(&gort__sched.lock);
@@ -1481,7 +2028,7 @@ static void gosched(struct m *mp, struct g *gp)
 void gort_gosched(void)
 {
     struct m *mp = gort__getm();
-    if (!mp || !mp->curg) {
+    if (!mp || !mp->curg || mp->curg->foreign) {
         gort__osyield();
         return;
     }
@@ -1499,6 +2046,8 @@ void gort__preempt_check(void)
 
 void gort__preempt_yield(struct m *mp, struct g *gp)
 {
+    if (GORT_UNLIKELY(gp->foreign))
+        return;
     store_relaxed(&gp->preempt, 0);
     store_relaxed(&mp->p->preempt, 0);
     gosched(mp, gp);
@@ -1513,7 +2062,8 @@ void gort__checkdead_locked(void)
     if (gort__debug.checkdeadoff || load_relaxed(&gort__sched.exiting))
         return;
     int32_t run = mcount_locked() - gort__sched.nmidle -
-                  gort__sched.nmidlelocked - gort__sched.nmsys;
+                  gort__sched.nmidlelocked - gort__sched.nmsys +
+                  gort__sched.nforeigninside;
     if (run > 0)
         return;
     if (run < 0)
@@ -1525,6 +2075,8 @@ void gort__checkdead_locked(void)
     for (uint32_t i = 0; i < n; i++) {
         struct g *gp = gort__allgs[i];
         uint32_t s = gort__readgstatus(gp);
+        if (gp->foreign)
+            continue; /* a thread outside gort: not ours to judge */
         if (s == G_WAITING || s == G_PREEMPTED)
             waiting++;
         else if (s == G_RUNNABLE || s == G_RUNNING || s == G_SYSCALL)
@@ -1550,7 +2102,7 @@ static struct g *main_exit_m(struct g *gp)
 {
     struct m *mp = gort__getm();
     gort__casgstatus(gp, G_RUNNING, G_DEAD);
-    dropg(mp);
+    gort__dropg(mp);
     store_relaxed(&gort__sched.exiting, 1);
     gort__stw_stop(mp);
     gort__lock(&gort__sched.lock);
@@ -1559,6 +2111,11 @@ static struct g *main_exit_m(struct g *gp)
         idle->exiting = true;
         gort__notewakeup(&idle->park);
     }
+    for (struct m *w = gort__allm; w; w = w->alllink)
+        if (w->lockedsleep) {
+            w->exiting = true;
+            gort__notewakeup(&w->park);
+        }
     gort__unlock(&gort__sched.lock);
     /* An M sleeping as the poller finds exiting set when it wakes. */
     gort__netpollbreak();
@@ -1642,6 +2199,7 @@ static void teardown(void)
     }
     gort__semafini();
     gort__stackfini();
+    extram_fini();
     reset_globals();
 }
 
@@ -1695,10 +2253,13 @@ int gort_main(void (*fn)(void *), void *arg)
     if (!err)
         err = gort__signals_install();
     if (!err)
-        err = boot(mp, fn, arg);
+        err = boot(mp, fn, arg); /* reads GORTDEBUG */
+    if (!err)
+        err = gort__preempt_init();
     if (!err)
         err = gort__sysmon_start();
     if (err) {
+        gort__preempt_fini();
         gort__signals_restore();
         gort__unminit(mp);
         gort__setm(NULL);
@@ -1711,6 +2272,7 @@ int gort_main(void (*fn)(void *), void *arg)
     /* Every other M has been told to exit. */
     gort__sysmon_stop();
     join_ms(mp);
+    gort__preempt_fini();
     gort__unminit(mp);
     gort__signals_restore();
     gort__setm(NULL);

@@ -33,9 +33,28 @@ static void preemptall(void)
         /* Acquire both: pair with gort__acquirep and execute_prep. */
         struct m *mp = load_acq(&pp->m);
         struct g *gp = mp ? load_acq(&mp->curg) : NULL;
-        if (gp)
+        if (gp) {
             store_relaxed(&gp->preempt, 1);
+            gort__preempt_signal(mp);
+        }
     }
+}
+
+/* Take every P sitting in a syscall (its M gets another P, or queues its
+ * G, when it comes back).  sched.lock held.  Returns how many. */
+static int32_t stop_syscall_ps_locked(void)
+{
+    int32_t n = 0;
+    for (int32_t i = 0; i < gort__gomaxprocs; i++) {
+        struct p *pp = gort__allp[i];
+        /* Seq-cst: pairs with entersyscall's store of the word and its
+         * load of gcwaiting (one of us sees the other). */
+        uint32_t w = load_seqcst(&pp->status);
+        if (pstatus(w) == P_SYSCALL && cas_acqrel(&pp->status, w, P_GCSTOP))
+            n++;
+    }
+    gort__sched.stopwait -= n;
+    return n;
 }
 
 /* Stop every P but the caller's.  Runs on any stack of an M holding a P;
@@ -45,12 +64,13 @@ void gort__stw_stop(struct m *mp)
 {
     gort__lock(&gort__sched.lock);
     gort__sched.stopwait = gort__gomaxprocs;
-    store_relaxed(&gort__sched.gcwaiting, 1);
+    store_seqcst(&gort__sched.gcwaiting, 1); /* see stop_syscall_ps */
     /* Our own P first, so that preemptall skips it: the stopper must not
      * ask itself to yield (as in Go, where it is _Pgcstop by then). */
     store_relaxed(&mp->p->status, P_GCSTOP);
     gort__sched.stopwait--;
     preemptall();
+    stop_syscall_ps_locked();
     struct p *pp;
     while ((pp = gort__pidleget_locked())) {
         store_relaxed(&pp->status, P_GCSTOP);
@@ -61,8 +81,15 @@ void gort__stw_stop(struct m *mp)
     if (wait) {
         /* Re-ask every 100 us: a G may have been scheduled after the
          * first request (Go's stopTheWorldWithSema loop). */
-        while (!gort__notetsleep(&gort__sched.stopnote, 100 * 1000))
+        while (!gort__notetsleep(&gort__sched.stopnote, 100 * 1000)) {
             preemptall();
+            gort__lock(&gort__sched.lock);
+            if (stop_syscall_ps_locked() > 0 && gort__sched.stopwait == 0) {
+                gort__unlock(&gort__sched.lock);
+                break;
+            }
+            gort__unlock(&gort__sched.lock);
+        }
         gort__noteclear(&gort__sched.stopnote);
     }
     for (int32_t i = 0; i < gort__gomaxprocs; i++)

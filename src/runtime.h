@@ -268,6 +268,13 @@ struct g {
     int64_t waitsince;      /* about when it parked (sched.coarsenow),
                                for dumps */
     uintptr_t gopc;         /* return address of the gort_go call */
+    struct m *lockedm;      /* M it is wired to (LockOSThread), or NULL;
+                               owner writes, schedulers read */
+    uint32_t preemptoff;    /* gort_preempt_disable depth: no async
+                               preemption while > 0; owner only (the
+                               signal handler reads it on the same thread) */
+    bool foreign;           /* stands for a thread gort did not create
+                               (extra M): parks on the M's note */
 #ifdef GORT_ASAN
     void *asan_fake_stack;  /* AddressSanitizer fake-stack save slot */
 #endif
@@ -403,6 +410,30 @@ struct m {
     int *errnop;           /* this thread's errno, cached at thread start */
     void *sigaltstack_mem; /* alternate signal stack (overflow reports) */
     size_t sigaltstack_size;
+
+    /* System calls (syscall.c).  Owner writes. */
+    struct p *oldp;        /* P it held when it entered the syscall */
+    uint32_t oldpstatus;   /* the P_SYSCALL word it stored in oldp */
+    uint32_t insyscall;    /* 1 explicit, 2 marked by the preemption
+                              signal (an unwrapped blocking call) */
+    int64_t syscallwhen;   /* when the marked call was noticed; relaxed */
+    /* LockOSThread (proc.c). */
+    struct g *lockedg;     /* G wired to this M, or NULL; the owner writes
+                              (M0: under sched.lock), others read relaxed */
+    uint32_t lockedext;    /* gort_lock_os_thread depth; owner */
+    uint32_t lockedint;    /* the runtime's own wiring; owner */
+    struct g *lockedwant;  /* its wired G, runnable, handed over by
+                              another M (startlockedm); under sched.lock */
+    bool lockedsleep;      /* asleep in stoplockedm; under sched.lock */
+    bool inmidle;          /* on sched.midle; under sched.lock */
+    bool exitlocked;       /* its wired G exited locked: the thread ends */
+    bool dead;             /* its thread has ended (mexit); under lock */
+    bool foreign;          /* an extra M: a thread gort did not create */
+    uint32_t foreign_gen;  /* the gort_main it was made under */
+    /* Asynchronous preemption (preempt.c). */
+    uint32_t npreemptsig;  /* signals sent and not yet seen; sysmon */
+    uint32_t preemptmiss;  /* signals in a row that found no safe point;
+                              relaxed: the handler writes, sysmon reads */
 };
 
 /* ---------------------------------------------------------------------------
@@ -413,8 +444,15 @@ struct m {
  * P status.  IDLE: on sched.pidle, no M.  RUNNING: owned by an M.
  * SYSCALL: its M is in a system call.  GCSTOP: stopped for
  * stop-the-world.  DEAD: removed by a GOMAXPROCS decrease.
+ *
+ * The status word holds the state in its low 4 bits.  While P_SYSCALL the
+ * bits above hold a sequence number of that syscall entry, so that the
+ * CAS that takes the P back (exitsyscall, retake, stop-the-world) cannot
+ * mistake a later syscall of another M on the same P for its own (ABA).
+ * Compare with P_SYSCALL through pstatus().
  */
 enum pstatus { P_IDLE = 0, P_RUNNING, P_SYSCALL, P_GCSTOP, P_DEAD };
+#define GORT_PSTATUS_MASK 0xfu
 
 struct p {
     int32_t id;
@@ -427,7 +465,8 @@ struct p {
                               owner clears */
     uint32_t schedtick;    /* incremented on every non-inherited schedule;
                               owner writes, sysmon reads relaxed */
-    uint32_t syscalltick;  /* incremented on every syscall */
+    uint32_t syscalltick;  /* incremented on every syscall; owner M writes,
+                              sysmon reads relaxed */
     struct m *m;           /* back-link to the owning M, or NULL */
     /* sysmon's view: the schedtick it last saw and since when (0: start
      * over).  sysmon writes both; acquirep zeroes schedwhen (relaxed)
@@ -435,6 +474,9 @@ struct p {
      * must not inherit that P's stale clock. */
     int64_t sysmon_schedwhen;
     uint32_t sysmon_schedtick;
+    /* The same for syscalls: the syscalltick last seen and since when. */
+    int64_t sysmon_syscallwhen;
+    uint32_t sysmon_syscalltick;
 
     /* Local run queue: owner writes slots and runqtail (store-release);
      * anyone may CAS runqhead.  Free-running counters: size = tail - head. */
@@ -452,6 +494,11 @@ struct p {
     int64_t goidcache, goidcacheend; /* goids handed to this P */
     uint64_t nsteals;      /* Gs this P's M has stolen (relaxed stats) */
 };
+
+static inline uint32_t pstatus(uint32_t word)
+{
+    return word & GORT_PSTATUS_MASK;
+}
 
 /* ---------------------------------------------------------------------------
  * schedt: global scheduler state.  Mirrors type schedt (runtime2.go).
@@ -491,6 +538,9 @@ struct schedt {
     int32_t maxmcount;     /* thread limit; under lock */
     int32_t nmsys;         /* system Ms (sysmon) not counted for deadlock */
     int32_t nmfreed;       /* Ms that exited */
+    int32_t nforeigninside;/* foreign threads blocked or waking a G inside
+                              gort: running, for checkdead */
+    int64_t nforeign;      /* extra Ms made (their ids are negative) */
     struct p *pidle;       /* idle Ps; under lock */
     int32_t stopwait;      /* Ps still to stop; under lock */
     gort_note stopnote;    /* the stopper sleeps here */
@@ -545,6 +595,9 @@ GORT_HIDDEN extern struct gort_debugvars gort__debug;
  * ------------------------------------------------------------------------- */
 
 GORT_HIDDEN struct m *gort__getm(void);
+/* The M as it is, without finishing a signal-marked syscall or making an
+ * extra M: for signal handlers and the code that does those things. */
+GORT_HIDDEN struct m *gort__getm_raw(void);
 GORT_HIDDEN void gort__setm(struct m *mp);
 /* The running user G, or NULL on g0 / outside gort. */
 static inline struct g *gort__getg(void)
@@ -674,6 +727,17 @@ GORT_HIDDEN void gort__wakep(void);
 /* Hand pp, whose M is blocking, to another M or the idle list. */
 GORT_HIDDEN void gort__handoffp(struct p *pp);
 GORT_HIDDEN struct m *gort__allocm_sys(void);
+GORT_HIDDEN void gort__dropg(struct m *mp);
+GORT_HIDDEN struct p *gort__releasep(struct m *mp);
+/* Run fn(gp) on g0 with the current G's context saved (mcall). */
+GORT_HIDDEN void gort__mcall(struct g *(*fn)(struct g *));
+GORT_HIDDEN void gort__stopm_schedule(struct m *mp);
+GORT_HIDDEN bool gort__stoplockedm(struct m *mp);
+/* Syscalls (syscall.c).  how: 1 explicit, 2 marked by the preemption
+ * signal. */
+GORT_HIDDEN void gort__entersyscall_m(struct m *mp, struct g *gp,
+                                      uint32_t how);
+GORT_HIDDEN void gort__exitsyscall_m(struct m *mp, struct g *gp);
 GORT_HIDDEN int32_t gort__mcount(void);
 /* Cooperative preemption point: yield if sysmon asked this G to. */
 GORT_HIDDEN void gort__preempt_check(void);
@@ -715,10 +779,20 @@ static inline bool gort__isidlep(int32_t id)
     return (load_relaxed(&gort__idlepmask[id / 32]) >> (id % 32)) & 1;
 }
 
+/* Asynchronous preemption (preempt.c). */
+GORT_HIDDEN int gort__preempt_init(void);
+GORT_HIDDEN void gort__preempt_fini(void);
+/* Send mp's thread the preemption signal (when asynchronous preemption
+ * is on). */
+GORT_HIDDEN void gort__preempt_signal(struct m *mp);
+
 /* sysmon (sysmon.c). */
 GORT_HIDDEN int gort__sysmon_start(void);
 GORT_HIDDEN void gort__sysmon_stop(void);
 GORT_HIDDEN void gort__sysmon_wake(void);
+/* Put sysmon back on its shortest rounds (a syscall holds a P that has
+ * work waiting). */
+GORT_HIDDEN void gort__sysmon_kick(void);
 
 /* ---------------------------------------------------------------------------
  * Stacks (stack.c).

@@ -5,9 +5,19 @@
  * It sleeps 20 us between rounds; after 50 rounds in which it had nothing
  * to do it doubles the sleep, up to 10 ms.  While every P is idle (or the
  * world is stopped) it sleeps until acquirep or startTheWorld wakes it,
- * unless schedtrace output is due.  Each round it
+ * unless schedtrace output is due.  A syscall entered while work waits on
+ * its P puts it back on 20 us rounds at once (gort__sysmon_kick).  Its
+ * thread has a timer slack of 1 ns: with the default 50 us, a 20 us sleep
+ * takes over 100 us here, and every syscall hand-off would wait that long.
+ * Each round it
  *   - asks a G that has held its P for 10 ms (the same schedtick for
- *     forcePreemptNS) to yield at its next runtime call;
+ *     forcePreemptNS) to yield at its next runtime call, and sends its
+ *     thread the preemption signal (preempt.c);
+ *   - retakes a P left in a syscall for a whole round when work waits, or
+ *     for 10 ms regardless, and hands it to another M (handoffp);
+ *   - signals threads that the preemption signal put into a syscall and
+ *     that have not come back to gort for 10 ms, so that the signal can
+ *     preempt them once they run user code again;
  *   - prints the schedtrace line when GORTDEBUG=schedtrace=MS is due.
  *
  * Invariants:
@@ -21,11 +31,26 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 
 static pthread_t sysmon_thread;
 static bool sysmon_running;
 static uint32_t sysmon_stopping; /* atomic: gort_main is shutting down */
-static gort_note sysmon_tick;     /* woken only to stop sysmon */
+/* sysmon sleeps on this futex word between rounds; a bump ends the sleep
+ * (to stop it, or to shorten a long sleep). */
+static uint32_t sysmon_gen;
+/* atomic: 1 while sysmon sleeps longer than its shortest round */
+static uint32_t sysmon_long;
+
+void gort__sysmon_kick(void)
+{
+    /* Relaxed first look: most syscalls find sysmon on short rounds.  The
+     * exchange lets one kicker pay for the wake-up. */
+    if (load_relaxed(&sysmon_long) && xchg_acqrel(&sysmon_long, 0)) {
+        xadd_acqrel(&sysmon_gen, 1);
+        gort__futexwake(&sysmon_gen, 1);
+    }
+}
 
 void gort__sysmon_wake(void)
 {
@@ -73,18 +98,49 @@ static void preemptone(struct p *pp)
     /* On the P too: if gp parks before it looks, the G that inherits its
      * time slice through runnext must yield instead (Go's pp.preempt). */
     store_relaxed(&pp->preempt, 1);
-    if (gp)
+    if (gp) {
         store_relaxed(&gp->preempt, 1);
+        gort__preempt_signal(mp);
+    }
 }
 
-/* One pass over the Ps.  Mirrors retake (proc.go). */
-static void retake(int64_t now)
+/* One pass over the Ps.  Returns how many it retook or asked to yield.
+ * Mirrors retake (proc.go). */
+static int retake(int64_t now)
 {
+    struct p *handoff[64];
+    int nhandoff = 0, n_acted = 0;
     gort__lock(&gort__allplock);
     int32_t n = load_acq(&gort__gomaxprocs);
     for (int32_t i = 0; i < n; i++) {
         struct p *pp = gort__allp[i];
-        if (load_relaxed(&pp->status) != P_RUNNING)
+        /* Acquire: pairs with entersyscall's seq-cst store of the word. */
+        uint32_t w = load_acq(&pp->status);
+        if (pstatus(w) == P_SYSCALL) {
+            uint32_t t = load_relaxed(&pp->syscalltick);
+            if (pp->sysmon_syscalltick != t) {
+                pp->sysmon_syscalltick = t;
+                pp->sysmon_syscallwhen = now;
+                continue;
+            }
+            /* Nothing waits for it and some M is free to take new work:
+             * let the syscall keep its P, up to 10 ms. */
+            if (gort__runqempty(pp) &&
+                load_relaxed(&gort__sched.nmspinning) +
+                        load_relaxed(&gort__sched.npidle) > 0 &&
+                pp->sysmon_syscallwhen + GORT_FORCE_PREEMPT_NS > now)
+                continue;
+            if (nhandoff == 64)
+                continue; /* next round */
+            /* Acq-rel: the winner of this CAS owns the P (against
+             * exitsyscall's and stop-the-world's CAS). */
+            if (cas_acqrel(&pp->status, w, P_IDLE)) {
+                handoff[nhandoff++] = pp;
+                n_acted++;
+            }
+            continue;
+        }
+        if (w != P_RUNNING)
             continue;
         uint32_t t = load_relaxed(&pp->schedtick);
         /* schedwhen 0: sysmon has not looked at this P yet (a new P, or
@@ -95,11 +151,32 @@ static void retake(int64_t now)
             store_relaxed(&pp->sysmon_schedwhen, now);
         } else if (when + GORT_FORCE_PREEMPT_NS <= now) {
             preemptone(pp);
+            n_acted++;
             /* ask again in another 10 ms */
             store_relaxed(&pp->sysmon_schedwhen, now);
         }
     }
     gort__unlock(&gort__allplock);
+    /* handoffp takes sched.lock, which ranks above allplock. */
+    for (int i = 0; i < nhandoff; i++)
+        gort__handoffp(handoff[i]);
+    return n_acted;
+}
+
+/* Threads the preemption signal put into a syscall that have not come
+ * back to gort for 10 ms: signal them again (Ms are never freed while the
+ * runtime runs, so walking allm racily is safe). */
+static void resignal_marked(int64_t now)
+{
+    for (struct m *mp = load_acq(&gort__allm); mp; mp = mp->alllink) {
+        if (load_relaxed(&mp->insyscall) != 2)
+            continue;
+        int64_t when = load_relaxed(&mp->syscallwhen);
+        if (when + GORT_FORCE_PREEMPT_NS <= now) {
+            store_relaxed(&mp->syscallwhen, now);
+            gort__preempt_signal(mp);
+        }
+    }
 }
 
 static void *sysmon(void *arg)
@@ -107,6 +184,8 @@ static void *sysmon(void *arg)
     struct m *mp = arg;
     gort__setm(mp);
     mp->procid = gort__gettid();
+    /* Precise short sleeps (see the file comment).  Best effort. */
+    prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
     int64_t delay_us = GORT_SYSMON_MIN_US, lasttrace = 0;
     uint32_t idle = 0;
     for (;;) {
@@ -116,7 +195,15 @@ static void *sysmon(void *arg)
             delay_us *= 2;
         if (delay_us > GORT_SYSMON_MAX_US)
             delay_us = GORT_SYSMON_MAX_US;
-        if (gort__notetsleep(&sysmon_tick, delay_us * 1000))
+        uint32_t gen = load_acq(&sysmon_gen);
+        bool longsleep = delay_us > GORT_SYSMON_MIN_US;
+        if (longsleep)
+            store_seqcst(&sysmon_long, 1);
+        if (!load_seqcst(&sysmon_stopping))
+            gort__futexsleep(&sysmon_gen, gen, delay_us * 1000);
+        if (longsleep && !xchg_acqrel(&sysmon_long, 0))
+            idle = 0; /* kicked: short rounds again */
+        if (load_acq(&sysmon_stopping))
             break;
         int64_t now = gort_nanotime();
         /* Relaxed: parking Gs read it as an approximate clock. */
@@ -132,8 +219,11 @@ static void *sysmon(void *arg)
                 break;
             continue;
         }
-        retake(now);
-        idle++;
+        if (retake(now) > 0)
+            idle = 0;
+        else
+            idle++;
+        resignal_marked(now);
         if (gort__debug.schedtrace > 0 &&
             lasttrace + (int64_t)gort__debug.schedtrace * 1000000 <= now) {
             lasttrace = now;
@@ -150,7 +240,6 @@ int gort__sysmon_start(void)
     if (!mp)
         return -ENOMEM;
     store_relaxed(&sysmon_stopping, 0);
-    gort__noteclear(&sysmon_tick);
     int err = gort__newosproc(mp, sysmon);
     if (err)
         return err;
@@ -165,7 +254,8 @@ void gort__sysmon_stop(void)
     if (!sysmon_running)
         return;
     store_seqcst(&sysmon_stopping, 1); /* deep_sleep's handshake */
-    gort__notewakeup(&sysmon_tick);
+    xadd_acqrel(&sysmon_gen, 1);
+    gort__futexwake(&sysmon_gen, 1);
     gort__sysmon_wake();
     pthread_join(sysmon_thread, NULL);
     sysmon_running = false;

@@ -1,0 +1,446 @@
+/*
+ * preempt.c - asynchronous preemption with SIGURG.  Mirrors preempt.go,
+ * preemptM and doSigPreempt (signal_unix.go).
+ *
+ * sysmon (and stop-the-world) send SIGURG to the thread of an M whose G
+ * was asked to yield.  The handler runs on that thread and looks at the
+ * interrupted context:
+ *
+ *   - a safe point: the PC is in the program's own code (the main
+ *     executable's text, minus gort's own text, which the static library
+ *     keeps in the section gort_text; or an object declared safe with
+ *     gort_preempt_allow_object), the stack pointer is on the G's stack
+ *     with room to spare, the G has not disabled preemption, the M holds
+ *     no runtime lock and the G is running.  Code in libc or any other
+ *     shared object may hold locks (malloc's, stdio's) that the next G on
+ *     this thread would wait for forever, and gort's own code has windows
+ *     in which the M and G disagree; neither is ever interrupted.
+ *   - a thread blocked in the kernel: the PC is at a system call
+ *     instruction (the kernel rewinds a restartable call to it), in code
+ *     that is not ours.  A call nobody wrapped (entersyscall) holds the P:
+ *     the handler puts the G into the syscall state itself, from the
+ *     thread, so that sysmon can hand the P away (retake).  No race with
+ *     the thread coming back: the thread is running the handler.  When the
+ *     call returns, the thread's next entry into gort (gort__getm) runs
+ *     exitsyscall before it touches anything a P owns.
+ *
+ * At a safe point the handler makes the thread, once the handler returns,
+ * call gort__async_preempt (src/arch) on the G's stack: it copies the
+ * whole signal context (every general register, the flags, and the
+ * floating-point and vector state the kernel saved with XSAVE: SSE, AVX,
+ * AVX-512; on aarch64 the FP/SIMD and SVE records) onto the G's stack below
+ * the red zone, and points the PC at the stub with the stack pointer below
+ * the copy.  The stub calls gort__async_preempt2, which yields the G
+ * (G_PREEMPTED, then runnable on the global queue, as Go's gopreempt_m).
+ * When the G runs again, on whichever thread, the stub resumes it with the
+ * rt_sigreturn system call on the copy: the kernel restores every
+ * register, exactly as on a normal return from a handler.  Before that the
+ * copy's signal mask and alternate signal stack are replaced with the
+ * current thread's, which rt_sigreturn also installs.
+ *
+ * Off under ThreadSanitizer (it defers asynchronous signals to its own safe
+ * points and gives the handler a copy of the context, so the context
+ * cannot be redirected) and under Valgrind (it keeps its own signal
+ * frames), and with GORTDEBUG=asyncpreemptoff=1.
+ *
+ * Invariants:
+ *   - gort code that makes a system call on a G's stack while the G is
+ *     running holds m->locks (or is dying): the handler never mistakes it
+ *     for an unwrapped blocking call.
+ *   - The handler only reads and writes its own thread's M and G, plus
+ *     atomics; it takes sched.lock only through entersyscall when a
+ *     stop-the-world waits, and never with m->locks held.
+ */
+#include "runtime.h"
+
+#include <errno.h>
+#include <link.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#endif
+#endif
+#ifndef RUNNING_ON_VALGRIND
+#define RUNNING_ON_VALGRIND 0
+#endif
+
+/* gort's own text in a program linked with the static library (the
+ * section comes from cmake/gort_text.ld); absent in the shared library,
+ * which is a shared object and so never a safe point anyway. */
+extern const char __start_gort_text[] __attribute__((weak));
+extern const char __stop_gort_text[] __attribute__((weak));
+
+/* Stack a preemption needs below the interrupted stack pointer: the red
+ * zone, the copied context (up to ~11 KB with AMX state) and the frames of
+ * the yield. */
+#define PREEMPT_STACK_NEED (24 * 1024)
+
+struct pcrange {
+    uintptr_t lo, hi;
+};
+#define MAX_RANGES 64
+static struct pcrange user_ranges[MAX_RANGES];
+static uint32_t n_user_ranges;     /* atomic: ranges published */
+static uintptr_t gort_text_lo, gort_text_hi;
+static bool async_on;              /* set at init, read by the handler */
+static struct sigaction old_urg;
+static bool urg_installed;
+static gort_lock ranges_lock;      /* serialises gort_preempt_allow_object */
+
+static void add_range(uintptr_t lo, uintptr_t hi)
+{
+    uint32_t n = load_relaxed(&n_user_ranges);
+    if (n == MAX_RANGES)
+        return;
+    user_ranges[n].lo = lo;
+    user_ranges[n].hi = hi;
+    /* Release: the handler reads the count, then the entry. */
+    store_rel(&n_user_ranges, n + 1);
+}
+
+static int main_exe_ranges(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    (void)arg;
+    /* The first object is the executable itself. */
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X))
+            add_range(info->dlpi_addr + ph->p_vaddr,
+                      info->dlpi_addr + ph->p_vaddr + ph->p_memsz);
+    }
+    return 1; /* stop after the first */
+}
+
+struct find_obj {
+    uintptr_t addr;
+    bool found;
+};
+
+static int allow_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    struct find_obj *f = arg;
+    bool hit = false;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_LOAD && f->addr >= lo &&
+            f->addr < lo + ph->p_memsz)
+            hit = true;
+    }
+    if (!hit)
+        return 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X))
+            add_range(info->dlpi_addr + ph->p_vaddr,
+                      info->dlpi_addr + ph->p_vaddr + ph->p_memsz);
+    }
+    f->found = true;
+    return 1;
+}
+
+int gort_preempt_allow_object(const void *addr)
+{
+    struct find_obj f = {(uintptr_t)addr, false};
+    gort__lock(&ranges_lock);
+    dl_iterate_phdr(allow_object, &f);
+    gort__unlock(&ranges_lock);
+    return f.found ? 0 : -ENOENT;
+}
+
+static bool is_user_pc(uintptr_t pc)
+{
+    if (pc >= gort_text_lo && pc < gort_text_hi)
+        return false;
+    uint32_t n = load_acq(&n_user_ranges);
+    for (uint32_t i = 0; i < n; i++)
+        if (pc >= user_ranges[i].lo && pc < user_ranges[i].hi)
+            return true;
+    return false;
+}
+
+void gort_preempt_disable(void)
+{
+    struct m *mp = gort__getm();
+    struct g *gp = mp ? mp->curg : NULL;
+    if (gp)
+        gp->preemptoff++;
+}
+
+void gort_preempt_enable(void)
+{
+    struct m *mp = gort__getm();
+    struct g *gp = mp ? mp->curg : NULL;
+    if (!gp || gp->preemptoff == 0)
+        return;
+    gp->preemptoff--;
+    gort__preempt_check();
+}
+
+void gort__preempt_signal(struct m *mp)
+{
+    if (!async_on || mp->procid <= 0)
+        return;
+    syscall(SYS_tgkill, getpid(), mp->procid, SIGURG);
+}
+
+/* ---------------------------------------------------------------------------
+ * The architecture-specific half: where the PC and SP are, what a system
+ * call instruction looks like, and how to redirect the context.
+ * ------------------------------------------------------------------------- */
+
+GORT_HIDDEN void gort__async_preempt(void); /* src/arch/<arch>.S */
+
+#if defined(__x86_64__)
+
+#define UC_PC(uc) ((uintptr_t)(uc)->uc_mcontext.gregs[REG_RIP])
+#define UC_SP(uc) ((uintptr_t)(uc)->uc_mcontext.gregs[REG_RSP])
+#define REDZONE 128
+
+static bool at_syscall_insn(uintptr_t pc)
+{
+    /* syscall is 0f 05; the kernel rewinds a call it will restart to it,
+     * and one that returns EINTR leaves the PC just past it. */
+    const unsigned char *p = (const unsigned char *)pc;
+    if (p[0] == 0x0f && p[1] == 0x05)
+        return true;
+    return (pc & 4095) >= 2 && p[-2] == 0x0f && p[-1] == 0x05;
+}
+
+/* A byte copy the sanitizers do not look at (the handler writes below
+ * the G's stack pointer, where stale shadow may remain). */
+static void raw_copy(void *dst, const void *src, size_t n)
+{
+    __asm__ __volatile__("rep movsb"
+                         : "+D"(dst), "+S"(src), "+c"(n)
+                         :
+                         : "memory");
+}
+
+/* Copy the context below the red zone and redirect it to the stub.
+ * Returns false when it cannot (unknown FP state layout). */
+static bool inject(ucontext_t *uc)
+{
+    struct _libc_fpstate *fp = uc->uc_mcontext.fpregs;
+    if (!fp)
+        return false;
+    /* The XSAVE frame's size: sw_reserved (bytes 464..511 of the FXSAVE
+     * area) holds magic1 and the extended size when it is XSAVE. */
+    const uint32_t *sw = (const uint32_t *)((const char *)fp + 464);
+    size_t fpsize = 512;
+    if (sw[0] == 0x46505853U /* FP_XSTATE_MAGIC1 */)
+        fpsize = sw[1]; /* extended_size, including FP_XSTATE_MAGIC2 */
+    if (fpsize < 512 || fpsize > 16384)
+        return false;
+    uintptr_t sp = UC_SP(uc);
+    uintptr_t fpdst = (sp - REDZONE - fpsize) & ~(uintptr_t)63;
+    uintptr_t ucdst = (fpdst - sizeof(ucontext_t)) & ~(uintptr_t)63;
+    raw_copy((void *)fpdst, fp, fpsize);
+    raw_copy((void *)ucdst, uc, sizeof(ucontext_t));
+    ((ucontext_t *)ucdst)->uc_mcontext.fpregs =
+        (struct _libc_fpstate *)fpdst;
+    /* Resume in the stub with the copy at the stack pointer. */
+    uc->uc_mcontext.gregs[REG_RSP] = (greg_t)ucdst;
+    uc->uc_mcontext.gregs[REG_RDI] = (greg_t)ucdst;
+    uc->uc_mcontext.gregs[REG_RIP] = (greg_t)(uintptr_t)gort__async_preempt;
+    return true;
+}
+
+#elif defined(__aarch64__)
+
+#include <asm/sigcontext.h>
+
+#define UC_PC(uc) ((uintptr_t)(uc)->uc_mcontext.pc)
+#define UC_SP(uc) ((uintptr_t)(uc)->uc_mcontext.sp)
+#define REDZONE 128
+
+static bool at_syscall_insn(uintptr_t pc)
+{
+    /* svc #0 is d4000001: at it (restart) or just past it (EINTR). */
+    const uint32_t *p = (const uint32_t *)pc;
+    if (p[0] == 0xd4000001U)
+        return true;
+    return (pc & 4095) >= 4 && p[-1] == 0xd4000001U;
+}
+
+static void raw_copy(void *dst, const void *src, size_t n)
+{
+    volatile unsigned char *d = dst;
+    const volatile unsigned char *s = src;
+    while (n--)
+        *d++ = *s++;
+}
+
+/* The kernel's frame is siginfo then ucontext (struct rt_sigframe); the
+ * FP/SIMD (and SVE) records live inside the ucontext, so a copy is
+ * complete, unless an extra_context record points outside it. */
+static bool inject(ucontext_t *uc, siginfo_t *info)
+{
+    const char *r = (const char *)uc->uc_mcontext.__reserved;
+    const char *end = r + sizeof uc->uc_mcontext.__reserved;
+    while (r + 8 <= end) {
+        const struct _aarch64_ctx *h = (const struct _aarch64_ctx *)r;
+        if (h->magic == 0)
+            break;
+        if (h->magic == EXTRA_MAGIC || h->size < 8)
+            return false;
+        r += h->size;
+    }
+    uintptr_t sp = UC_SP(uc);
+    size_t fsize = sizeof(siginfo_t) + sizeof(ucontext_t);
+    uintptr_t frame = (sp - REDZONE - fsize) & ~(uintptr_t)15;
+    raw_copy((void *)frame, info, sizeof(siginfo_t));
+    raw_copy((void *)(frame + sizeof(siginfo_t)), uc, sizeof(ucontext_t));
+    uc->uc_mcontext.sp = frame;
+    uc->uc_mcontext.regs[0] = frame;
+    uc->uc_mcontext.pc = (uintptr_t)gort__async_preempt;
+    return true;
+}
+
+#else
+#error "gort: asynchronous preemption needs a port to this processor"
+#endif
+
+/* The signal landed on a G: preempt it, or mark it in a syscall. */
+static void doSigPreempt(struct m *mp, ucontext_t *uc, siginfo_t *info)
+{
+    struct g *gp = mp->curg;
+    if (!gp || gp->foreign)
+        return;
+    uintptr_t pc = UC_PC(uc), sp = UC_SP(uc);
+    bool on_gstack = sp > gp->stack.lo + PREEMPT_STACK_NEED &&
+                     sp <= gp->stack.hi;
+    uint32_t insys = load_relaxed(&mp->insyscall);
+    uint32_t st = gort__readgstatus(gp);
+    if (!on_gstack || mp->locks || insys == 1 ||
+        st != (insys == 2 ? G_SYSCALL : G_RUNNING)) {
+        store_relaxed(&mp->preemptmiss, mp->preemptmiss + 1);
+        return;
+    }
+    if (!is_user_pc(pc)) {
+        /* Not our code.  Blocked in the kernel in a call nobody wrapped,
+         * holding the P: become a syscall so sysmon can hand the P off. */
+        if (insys == 0 && mp->p && !(pc >= gort_text_lo && pc < gort_text_hi) &&
+            at_syscall_insn(pc)) {
+            store_relaxed(&mp->syscallwhen, gort_nanotime());
+            gort__entersyscall_m(mp, gp, 2);
+        }
+        store_relaxed(&mp->preemptmiss, mp->preemptmiss + 1);
+        return;
+    }
+    if (gp->preemptoff || (!load_relaxed(&gp->preempt) && insys != 2))
+        return;
+#if defined(__x86_64__)
+    bool ok = inject(uc);
+    (void)info;
+#else
+    bool ok = inject(uc, info);
+#endif
+    if (ok)
+        store_relaxed(&mp->preemptmiss, 0);
+}
+
+static void chain_urg(int sig, siginfo_t *info, void *uctx)
+{
+    if (old_urg.sa_flags & SA_SIGINFO) {
+        if (old_urg.sa_sigaction)
+            old_urg.sa_sigaction(sig, info, uctx);
+    } else if (old_urg.sa_handler != SIG_DFL &&
+               old_urg.sa_handler != SIG_IGN) {
+        old_urg.sa_handler(sig);
+    }
+}
+
+static void sigurg_handler(int sig, siginfo_t *info, void *uctx)
+{
+    int saved_errno = errno;
+    struct m *mp = gort__getm_raw();
+    /* Ours: sent by tgkill from this process.  The program's own SIGURG
+     * (out-of-band data, its own kill) goes to its handler too. */
+    if (mp && !mp->foreign && info->si_code == SI_TKILL &&
+        info->si_pid == getpid())
+        doSigPreempt(mp, uctx, info);
+    chain_urg(sig, info, uctx);
+    errno = saved_errno;
+}
+
+/* Called by the stub on the G's stack, with the copied context at ucopy.
+ * Mirrors asyncPreempt2 and gopreempt_m. */
+static struct g *preempt_m(struct g *gp)
+{
+    struct m *mp = gort__getm_raw();
+    gort__casgstatus(gp, G_PREEMPTED, G_RUNNABLE);
+    gort__dropg(mp);
+    gort__lock(&gort__sched.lock);
+    gort__globrunqput_locked(gp);
+    gort__unlock(&gort__sched.lock);
+    gort__wakep();
+    return NULL;
+}
+
+GORT_HIDDEN void gort__async_preempt2(void *ucopy);
+void gort__async_preempt2(void *ucopy)
+{
+    /* gort__getm finishes a signal-marked syscall first. */
+    struct m *mp = gort__getm();
+    struct g *gp = mp->curg;
+    store_relaxed(&gp->preempt, 0);
+    if (mp->p)
+        store_relaxed(&mp->p->preempt, 0);
+    gort__casgstatus(gp, G_RUNNING, G_PREEMPTED);
+    gort__mcall(preempt_m);
+    /* Running again, maybe on another thread: the context must restore
+     * this thread's signal mask and alternate stack. */
+    mp = gort__getm_raw();
+#if defined(__x86_64__)
+    ucontext_t *uc = ucopy;
+#else
+    ucontext_t *uc = (ucontext_t *)((char *)ucopy + sizeof(siginfo_t));
+#endif
+    pthread_sigmask(SIG_SETMASK, NULL, &uc->uc_sigmask);
+    uc->uc_stack.ss_sp = mp->sigaltstack_mem;
+    uc->uc_stack.ss_size = mp->sigaltstack_size;
+    uc->uc_stack.ss_flags = mp->sigaltstack_mem ? 0 : SS_DISABLE;
+}
+
+int gort__preempt_init(void)
+{
+    n_user_ranges = 0;
+    gort_text_lo = (uintptr_t)__start_gort_text;
+    gort_text_hi = (uintptr_t)__stop_gort_text;
+    async_on = !gort__debug.asyncpreemptoff && !RUNNING_ON_VALGRIND;
+#ifdef GORT_TSAN
+    async_on = false;
+#endif
+    if (!async_on)
+        return 0;
+    dl_iterate_phdr(main_exe_ranges, NULL);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = sigurg_handler;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGURG, &sa, &old_urg) < 0)
+        return -errno;
+    urg_installed = true;
+    return 0;
+}
+
+void gort__preempt_fini(void)
+{
+    async_on = false;
+    if (urg_installed) {
+        /* A signal already sent is harmless to the restored handler:
+         * the default action for SIGURG is to ignore it. */
+        sigaction(SIGURG, &old_urg, NULL);
+        urg_installed = false;
+    }
+}

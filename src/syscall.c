@@ -1,0 +1,284 @@
+/*
+ * syscall.c - goroutines in system calls.  Mirrors entersyscall,
+ * entersyscallblock, exitsyscall and exitsyscall0 (proc.go).
+ *
+ * A goroutine about to block its thread tells the scheduler:
+ *
+ *   entersyscall       the G becomes G_SYSCALL and its P P_SYSCALL; the M
+ *                      lets go of the P (m->p = NULL, m->oldp = P) but
+ *                      nobody else runs it yet.  A quick call comes back
+ *                      and takes the same P with one CAS (exitsyscall's
+ *                      fast path).  A call that lasts is noticed by sysmon
+ *                      (retake, sysmon.c), which CASes the P to idle and
+ *                      hands it to another M (handoffp).
+ *   entersyscallblock  the call is known to block: the P is handed off at
+ *                      once, no sysmon round-trip.
+ *   exitsyscall        takes back the old P if it is still P_SYSCALL (the
+ *                      CAS arbitrates against retake and stop-the-world),
+ *                      else any idle P, else the G goes to the global queue
+ *                      and the M parks (exitsyscall0, on g0).
+ *
+ * The P_SYSCALL status word carries a sequence number of the syscall entry
+ * (runtime.h, enum pstatus), so an M coming back late cannot take a P that
+ * was retaken, reused and has entered another M's syscall since.
+ *
+ * The preemption signal can also put a G into this state from its own
+ * thread when it finds the thread blocked in the kernel in a call nobody
+ * wrapped (preempt.c); m->insyscall says which way it entered.
+ *
+ * Invariants:
+ *   - Between entersyscall and exitsyscall the M holds no P (m->p NULL) and
+ *     the G does not call gort; only the M itself runs exitsyscall.
+ *   - Only the party whose CAS moves the P out of its P_SYSCALL word owns
+ *     the P afterwards.
+ */
+#include "runtime.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* A stop-the-world is waiting for Ps: give it ours (Go's
+ * entersyscall_gcwait). */
+static void entersyscall_gcwait(struct m *mp, struct p *pp, uint32_t word)
+{
+    gort__lock_m(mp, &gort__sched.lock);
+    if (gort__sched.stopwait > 0 && cas_acqrel(&pp->status, word, P_GCSTOP)) {
+        if (--gort__sched.stopwait == 0)
+            gort__notewakeup(&gort__sched.stopnote);
+    }
+    gort__unlock_m(mp, &gort__sched.lock);
+}
+
+/* Put mp's G and P into the syscall state.  how: 1 explicit, 2 marked by
+ * the preemption signal.  Also called from that signal handler on the M's
+ * own thread: plain stores and atomics only, no locks unless a
+ * stop-the-world waits (and the handler never runs with locks held). */
+void gort__entersyscall_m(struct m *mp, struct g *gp, uint32_t how)
+{
+    struct p *pp = mp->p;
+    gort__casgstatus(gp, G_RUNNING, G_SYSCALL);
+    uint32_t tick = pp->syscalltick + 1;
+    /* Relaxed: sysmon reads it as a hint; the status word decides. */
+    store_relaxed(&pp->syscalltick, tick);
+    uint32_t word = P_SYSCALL | (tick << 4);
+    mp->oldp = pp;
+    mp->oldpstatus = word;
+    mp->insyscall = how;
+    store_relaxed(&mp->p, NULL);
+    store_relaxed(&pp->m, NULL);
+    /* Seq-cst: publishes oldp and the G's status to whoever CASes the P
+     * away (retake, stop-the-world), and orders this store before the
+     * gcwaiting load below against stw_stop's store of gcwaiting and its
+     * scan of the statuses (each side sees the other). */
+    store_seqcst(&pp->status, word);
+    if (GORT_UNLIKELY(load_seqcst(&gort__sched.gcwaiting)))
+        entersyscall_gcwait(mp, pp, word);
+    else if (how == 1 && !gort__runqempty(pp))
+        /* Work waits behind us: make sure sysmon is on short rounds so
+         * that the lazy hand-off comes soon (sysmon.c). */
+        gort__sysmon_kick();
+}
+
+void gort_entersyscall(void)
+{
+    struct m *mp = gort__getm();
+    struct g *gp = mp ? mp->curg : NULL;
+    if (!gp || gp->foreign || mp->insyscall)
+        return;
+    gort__entersyscall_m(mp, gp, 1);
+}
+
+void gort_entersyscallblock(void)
+{
+    struct m *mp = gort__getm();
+    struct g *gp = mp ? mp->curg : NULL;
+    if (!gp || gp->foreign || mp->insyscall)
+        return;
+    mp->locks++;
+    gort__casgstatus(gp, G_RUNNING, G_SYSCALL);
+    struct p *pp = mp->p;
+    store_relaxed(&pp->syscalltick, pp->syscalltick + 1);
+    mp->oldp = NULL; /* nothing to take back: exitsyscall looks for any P */
+    mp->insyscall = 1;
+    gort__releasep(mp);
+    mp->locks--;
+    /* Go's entersyscallblock_handoff. */
+    gort__handoffp(pp);
+}
+
+/* On g0: no P for the G coming back from its syscall; queue it and park
+ * the M.  Mirrors exitsyscall0 (proc.go). */
+static struct g *exitsyscall0(struct g *gp)
+{
+    struct m *mp = gort__getm();
+    gort__casgstatus(gp, G_SYSCALL, G_RUNNABLE);
+    gort__dropg(mp);
+    gort__lock(&gort__sched.lock);
+    struct p *pp = load_relaxed(&gort__sched.gcwaiting)
+                       ? NULL
+                       : gort__pidleget_locked();
+    if (!pp)
+        gort__globrunqput_locked(gp);
+    gort__unlock(&gort__sched.lock);
+    if (pp) {
+        gort__acquirep(mp, pp);
+        return gp; /* run it at once (run_g executes what we return) */
+    }
+    if (mp->lockedg) {
+        /* Wired to this M: wait until a P is handed over with it. */
+        gort__stoplockedm(mp);
+        return gp;
+    }
+    gort__stopm_schedule(mp);
+    return NULL;
+}
+
+void gort__exitsyscall_m(struct m *mp, struct g *gp)
+{
+    mp->locks++;
+    struct p *oldp = mp->oldp;
+    mp->oldp = NULL;
+    mp->insyscall = 0;
+    /* The fast path: our P is still waiting for us.  Acq-rel: pairs with
+     * the seq-cst store of the word; acquiring makes the P's state as the
+     * M left it visible. */
+    if (oldp && cas_acqrel(&oldp->status, mp->oldpstatus, P_IDLE)) {
+        gort__acquirep(mp, oldp);
+        gort__casgstatus(gp, G_SYSCALL, G_RUNNING);
+        mp->locks--;
+        return;
+    }
+    /* Any idle P (Go's exitsyscallfast_pidle). */
+    if (load_relaxed(&gort__sched.npidle) > 0 &&
+        !load_relaxed(&gort__sched.gcwaiting)) {
+        gort__lock_m(mp, &gort__sched.lock);
+        struct p *pp = load_relaxed(&gort__sched.gcwaiting)
+                           ? NULL
+                           : gort__pidleget_locked();
+        gort__unlock_m(mp, &gort__sched.lock);
+        if (pp) {
+            gort__acquirep(mp, pp);
+            gort__casgstatus(gp, G_SYSCALL, G_RUNNING);
+            mp->locks--;
+            return;
+        }
+    }
+    mp->locks--;
+    gort__mcall(exitsyscall0);
+}
+
+void gort_exitsyscall(void)
+{
+    struct m *mp = gort__getm();
+    struct g *gp = mp ? mp->curg : NULL;
+    if (!gp || !mp->insyscall)
+        return;
+    gort__exitsyscall_m(mp, gp);
+    gort__preempt_check();
+}
+
+/* ---------------------------------------------------------------------------
+ * Wrappers.  errno is read before exitsyscall: the G may come back on
+ * another thread, whose errno is another variable.
+ * ------------------------------------------------------------------------- */
+
+#define SYSCALL_RETRY(type, call)                                              \
+    do {                                                                       \
+        for (;;) {                                                             \
+            gort_entersyscall();                                               \
+            type r_ = (call);                                                  \
+            int e_ = r_ < 0 ? errno : 0;                                       \
+            gort_exitsyscall();                                                \
+            if (r_ >= 0)                                                       \
+                return r_;                                                     \
+            if (e_ != EINTR)                                                   \
+                return -e_;                                                    \
+        }                                                                      \
+    } while (0)
+
+long gort_read(int fd, void *buf, size_t n)
+{
+    SYSCALL_RETRY(ssize_t, read(fd, buf, n));
+}
+
+long gort_write(int fd, const void *buf, size_t n)
+{
+    SYSCALL_RETRY(ssize_t, write(fd, buf, n));
+}
+
+long gort_pread(int fd, void *buf, size_t n, int64_t off)
+{
+    SYSCALL_RETRY(ssize_t, pread(fd, buf, n, (off_t)off));
+}
+
+long gort_pwrite(int fd, const void *buf, size_t n, int64_t off)
+{
+    SYSCALL_RETRY(ssize_t, pwrite(fd, buf, n, (off_t)off));
+}
+
+int gort_open(const char *path, int flags, ...)
+{
+    mode_t mode = 0;
+    if (flags & (O_CREAT | O_TMPFILE)) {
+        va_list ap;
+        va_start(ap, flags);
+        mode = (mode_t)va_arg(ap, int);
+        va_end(ap);
+    }
+    SYSCALL_RETRY(int, open(path, flags, mode));
+}
+
+int gort_close(int fd)
+{
+    /* Not retried on EINTR: on Linux the descriptor is gone either way. */
+    gort_entersyscall();
+    int r = close(fd);
+    int e = r < 0 ? errno : 0;
+    gort_exitsyscall();
+    return r < 0 && e != EINTR ? -e : 0;
+}
+
+int gort_fsync(int fd)
+{
+    SYSCALL_RETRY(int, fsync(fd));
+}
+
+int gort_nanosleep(const struct timespec *req, struct timespec *rem)
+{
+    /* A sleep of known length blocks: hand the P off at once. */
+    gort_entersyscallblock();
+    int r = nanosleep(req, rem);
+    int e = r < 0 ? errno : 0;
+    gort_exitsyscall();
+    return r < 0 ? -e : 0;
+}
+
+int gort_getaddrinfo(const char *node, const char *service,
+                     const struct addrinfo *hints, struct addrinfo **res)
+{
+    gort_entersyscall();
+    int r = getaddrinfo(node, service, hints, res);
+    gort_exitsyscall();
+    return r;
+}
+
+int gort_waitpid(int pid, int *status, int options)
+{
+    SYSCALL_RETRY(pid_t, waitpid(pid, status, options));
+}
+
+int gort_poll(struct pollfd *fds, unsigned long nfds, int timeout_ms)
+{
+    /* Not retried on EINTR: the caller's timeout would restart. */
+    gort_entersyscall();
+    int r = poll(fds, (nfds_t)nfds, timeout_ms);
+    int e = r < 0 ? errno : 0;
+    gort_exitsyscall();
+    return r < 0 ? -e : r;
+}
