@@ -27,6 +27,10 @@ set -euo pipefail
 # The suite: one line per benchmark, "<name> <procs>...", in table order.
 # Each procs value is one row, run as `-procs N`; "-" runs the program once
 # without -procs, for programs that cover their procs themselves (fib_par).
+# A procs value may carry runtime debug settings after a "+", as in
+# "1+asyncpreemptoff=1": that row runs both sides with them (GORTDEBUG for
+# gort, GODEBUG for Go, appended to any value already in the environment)
+# and is named "<name> (<settings>)" in the table.
 # Adding a benchmark: bench/<name>.c + bench/CMakeLists.txt, its Go peer in
 # bench/go/<name>/, and one line here.
 # ---------------------------------------------------------------------------
@@ -40,6 +44,8 @@ SUITE=(
   "fib_par -"
   "idle 2"
   "timers 1 2"
+  "preempt 1 1+asyncpreemptoff=1"
+  "syscallhandoff 1"
 )
 
 RUNS=${RUNS:-3}
@@ -138,41 +144,49 @@ FAILS="$OUT/failures.txt"
 : >"$FAILS"
 rm -f "$OUT/ratios.png" "$OUT/ratios.dat"
 
-# run_one <side> <name> <procs> <run>: run one program once, append its
-# RESULT lines to $RAW, and note any failure (exit status, signal, timeout,
-# no RESULT line) in $FAILS.
+# run_one <side> <name> <procs> <run> [<debug settings>]: run one program
+# once, append its RESULT lines to $RAW, and note any failure (exit status,
+# signal, timeout, no RESULT line) in $FAILS.
 run_one() {
-  local side=$1 name=$2 procs=$3 run=$4 bin log rc=0
-  local args=()
+  local side=$1 name=$2 procs=$3 run=$4 dbg=${5:-} bin log rc=0
+  local args=() envs=()
   if [[ "$side" == gort ]]; then
     bin="$OUT/$name"
+    [[ -n "$dbg" ]] && envs=("GORTDEBUG=${GORTDEBUG:+$GORTDEBUG,}$dbg")
   else
     bin="$OUT/go/$name"
+    [[ -n "$dbg" ]] && envs=("GODEBUG=${GODEBUG:+$GODEBUG,}$dbg")
   fi
   [[ "$procs" != - ]] && args=(-procs "$procs")
-  log="$OUT/logs/$name-p$procs-$side-$run.log"
+  log="$OUT/logs/$name-p$procs${dbg:++$dbg}-$side-$run.log"
   if [[ ! -x "$bin" ]]; then
     [[ "$side" == go && "$HAVE_GO" == 0 ]] && return 0
-    printf '%s %s procs=%s run %s: no binary %s\n' "$side" "$name" "$procs" \
-      "$run" "$bin" >>"$FAILS"
+    printf '%s %s procs=%s run %s: no binary %s\n' "$side" "$name" \
+      "$procs${dbg:++$dbg}" "$run" "$bin" >>"$FAILS"
     return 0
   fi
-  timeout -k 10 "$BENCH_TIMEOUT" "$bin" "${args[@]}" >"$log" 2>&1 || rc=$?
+  if ((${#envs[@]})); then
+    timeout -k 10 "$BENCH_TIMEOUT" env "${envs[@]}" "$bin" "${args[@]}" \
+      >"$log" 2>&1 || rc=$?
+  else
+    timeout -k 10 "$BENCH_TIMEOUT" "$bin" "${args[@]}" >"$log" 2>&1 || rc=$?
+  fi
   if ((rc != 0)); then
     local why="exit status $rc"
     ((rc == 124)) && why="timed out after ${BENCH_TIMEOUT}s (hung?)"
     ((rc == 137)) && why="killed after the timeout (hung)"
     ((rc > 128 && rc != 137)) && why="killed by signal $((rc - 128)) (exit $rc)"
-    printf '%s %s procs=%s run %s: %s: %s %s; log %s\n' "$side" "$name" \
-      "$procs" "$run" "$why" "$bin" "${args[*]}" "$log" >>"$FAILS"
+    printf '%s %s procs=%s run %s: %s: %s%s %s; log %s\n' "$side" "$name" \
+      "$procs${dbg:++$dbg}" "$run" "$why" "${envs[*]}${envs[*]:+ }" "$bin" \
+      "${args[*]}" "$log" >>"$FAILS"
   fi
   if ! grep -q '^RESULT ' "$log"; then
     ((rc == 0)) && printf '%s %s procs=%s run %s: no RESULT line; log %s\n' \
-      "$side" "$name" "$procs" "$run" "$log" >>"$FAILS"
+      "$side" "$name" "$procs${dbg:++$dbg}" "$run" "$log" >>"$FAILS"
     return 0
   fi
   # RESULT name=<name> procs=<N> metric=<metric> value=<number> unit=<unit>
-  awk -v side="$side" '
+  awk -v side="$side" -v dbg="$dbg" '
     /^RESULT / {
       delete f
       for (i = 2; i <= NF; i++) {
@@ -180,18 +194,22 @@ run_one() {
         v = $i; sub(/^[^=]*=/, "", v)
         f[k] = v
       }
+      if (dbg != "") f["name"] = f["name"] " (" dbg ")"
       printf "%s\t%s\t%s\t%s\t%s\t%s\n", f["name"], f["procs"], f["metric"],
         f["unit"], side, f["value"]
     }' "$log" >>"$RAW"
 }
 
 for name in "${NAMES[@]}"; do
-  for procs in ${PROCS[$name]}; do
+  for row in ${PROCS[$name]}; do
+    procs=${row%%+*}
+    dbg=
+    [[ "$row" == *+* ]] && dbg=${row#*+}
     for ((r = 1; r <= RUNS; r++)); do
-      printf 'run.sh: %s procs=%s run %d/%d\n' "$name" "$procs" "$r" "$RUNS" >&2
-      run_one gort "$name" "$procs" "$r"
+      printf 'run.sh: %s procs=%s run %d/%d\n' "$name" "$row" "$r" "$RUNS" >&2
+      run_one gort "$name" "$procs" "$r" "$dbg"
       if ((HAVE_GO)); then
-        run_one go "$name" "$procs" "$r"
+        run_one go "$name" "$procs" "$r" "$dbg"
       fi
     done
   done
@@ -253,10 +271,13 @@ cell() {
 }
 
 print_table() {
-  printf '%-14s %5s  %-24s %-26s %-26s %s\n' name procs "metric (unit)" \
+  local w # the name column: 14 wide, or as wide as the longest name
+  w=$(awk -F '\t' 'BEGIN { w = 14 } length($1) > w { w = length($1) }
+    END { print w }' "$TABLE")
+  printf "%-${w}s %5s  %-24s %-26s %-26s %s\n" name procs "metric (unit)" \
     "gort median (min..max)" "Go median (min..max)" "gort/Go"
   while IFS=$'\t' read -r n p m u gm gr om orr ratio _ _; do
-    printf '%-14s %5s  %-24s %-26s %-26s %s\n' "$n" "$p" "$m ($u)" \
+    printf "%-${w}s %5s  %-24s %-26s %-26s %s\n" "$n" "$p" "$m ($u)" \
       "$(cell "$gm" "$gr")" "$(cell "$om" "$orr")" "$ratio"
   done <"$TABLE"
 }

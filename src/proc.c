@@ -1828,11 +1828,15 @@ static struct m *needm(void)
 {
     pthread_once(&extram_key_once, extram_key_init);
     struct m *mp = allocm();
-    struct g *gp = mp ? foreign_g() : NULL;
-    if (!gp)
+    if (!mp)
         gort__fatal("out of memory making an M for a foreign thread");
     mp->foreign = true;
     mp->foreign_gen = load_acq(&runtime_gen);
+    /* The locks below find this M through gort__getm. */
+    gort__setm(mp);
+    struct g *gp = foreign_g();
+    if (!gp)
+        gort__fatal("out of memory making a G for a foreign thread");
     mp->procid = gort__gettid();
     mp->errnop = errno_ptr();
     uint64_t seed = (uint64_t)gort_nanotime() ^ (uint64_t)(uintptr_t)mp;
@@ -1848,7 +1852,6 @@ static struct m *needm(void)
     mp->schedlink = extram;
     extram = mp;
     gort__unlock(&gort__sched.lock);
-    gort__setm(mp);
     pthread_setspecific(extram_key, mp);
     return mp;
 }

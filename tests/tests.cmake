@@ -10,6 +10,8 @@ gort_test(test_timer TIMEOUT 180 CASES sleep_many sleep_duration after_fires tim
 gort_test(test_env_runtime TIMEOUT 120 CASES maxprocs_abc maxprocs_zero maxprocs_negative maxprocs_huge maxprocs_good debug_bad_schedtrace stacksize_too_small set_stack_size schedtrace_format schedtrace_many_procs scheddetail_format)
 gort_test(test_lifecycle TIMEOUT 120 CASES lifecycle)
 gort_test(test_sync TIMEOUT 180 CASES mutex_exclusion mutex_trylock mutex_starvation mutex_unlock_unlocked_fatal rwmutex_readers_parallel rwmutex_writer_not_starved rwmutex_runlock_fatal once_exactly_once cond_signal_fifo cond_broadcast sema_many_addresses sema_stress)
+gort_test(test_preempt TIMEOUT 120 CASES spin_preempted spin_asyncpreemptoff vector_state malloc_printf_loop preempt_disable)
+gort_test(test_syscall TIMEOUT 120 CASES handoff_read_pipe handoff_entersyscallblock blocking_macro unwrapped_raw_read threads_100_blocking thread_limit wrappers syscall_on_many_ps)
 
 # The whole lifecycle under Valgrind: no leak, no error.
 find_program(VALGRIND valgrind)
