@@ -1,0 +1,3 @@
+module gort/bench/preempt
+
+go 1.19

@@ -1,0 +1,3 @@
+module gort/bench/syscallhandoff
+
+go 1.19

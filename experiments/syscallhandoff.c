@@ -1,0 +1,286 @@
+/*
+ * syscallhandoff - a goroutine blocks in read(2) holding the only P; how
+ * soon can another goroutine run?
+ *
+ * GOMAXPROCS=1.  Each trial makes a pipe (blocking descriptors: a read of
+ * the empty pipe parks the thread in the kernel), starts a reader goroutine
+ * that notes the time and reads one byte from it, and waits for the reader
+ * to report that time.  Main was made runnable by that report, but the
+ * reader's thread still holds the only P when it enters read(2), so main
+ * runs again only once the P has been handed to another thread.  Main then
+ * starts a goroutine that notes the time it first runs; the figure is that
+ * time minus the reader's.  Main then writes a byte to release the reader.
+ *
+ * How the read is made (one of):
+ *
+ *   (default)  gort_read(): the syscall path.  The P stays with the thread
+ *              for a quick return; sysmon sees the call last and hands the P
+ *              to another thread (Go's entersyscall and retake): some tens
+ *              of microseconds.
+ *   -block     gort_entersyscallblock(), read(2), gort_exitsyscall(): the
+ *              call is declared blocking, so the P is handed off before the
+ *              read starts (Go's entersyscallblock).
+ *   -raw       a plain read(2) that tells gort nothing.  The P is stuck with
+ *              the blocked thread unless the runtime notices the thread
+ *              sitting in the kernel by other means; when nothing has moved
+ *              after -watchdog-ms, a watchdog thread (not a goroutine)
+ *              writes the byte itself, the read returns, and the trial
+ *              counts that wait.
+ *
+ * Mirrors the Go program
+ *
+ *     runtime.GOMAXPROCS(1)
+ *     var p [2]int
+ *     syscall.Pipe(p[:]) // blocking descriptors: read(2) parks the thread
+ *     go func() {
+ *         entered <- time.Now()
+ *         buf := make([]byte, 1)
+ *         syscall.Read(p[0], buf) // the M blocks in the kernel holding the P
+ *     }()
+ *     t := <-entered
+ *     go func() { ran <- time.Now() }() // needs the P to run
+ *     fmt.Println((<-ran).Sub(t))
+ *
+ * (Go has no form of the -block variant: its syscall.Read always takes the
+ * first path), and prints, for instance:
+ *
+ *     GOMAXPROCS=1, read through gort_read (the P is handed off when sysmon
+ *     sees the call last):
+ *       trial 1: the new goroutine ran 48µs after the read blocked
+ *       ...
+ *       median of 9 trials: 41µs
+ *
+ * Flags: -raw, -block, -trials N (default 9), -watchdog-ms MS (default
+ * 1000).
+ */
+#include <errno.h>
+#include <gort.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "flags.h"
+
+enum mode { LAZY, BLOCK, RAW };
+static enum mode mode = LAZY;
+static int ntrials = 9, watchdog_ms = 1000;
+
+static gort_chan *entered, *ran;
+static gort_waitgroup reader_done;
+
+/* ---- the watchdog: a plain thread that releases a stuck reader ---- */
+
+static pthread_mutex_t wd_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wd_cv;    /* CLOCK_MONOTONIC */
+static int wd_fd = -1;          /* the armed trial's write end, or -1 */
+static bool wd_fired;           /* the watchdog wrote for the armed trial */
+static bool wd_quit;
+
+static void *watchdog(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&wd_mu);
+    while (!wd_quit) {
+        if (wd_fd < 0) {
+            pthread_cond_wait(&wd_cv, &wd_mu);
+            continue;
+        }
+        int fd = wd_fd;
+        struct timespec dl;
+        clock_gettime(CLOCK_MONOTONIC, &dl);
+        dl.tv_sec += watchdog_ms / 1000;
+        dl.tv_nsec += (long)(watchdog_ms % 1000) * 1000000;
+        if (dl.tv_nsec >= 1000000000) {
+            dl.tv_sec++;
+            dl.tv_nsec -= 1000000000;
+        }
+        int rc = 0;
+        while (wd_fd == fd && !wd_quit && rc != ETIMEDOUT)
+            rc = pthread_cond_timedwait(&wd_cv, &wd_mu, &dl);
+        if (wd_fd == fd && rc == ETIMEDOUT) {
+            if (write(fd, "w", 1) != 1)
+                perror("syscallhandoff: watchdog write");
+            wd_fired = true;
+            wd_fd = -1;
+        }
+    }
+    pthread_mutex_unlock(&wd_mu);
+    return NULL;
+}
+
+/* Arm the watchdog for a trial's pipe, or disarm it (fd < 0) and return
+ * whether it fired for that trial. */
+static bool watchdog_set(int fd)
+{
+    pthread_mutex_lock(&wd_mu);
+    bool fired = wd_fired;
+    wd_fd = fd;
+    wd_fired = false;
+    pthread_cond_signal(&wd_cv);
+    pthread_mutex_unlock(&wd_mu);
+    return fired;
+}
+
+/* ---- the trial ---- */
+
+static void reader(void *arg)
+{
+    int fd = *(int *)arg;
+    char buf[1];
+    long r;
+
+    int64_t t = gort_nanotime();
+    gort_chan_send(entered, &t);  /* main becomes runnable on our P */
+    switch (mode) {
+    case LAZY:
+        r = gort_read(fd, buf, 1);
+        break;
+    case BLOCK:
+        gort_entersyscallblock();
+        do
+            r = read(fd, buf, 1);
+        while (r < 0 && errno == EINTR);
+        if (r < 0)
+            r = -errno;
+        gort_exitsyscall();
+        break;
+    default:
+        do
+            r = read(fd, buf, 1);
+        while (r < 0 && errno == EINTR);
+        if (r < 0)
+            r = -errno;
+        break;
+    }
+    if (r != 1)
+        fprintf(stderr, "syscallhandoff: read returned %ld\n", r);
+    gort_waitgroup_done(&reader_done);
+}
+
+static void runner(void *arg)
+{
+    (void)arg;
+    int64_t t = gort_nanotime();
+    gort_chan_send(ran, &t);
+}
+
+static int cmp_int64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static void need(int64_t err, const char *what)
+{
+    if (err < 0) {
+        fprintf(stderr, "syscallhandoff: %s: error %lld\n", what,
+                (long long)err);
+        exit(1);
+    }
+}
+
+static void main_g(void *arg)
+{
+    (void)arg;
+    static const char *how[] = {
+        [LAZY] = "read through gort_read (the P is handed off when sysmon "
+                 "sees the call last)",
+        [BLOCK] = "read(2) after gort_entersyscallblock (the P is handed off "
+                  "before the call)",
+        [RAW] = "a plain read(2) that tells gort nothing",
+    };
+    int64_t *us = calloc((size_t)ntrials, sizeof *us);
+    if (!us)
+        need(-ENOMEM, "calloc");
+    need(gort_chan_make(&entered, sizeof(int64_t), 0), "gort_chan_make");
+    need(gort_chan_make(&ran, sizeof(int64_t), 0), "gort_chan_make");
+    gort_gomaxprocs(1);
+    printf("GOMAXPROCS=1, %s:\n", how[mode]);
+    fflush(stdout);
+    int fired = 0;
+    for (int i = 0; i < ntrials; i++) {
+        int p[2];
+        if (pipe(p) < 0)
+            need(-errno, "pipe");
+        watchdog_set(p[1]);
+        gort_waitgroup_add(&reader_done, 1);
+        need(gort_go(reader, &p[0]), "gort_go");
+        int64_t t0, t1;
+        gort_chan_recv(entered, &t0);  /* runs once the P is handed off */
+        need(gort_go(runner, NULL), "gort_go");
+        gort_chan_recv(ran, &t1);
+        bool wd = watchdog_set(-1);
+        fired += wd;
+        if (!wd && write(p[1], "x", 1) != 1)
+            need(-errno, "write");
+        gort_waitgroup_wait(&reader_done);
+        close(p[0]);
+        close(p[1]);
+        us[i] = (t1 - t0 + 500) / 1000;
+        printf("  trial %d: the new goroutine ran %lldµs after the read "
+               "blocked%s\n", i + 1, (long long)us[i],
+               wd ? " (only once the watchdog had written to the pipe)" : "");
+        fflush(stdout);
+        gort_sleep(1000000);  /* a quiet scheduler before the next trial */
+    }
+    qsort(us, (size_t)ntrials, sizeof *us, cmp_int64);
+    int64_t med = ntrials % 2 ? us[ntrials / 2]
+                              : (us[ntrials / 2 - 1] + us[ntrials / 2]) / 2;
+    printf("  median of %d trials: %lldµs\n", ntrials, (long long)med);
+    if (fired)
+        printf("  in %d of %d trials nothing ran until the watchdog wrote "
+               "to the pipe after %d ms: the blocked thread kept the P\n",
+               fired, ntrials, watchdog_ms);
+    gort_chan_free(entered);
+    gort_chan_free(ran);
+    free(us);
+}
+
+int main(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i += 2) {
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(argv[i], "-raw")) {
+            mode = RAW;
+            i--; /* no value */
+            continue;
+        }
+        if (!strcmp(argv[i], "-block")) {
+            mode = BLOCK;
+            i--; /* no value */
+            continue;
+        }
+        if (!strcmp(argv[i], "-trials"))
+            ntrials = intflag("syscallhandoff", "-trials", v, 1);
+        else if (!strcmp(argv[i], "-watchdog-ms"))
+            watchdog_ms = intflag("syscallhandoff", "-watchdog-ms", v, 1);
+        else {
+            fprintf(stderr, "usage: syscallhandoff [-raw | -block] "
+                            "[-trials N] [-watchdog-ms MS]\n");
+            return 2;
+        }
+    }
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&wd_cv, &ca);
+    pthread_t wd;
+    if (pthread_create(&wd, NULL, watchdog, NULL) != 0) {
+        fprintf(stderr, "syscallhandoff: cannot start the watchdog thread\n");
+        return 1;
+    }
+    int err = gort_main(main_g, NULL);
+    pthread_mutex_lock(&wd_mu);
+    wd_quit = true;
+    pthread_cond_signal(&wd_cv);
+    pthread_mutex_unlock(&wd_mu);
+    pthread_join(wd, NULL);
+    if (err < 0) {
+        fprintf(stderr, "syscallhandoff: gort_main: error %d\n", err);
+        return 1;
+    }
+    return 0;
+}
