@@ -50,17 +50,24 @@
  *
  * and prints (times vary from run to run):
  *
- *     spin alone: 301ms
- *     GOMAXPROCS=1: main asked for 1ms, woke after 11ms
- *     GOMAXPROCS=2, two spinners: main asked for 20ms, woke after 21ms;
- *       GOMAXPROCS(3) (stop-the-world) took 52µs
+ *     spin alone: 243.4ms
+ *     GOMAXPROCS=1: main asked for 1ms, woke after 7.9ms
+ *     GOMAXPROCS=2, two spinners: main asked for 20ms, woke after 20.8ms;
+ *       GOMAXPROCS(3) (stop-the-world) took 288.1µs
  *
  * Run it again with asynchronous preemption off to see the difference:
  *
- *     GORTDEBUG=asyncpreemptoff=1 build/experiments/preempt
+ *     $ GORTDEBUG=asyncpreemptoff=1 build/experiments/preempt
+ *     spin alone: 300.6ms
+ *     GOMAXPROCS=1: main asked for 1ms, woke after 298.7ms
+ *     GOMAXPROCS=2, two spinners: main asked for 20ms, woke after 511.9ms;
+ *       GOMAXPROCS(3) (stop-the-world) took 163ms
  *
- * main then wakes only after the loop (about 300 ms) on one P, and the
- * GOMAXPROCS change waits for the longer spinner's loop to end.
+ * On one P main now wakes only when the loop ends.  On two Ps it wakes
+ * when the shorter spinner ends and frees a P, and the GOMAXPROCS change
+ * then waits for the longer one to end.  (Two spinners on a 2-core machine
+ * that runs other work as well get less than a core each, so their loops
+ * take longer than "spin alone".)
  *
  * Flags: -spin-ms MS (the loop's calibrated length, default 300).
  */

@@ -15,17 +15,20 @@
  *
  *   (default)  gort_read(): the syscall path.  The P stays with the thread
  *              for a quick return; sysmon sees the call last and hands the P
- *              to another thread (Go's entersyscall and retake): some tens
- *              of microseconds.
+ *              to another thread (Go's entersyscall and retake): a couple of
+ *              sysmon rounds of 20 µs (each takes longer, as any sleep
+ *              does) and the wake-up of that thread.
  *   -block     gort_entersyscallblock(), read(2), gort_exitsyscall(): the
  *              call is declared blocking, so the P is handed off before the
  *              read starts (Go's entersyscallblock).
- *   -raw       a plain read(2) that tells gort nothing.  The P is stuck with
- *              the blocked thread unless the runtime notices the thread
- *              sitting in the kernel by other means; when nothing has moved
- *              after -watchdog-ms, a watchdog thread (not a goroutine)
- *              writes the byte itself, the read returns, and the trial
- *              counts that wait.
+ *   -raw       a plain read(2) that tells gort nothing.  The P stays with
+ *              the blocked thread until the runtime notices the thread
+ *              sitting in the kernel by other means: the preemption signal
+ *              sysmon sends a goroutine that has held its P for 10 ms finds
+ *              it in the kernel and the P is handed off then.  Should
+ *              nothing move for -watchdog-ms, a watchdog thread (not a
+ *              goroutine) writes the byte itself, the read returns, and the
+ *              trial counts that wait.
  *
  * Mirrors the Go program
  *
@@ -42,13 +45,18 @@
  *     fmt.Println((<-ran).Sub(t))
  *
  * (Go has no form of the -block variant: its syscall.Read always takes the
- * first path), and prints, for instance:
+ * first path), and prints, for instance (on a 2-core virtual machine, where
+ * a 20 µs sleep takes about 65 µs):
  *
- *     GOMAXPROCS=1, read through gort_read (the P is handed off when sysmon
- *     sees the call last):
- *       trial 1: the new goroutine ran 48µs after the read blocked
+ *     GOMAXPROCS=1, read through gort_read (the P is handed off when sysmon sees the call last):
+ *       trial 1: the new goroutine ran 889µs after the read blocked
+ *       trial 2: the new goroutine ran 311µs after the read blocked
  *       ...
- *       median of 9 trials: 41µs
+ *       median of 9 trials: 337µs
+ *
+ * The first trial also starts the thread that takes the P over.  With
+ * -block the median was 4µs (the P goes to an idle thread at once), with
+ * -raw 14291µs (the preemption signal's 10 ms and a sysmon round).
  *
  * Flags: -raw, -block, -trials N (default 9), -watchdog-ms MS (default
  * 1000).

@@ -19,18 +19,23 @@
  * format, on stderr) every 100 ms with the number of threads the kernel
  * lists in /proc/self/task, then a summary:
  *
- *     SCHED 104ms: gomaxprocs=2 idleprocs=0 threads=650 ... runqueue=340 [ 2 1 ]
- *       /proc/self/task: 651 threads
- *     SCHED 205ms: gomaxprocs=2 idleprocs=0 threads=1003 ...
+ *     SCHED 110ms: gomaxprocs=2 idleprocs=0 threads=635 spinningthreads=0 needspinning=0 idlethreads=0 runqueue=255 [ 79 34 ] schedticks=[ 330 306 ]
+ *       /proc/self/task: 637 threads
+ *     SCHED 216ms: gomaxprocs=2 idleprocs=0 threads=1003 spinningthreads=1 needspinning=0 idlethreads=0 runqueue=0 [ 0 0 ] schedticks=[ 810 753 ]
+ *       /proc/self/task: 1003 threads
+ *     SCHED 321ms: gomaxprocs=2 idleprocs=0 threads=1004 spinningthreads=1 needspinning=0 idlethreads=2 runqueue=1 [ 0 0 ] schedticks=[ 824 792 ]
  *       /proc/self/task: 1004 threads
- *     ...
- *     1000 goroutines x 3 blocking sleeps of 100 ms (gort_nanosleep),
- *     GOMAXPROCS=2: 0.43 s (one thread per P would need 150 s)
+ *     SCHED 423ms: gomaxprocs=2 idleprocs=0 threads=1004 spinningthreads=1 needspinning=0 idlethreads=699 runqueue=0 [ 0 0 ] schedticks=[ 842 815 ]
+ *       /proc/self/task: 1004 threads
+ *     SCHED 527ms: gomaxprocs=2 idleprocs=0 threads=1004 spinningthreads=1 needspinning=0 idlethreads=1001 runqueue=0 [ 0 0 ] schedticks=[ 873 815 ]
+ *       /proc/self/task: 1004 threads
+ *     1000 goroutines x 3 blocking sleeps of 100 ms (gort_nanosleep), GOMAXPROCS=2: 0.45 s (one thread per P would need 150 s)
  *     threads in /proc/self/task: 2 before, at most 1004, 1004 at the end
  *
- * (the counts vary; threads= counts the Ms the runtime made, the kernel's
- * count adds threads gort did not make, such as the one sysmon runs on if
- * it is not an M).  Mirrors the Go program run with
+ * (the counts vary).  threads= is the runtime's count of its threads
+ * (Ms), idlethreads= those parked with nothing to do: as the sleeps
+ * return, the threads that slept find no P, queue their goroutines and
+ * park, and stay for reuse.  Mirrors the Go program run with
  * GODEBUG=schedtrace=100 that starts 1000 goroutines each making blocking
  * system calls every 100 ms.
  *

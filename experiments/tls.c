@@ -10,18 +10,17 @@
  * whose copy it set (and keeps every other goroutine off that thread).
  *
  * GOMAXPROCS=4 (on any number of cores).  One locked goroutine and six
- * unlocked ones run at the same time.  Each stores its own number in the
- * __thread variable, then 20 times in a row burns a little CPU, yields
+ * unlocked ones run at the same time.  Each stores its own number (the
+ * locked one 100) in the __thread variable, then 20 times in a row burns a little CPU, yields
  * (gort_gosched, even rounds) or sleeps 1 ms (gort_sleep, odd rounds) and
  * reads the variable and the thread id (gettid) again.  Prints, for
  * instance:
  *
- *     locked goroutine: stored 100 on thread 4242; after 10 yields and 10
- *       sleeps it read 100 on thread 4242 every time
- *     unlocked goroutines: 6 each stored their own number; in 120 reads
- *       after a yield or a sleep, 83 found another value, on 5 threads;
- *       for instance goroutine 3 stored 3 on thread 4240 and after sleep 4
- *       read 5 on thread 4244
+ *     locked goroutine: stored 100 on thread 16430;
+ *       after 10 yields and 10 sleeps it read 100 on thread 16430 every time
+ *     unlocked goroutines: 6, each stored its own number; they ran on 6 threads;
+ *       of 120 reads after a yield or a sleep, 101 found another value;
+ *       for instance goroutine 1 stored 1 on thread 16434 and after sleep 1 read 2 on thread 16436
  *     check: the locked goroutine kept its thread and its value: ok
  *
  * (the counts and thread ids vary).  This is what the rule "do not keep
@@ -155,8 +154,8 @@ static void main_g(void *arg)
 
     int nsleeps = (rounds + 1) / 2, nyields = rounds / 2;
     struct rec *l = &recs[0];
-    printf("locked goroutine: stored %ld on thread %ld; after %d yields and "
-           "%d sleeps ", l->stored, l->stored_tid, nyields, nsleeps);
+    printf("locked goroutine: stored %ld on thread %ld;\n  after %d yields "
+           "and %d sleeps ", l->stored, l->stored_tid, nyields, nsleeps);
     if (!l->changed && l->ntids == 1)
         printf("it read %ld on thread %ld every time\n", l->stored,
                l->stored_tid);
@@ -184,9 +183,9 @@ static void main_g(void *arg)
                 tids[ntids++] = r->tids[j];
         }
     }
-    printf("unlocked goroutines: %d each stored their own number; in %d "
-           "reads after a yield or a sleep, %d found another value, on %d "
-           "threads", nunlocked, reads, changed, ntids);
+    printf("unlocked goroutines: %d, each stored its own number; they ran "
+           "on %d threads;\n  of %d reads after a yield or a sleep, %d found "
+           "another value", nunlocked, ntids, reads, changed);
     if (ex)
         printf(";\n  for instance goroutine %d stored %ld on thread %ld and "
                "after %s %d read %ld on thread %ld\n", exid, ex->stored,

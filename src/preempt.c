@@ -247,6 +247,13 @@ static bool inject(ucontext_t *uc)
     raw_copy((void *)ucdst, uc, sizeof(ucontext_t));
     ((ucontext_t *)ucdst)->uc_mcontext.fpregs =
         (struct _libc_fpstate *)fpdst;
+    /* The stub runs C code: give it the state the ABI promises at a call
+     * (the copy keeps the real one).  Direction flag clear; x87 stack
+     * empty (tag word and TOP as after FINIT; the kernel loads this on
+     * return from the handler). */
+    uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)0x400;
+    fp->ftw = 0;
+    fp->swd &= (uint16_t)~0x3800u;
     /* Resume in the stub with the copy at the stack pointer. */
     uc->uc_mcontext.gregs[REG_RSP] = (greg_t)ucdst;
     uc->uc_mcontext.gregs[REG_RDI] = (greg_t)ucdst;

@@ -12,6 +12,8 @@ gort_test(test_lifecycle TIMEOUT 120 CASES lifecycle)
 gort_test(test_sync TIMEOUT 180 CASES mutex_exclusion mutex_trylock mutex_starvation mutex_unlock_unlocked_fatal rwmutex_readers_parallel rwmutex_writer_not_starved rwmutex_runlock_fatal once_exactly_once cond_signal_fifo cond_broadcast sema_many_addresses sema_stress)
 gort_test(test_preempt TIMEOUT 120 CASES spin_preempted spin_asyncpreemptoff vector_state malloc_printf_loop preempt_disable)
 gort_test(test_syscall TIMEOUT 120 CASES handoff_read_pipe handoff_entersyscallblock blocking_macro unwrapped_raw_read threads_100_blocking thread_limit wrappers syscall_on_many_ps)
+gort_test(test_lockthread TIMEOUT 120 CASES tid_stable nesting exit_locked_ends_thread main_locked_on_main_thread)
+gort_test(test_foreign TIMEOUT 180 CASES foreign_send foreign_go foreign_mutex_select foreign_no_deadlock)
 
 # The whole lifecycle under Valgrind: no leak, no error.
 find_program(VALGRIND valgrind)
