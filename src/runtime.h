@@ -35,6 +35,7 @@
  *     4. gort__sched.gfree_lock   the global free-G list
  *     5. gort__allglock           the all-G table
  *     6. stack pool lock          the global stack pool and arenas (stack.c)
+ *     7. preempt.c's ranges lock  gort_preempt_allow_object; a leaf
  *     -  the schedtrace print lock (debug.c) is taken before 2.
  *
  *   A lock may be held across a context switch only on the same M: park
