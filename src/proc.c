@@ -269,9 +269,12 @@ void gort__acquirep(struct m *mp, struct p *pp)
     if (mp->p || pp->m)
         gort__throw("gort__acquirep: M%lld already has P%d or P%d has an M",
                     (long long)mp->id, mp->p ? mp->p->id : -1, pp->id);
-    if (pp->status != P_IDLE)
+    /* Relaxed: the caller took the P (a list under sched.lock, or a CAS
+     * out of P_SYSCALL); this only checks it. */
+    uint32_t st = load_relaxed(&pp->status);
+    if (st != P_IDLE)
         gort__throw("gort__acquirep: P%d has status %u, want idle", pp->id,
-                    pp->status);
+                    st);
     store_relaxed(&mp->p, pp);
     store_relaxed(&pp->sysmon_schedwhen, 0); /* restart sysmon's clock */
     /* Release: sysmon load-acquires pp->m and then reads the M. */

@@ -69,7 +69,7 @@ void gort__entersyscall_m(struct m *mp, struct g *gp, uint32_t how)
     uint32_t word = P_SYSCALL | (tick << 4);
     mp->oldp = pp;
     mp->oldpstatus = word;
-    mp->insyscall = how;
+    store_relaxed(&mp->insyscall, how); /* sysmon reads it */
     store_relaxed(&mp->p, NULL);
     store_relaxed(&pp->m, NULL);
     /* Seq-cst: publishes oldp and the G's status to whoever CASes the P
@@ -105,7 +105,7 @@ void gort_entersyscallblock(void)
     struct p *pp = mp->p;
     store_relaxed(&pp->syscalltick, pp->syscalltick + 1);
     mp->oldp = NULL; /* nothing to take back: exitsyscall looks for any P */
-    mp->insyscall = 1;
+    store_relaxed(&mp->insyscall, 1);
     gort__releasep(mp);
     mp->locks--;
     /* Go's entersyscallblock_handoff. */
@@ -144,7 +144,7 @@ void gort__exitsyscall_m(struct m *mp, struct g *gp)
     mp->locks++;
     struct p *oldp = mp->oldp;
     mp->oldp = NULL;
-    mp->insyscall = 0;
+    store_relaxed(&mp->insyscall, 0);
     /* The fast path: our P is still waiting for us.  Acq-rel: pairs with
      * the seq-cst store of the word; acquiring makes the P's state as the
      * M left it visible. */

@@ -204,11 +204,13 @@ struct wakes {
     int64_t at[MAX_WAKES];    /* after it */
 };
 
-/* Sleep 1 ms at a time until *done, recording each wake-up. */
+/* Sleep 1 ms at a time until *done, recording each wake-up; at least
+ * once (main may have been asked to yield at its gort_go and find the
+ * spinner finished when it runs again). */
 static void sleep_until(struct wakes *w, const int *done)
 {
     w->n = 0;
-    while (!ATOMIC_LOAD(done)) {
+    do {
         int64_t t0 = gort_nanotime();
         gort_sleep(MS);
         int64_t t1 = gort_nanotime();
@@ -217,7 +219,7 @@ static void sleep_until(struct wakes *w, const int *done)
             w->at[w->n] = t1;
             w->n++;
         }
-    }
+    } while (!ATOMIC_LOAD(done));
 }
 
 /* Wake-ups in (from, to) and their latencies (sleep end - start - 1 ms). */
@@ -276,7 +278,7 @@ static void sp_child_run(void)
     struct wakes *w = &sp_wakes;
     CHECK_GT(w->n, 0);
     static int64_t lat[MAX_WAKES];
-    int during = wakes_between(w, sp_start, sp_stop_ns, lat);
+    int during = wakes_between(w, sp_start, ATOMIC_LOAD(&sp_stop_ns), lat);
     say("spin %.1f ms, %llu iterations\n", (double)(sp_end - sp_start) / 1e6,
         (unsigned long long)sp_iters);
     say("first wake %.1f ms after its sleep began, %.1f ms after the spin "
@@ -994,10 +996,11 @@ static void pv_round_main(void *arg)
     const struct pv_round *rd = arg;
     gort_gomaxprocs(rd->procs);
     CHECK_EQ(gort_gomaxprocs(0), rd->procs);
-    pv_stop = 0;
-    pv_stop_ns = 0;
-    pv_running = 0;
-    pv_done = 0;
+    /* Atomics: the previous round's stopper thread wrote them. */
+    ATOMIC_STORE(&pv_stop, 0);
+    ATOMIC_STORE(&pv_stop_ns, 0);
+    ATOMIC_STORE(&pv_running, 0);
+    ATOMIC_STORE(&pv_done, 0);
     for (int i = 0; i < rd->nspin; i++) {
         struct pv_spinner *sp = &pv_spinners[i];
         memset(sp, 0, sizeof *sp);
@@ -1006,10 +1009,13 @@ static void pv_round_main(void *arg)
         pv_init(sp);
     }
     int64_t t0 = gort_nanotime();
+    /* The stop first: main may be asked to yield at a gort_go, and where
+     * nothing preempts the spinners (ThreadSanitizer) it would not run
+     * again before they stop. */
+    stop_after(rd->ms, &pv_stop, &pv_stop_ns);
     gort_waitgroup_add(&pv_wg, rd->nspin);
     for (int i = 0; i < rd->nspin; i++)
         CHECK_GT(gort_go(pv_spin, &pv_spinners[i]), 1);
-    stop_after(rd->ms, &pv_stop, &pv_stop_ns);
     /* main: 1 ms sleeps until every spinner has finished */
     struct wakes *w = &pv_wakes;
     w->n = 0;
