@@ -414,7 +414,9 @@ GORT_EXTERN int gort_poll(struct pollfd *fds, unsigned long nfds,
  * GORTDEBUG=asyncpreemptoff=1 turns it off.
  *
  * gort_preempt_disable/enable nest; between them the goroutine is never
- * preempted asynchronously (it still yields at gort calls).
+ * preempted asynchronously and keeps its P even in an unwrapped blocking
+ * call (it still yields at gort calls, and gives the P up in wrapped
+ * ones).
  */
 GORT_EXTERN void gort_preempt_disable(void);
 GORT_EXTERN void gort_preempt_enable(void);

@@ -335,7 +335,8 @@ static void doSigPreempt(struct m *mp, ucontext_t *uc, siginfo_t *info)
     if (!is_user_pc(pc)) {
         /* Not our code.  Blocked in the kernel in a call nobody wrapped,
          * holding the P: become a syscall so sysmon can hand the P off. */
-        if (insys == 0 && mp->p && !(pc >= gort_text_lo && pc < gort_text_hi) &&
+        if (insys == 0 && mp->p && gp->preemptoff == 0 &&
+            !(pc >= gort_text_lo && pc < gort_text_hi) &&
             at_syscall_insn(pc)) {
             store_relaxed(&mp->syscallwhen, gort_nanotime());
             gort__entersyscall_m(mp, gp, 2);

@@ -385,12 +385,21 @@ static void freem(struct m *mp)
     free(mp);
 }
 
-/* Give mp an id, seed its random state and publish it on allm.
- * sched.lock held.  Mirrors mcommoninit (proc.go). */
-static void mcommoninit_locked(struct m *mp)
+/* Count one more M and return its id.  sched.lock held.  Mirrors
+ * mReserveID: an M about to be created counts as running for checkdead
+ * from the moment its creator lets go of the lock. */
+static int64_t mreserveid_locked(void)
 {
-    mp->id = gort__sched.mnext++;
+    int64_t id = gort__sched.mnext++;
     checkmcount_locked();
+    return id;
+}
+
+/* Give mp an id (reserved, or a new one when id < 0), seed its random
+ * state and publish it on allm.  sched.lock held.  Mirrors mcommoninit. */
+static void mcommoninit_id_locked(struct m *mp, int64_t id)
+{
+    mp->id = id >= 0 ? id : mreserveid_locked();
     uint64_t seed = (uint64_t)gort_nanotime() ^ ((uint64_t)mp->id << 32) ^
                     (uint64_t)(uintptr_t)mp;
     mp->fastrand[0] = (uint32_t)(seed | 1);
@@ -416,7 +425,7 @@ struct m *gort__allocm_sys(void)
     if (!mp)
         return NULL;
     gort__lock(&gort__sched.lock);
-    mcommoninit_locked(mp);
+    mcommoninit_id_locked(mp, -1);
     gort__sched.nmsys++;
     gort__unlock(&gort__sched.lock);
     return mp;
@@ -454,14 +463,15 @@ static void *mstart(void *arg)
     return NULL;
 }
 
-/* Create a new M to run pp.  Mirrors gort__newm (proc.go). */
-void gort__newm(struct p *pp, bool spinning)
+/* Create a new M to run pp, with an id reserved by mreserveid_locked or
+ * -1.  Mirrors newm (proc.go). */
+static void newm_id(struct p *pp, bool spinning, int64_t id)
 {
     struct m *mp = allocm();
     if (!mp)
         gort__fatal("out of memory allocating an M");
     gort__lock(&gort__sched.lock);
-    mcommoninit_locked(mp);
+    mcommoninit_id_locked(mp, id);
     gort__unlock(&gort__sched.lock);
     mp->nextp = pp;
     mp->spinning = spinning;
@@ -469,6 +479,11 @@ void gort__newm(struct p *pp, bool spinning)
     if (err)
         gort__fatal("newosproc: cannot create a thread (%s; threads=%d)",
                     strerror(-err), (int)mcount_locked());
+}
+
+void gort__newm(struct p *pp, bool spinning)
+{
+    newm_id(pp, spinning, -1);
 }
 
 /* Put mp on the idle list and check for deadlock.  sched.lock held. */
@@ -555,8 +570,9 @@ static void startm(struct p *pp, bool spinning, bool lockheld)
     }
     struct m *nmp = gort__mget_locked();
     if (!nmp) {
+        int64_t id = mreserveid_locked();
         gort__unlock(&gort__sched.lock);
-        gort__newm(pp, spinning);
+        newm_id(pp, spinning, id);
         if (lockheld)
             gort__lock(&gort__sched.lock);
         return;
@@ -2069,7 +2085,8 @@ void gort__checkdead_locked(void)
         return;
     int32_t run = mcount_locked() - gort__sched.nmidle -
                   gort__sched.nmidlelocked - gort__sched.nmsys +
-                  gort__sched.nforeigninside;
+                  gort__sched.nforeigninside +
+                  load_seqcst(&gort__sched.nretaking);
     if (run > 0)
         return;
     if (run < 0)
@@ -2225,7 +2242,7 @@ static int boot(struct m *mp, void (*fn)(void *), void *arg)
         return err;
     gort__lock(&gort__sched.lock);
     gort__sched.maxmcount = max_threads_setting;
-    mcommoninit_locked(mp);
+    mcommoninit_id_locked(mp, -1);
     int32_t procs = gort__gomaxprocs; /* from the environment */
     gort__gomaxprocs = 0;
     gort__procresize(mp, procs);

@@ -542,6 +542,8 @@ struct schedt {
     int32_t nforeigninside;/* foreign threads blocked or waking a G inside
                               gort: running, for checkdead */
     int64_t nforeign;      /* extra Ms made (their ids are negative) */
+    int32_t nretaking;     /* atomic: Ps sysmon is handing off from
+                              syscalls: running Ms, for checkdead */
     struct p *pidle;       /* idle Ps; under lock */
     int32_t stopwait;      /* Ps still to stop; under lock */
     gort_note stopnote;    /* the stopper sleeps here */

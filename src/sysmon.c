@@ -132,11 +132,20 @@ static int retake(int64_t now)
                 continue;
             if (nhandoff == 64)
                 continue; /* next round */
+            /* Count sysmon as a running M until the P is handed over
+             * (Go's incidlelocked(-1) around the CAS): the M we take it
+             * from may leave its syscall, find no P and go idle before
+             * handoffp starts an M, and checkdead must not see every M
+             * idle with a G queued.  Seq-cst: before the CAS, which the
+             * M's own CAS must follow to fail. */
+            xadd_seqcst(&gort__sched.nretaking, 1);
             /* Acq-rel: the winner of this CAS owns the P (against
              * exitsyscall's and stop-the-world's CAS). */
             if (cas_acqrel(&pp->status, w, P_IDLE)) {
                 handoff[nhandoff++] = pp;
                 n_acted++;
+            } else {
+                xadd_seqcst(&gort__sched.nretaking, -1);
             }
             continue;
         }
@@ -158,8 +167,10 @@ static int retake(int64_t now)
     }
     gort__unlock(&gort__allplock);
     /* handoffp takes sched.lock, which ranks above allplock. */
-    for (int i = 0; i < nhandoff; i++)
+    for (int i = 0; i < nhandoff; i++) {
         gort__handoffp(handoff[i]);
+        xadd_seqcst(&gort__sched.nretaking, -1);
+    }
     return n_acted;
 }
 
