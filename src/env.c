@@ -6,7 +6,7 @@
  *
  *   GORTDEBUG      comma-separated key=value pairs, like Go's GODEBUG
  *                  (schedtrace, scheddetail, asyncpreemptoff, randomize,
- *                  stackguard, checkdeadoff) into gort__debug;
+ *                  stackguard, checkdeadoff, stackidle) into gort__debug;
  *   GORTMAXPROCS   the number of Ps, like GOMAXPROCS;
  *   GORTSTACKSIZE  the virtual size of goroutine stacks (suffixes k, m);
  *   the machine    the CPUs in our affinity mask, capped by the cgroup CPU
@@ -278,6 +278,7 @@ static const struct dsetting {
     {"randomize", offsetof(struct gort_debugvars, randomize), D_BOOL},
     {"stackguard", offsetof(struct gort_debugvars, stackguard), D_GUARD},
     {"checkdeadoff", offsetof(struct gort_debugvars, checkdeadoff), D_BOOL},
+    {"stackidle", offsetof(struct gort_debugvars, stackidle), D_MS},
 };
 #define NDSETTINGS (sizeof dsettings / sizeof dsettings[0])
 
@@ -760,7 +761,8 @@ int gort__default_procs(const char *root, int ncpu)
  */
 void gort__read_env(void)
 {
-    gort__debug = (struct gort_debugvars){.stackguard = -1};
+    gort__debug = (struct gort_debugvars){.stackguard = -1,
+                                          .stackidle = GORT_STACK_IDLE_MS};
     gort__parse_debug(getenv("GORTDEBUG"), &gort__debug);
     gort__ncpu = gort__affinity_cpus();
     int dflt = gort__default_procs("", gort__ncpu);

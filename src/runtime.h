@@ -123,6 +123,9 @@ _Static_assert(GORT_RUNQ_SIZE >= 2 &&
 #define GORT_GFREE_KEEP 32
 /* goids are handed to each P in batches of 16 (goidcacheend in proc.go). */
 #define GORT_GOID_BATCH 16
+/* A stack left unused in the global pool this long has its pages
+ * returned to the OS by sysmon (stack.c, gort__stack_scavenge). */
+#define GORT_STACK_IDLE_MS 5000
 /* Default thread limit (sched.maxmcount in proc.go). */
 #define GORT_DEFAULT_MAX_THREADS 10000
 
@@ -586,6 +589,8 @@ struct gort_debugvars {
     int32_t randomize;       /* 1: randomise runnext and queue order */
     int32_t stackguard;      /* STACK_GUARD_* forced, or -1 = auto */
     int32_t checkdeadoff;    /* 1: no deadlock detection */
+    int32_t stackidle;       /* ms a free stack stays committed in the
+                                pool before sysmon returns its pages */
 };
 GORT_HIDDEN extern struct gort_debugvars gort__debug;
 
@@ -806,6 +811,10 @@ enum { STACK_GUARD_NONE = 0, STACK_GUARD_MADVISE, STACK_GUARD_MPROTECT,
 GORT_HIDDEN extern size_t gort__stack_size;
 GORT_HIDDEN int gort__stackinit(void);
 GORT_HIDDEN void gort__stackfini(void);
+/* sysmon: return the pages of stacks idle in the pool for
+ * gort__debug.stackidle ms to the OS, a bounded batch per call.  Returns
+ * how many stacks it trimmed. */
+GORT_HIDDEN int gort__stack_scavenge(int64_t now);
 /* Promise n stacks (mapping arenas as needed): 0 or -ENOMEM. */
 GORT_HIDDEN int gort__stackreserve(int32_t n);
 GORT_HIDDEN void gort__stackunreserve(int32_t n);

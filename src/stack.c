@@ -34,9 +34,13 @@
  * Where process_madvise refuses (kernels before 6.13), each fresh slot is
  * prepared on its own with madvise/mprotect.
  *
- * Stacks stay attached to dead Gs on the free-G lists (proc.c), so the
- * per-P free-G cache is also the per-P stack cache; this file's free list
- * holds only stacks whose G was never made.
+ * Free stacks sit in per-P caches (hot) and in the pool's free list, a
+ * stack (LIFO: the bottom is the coldest).  sysmon returns the pages of
+ * stacks that have stayed on the free list for GORTDEBUG=stackidle ms
+ * (default 5 s) to the OS with MADV_DONTNEED, all but the top page, up
+ * to 512 a second, coldest first (gort__stack_scavenge).  A trimmed
+ * stack is reused last-resort-first like any other; its pages fault in
+ * again as it is used.
  *
  * Invariants:
  *   - pool.lock guards everything in `pool` (lock order: 4, below allglock).
@@ -88,6 +92,8 @@ struct arena {
 struct freeslot {
     uintptr_t base;
     uint8_t guard;
+    bool trimmed;    /* pages below the top returned to the OS */
+    int64_t since;   /* when it came to the free list (coarse clock) */
 };
 
 static struct {
@@ -420,6 +426,8 @@ void gort__stackfree(struct gstack *st)
     if (free_reserve_locked(1)) {
         pool.free[pool.nfree].base = st->base;
         pool.free[pool.nfree].guard = st->guard;
+        pool.free[pool.nfree].trimmed = false;
+        pool.free[pool.nfree].since = load_relaxed(&gort__sched.coarsenow);
         pool.nfree++;
         pool.navail++;
     }
@@ -472,6 +480,8 @@ static void sc_spill(struct stackcache *c)
         unfill(st);
         pool.free[pool.nfree].base = st->base;
         pool.free[pool.nfree].guard = st->guard;
+        pool.free[pool.nfree].trimmed = false;
+        pool.free[pool.nfree].since = load_relaxed(&gort__sched.coarsenow);
         pool.nfree++;
         pool.navail++;
         c->bottom = (c->bottom + 1) & SC_MASK;
@@ -502,6 +512,50 @@ void gort__stackcache_flush(struct stackcache *c)
     while (c->n > 0)
         sc_spill(c);
     c->bottom = 0;
+}
+
+/* At most SCAVENGE_MAX stacks a pass (a pass a second: about 1% of a CPU
+ * at 10-20 us a madvise), the lock dropped every SCAVENGE_CHUNK so that
+ * stack allocation never waits long behind it. */
+#define SCAVENGE_MAX 512
+#define SCAVENGE_CHUNK 16
+
+int gort__stack_scavenge(int64_t now)
+{
+    int64_t idle = (int64_t)gort__debug.stackidle * 1000000;
+    int n = 0;
+    size_t i = 0;
+    while (n < SCAVENGE_MAX) {
+        int chunk = 0;
+        bool more = true;
+        gort__lock(&pool.lock);
+        /* The coldest first.  Under the lock: a slot being trimmed must
+         * not be handed out.  The bottom of the list only changes by
+         * appends above it, so i stays meaningful across chunks (a slot
+         * taken meanwhile only makes us skip one). */
+        for (; i < pool.nfree && chunk < SCAVENGE_CHUNK; i++) {
+            struct freeslot *fs = &pool.free[i];
+            if (fs->since + idle > now) {
+                more = false; /* the ones above are younger still */
+                break;
+            }
+            if (fs->trimmed)
+                continue;
+            uintptr_t lo = fs->base + GUARD_SIZE;
+            uintptr_t top = (fs->base + pool.slot - 1) & ~(uintptr_t)4095;
+            if (top > lo)
+                madvise((void *)lo, top - lo, MADV_DONTNEED);
+            fs->trimmed = true;
+            chunk++;
+        }
+        if (i >= pool.nfree)
+            more = false;
+        gort__unlock(&pool.lock);
+        n += chunk;
+        if (!more || chunk == 0)
+            break;
+    }
+    return n;
 }
 
 void gort__stackfini(void)

@@ -18,6 +18,8 @@
  *   - signals threads that the preemption signal put into a syscall and
  *     that have not come back to gort for 10 ms, so that the signal can
  *     preempt them once they run user code again;
+ *   - once a second, returns the pages of stacks long idle in the pool to
+ *     the OS (stack.c);
  *   - prints the schedtrace line when GORTDEBUG=schedtrace=MS is due.
  *
  * Invariants:
@@ -61,7 +63,8 @@ void gort__sysmon_wake(void)
         gort__notewakeup(&gort__sched.sysmonnote);
 }
 
-/* Sleep until a P becomes busy (or 60 s pass).  Go: forcegcperiod/2.
+/* Sleep until a P becomes busy, or a second passes (the stack scavenger
+ * runs then too).
  *
  * Dekker handshake with the wakers, all sequentially consistent: we
  * publish sysmonwait, then read npidle and sysmon_stopping; a waker
@@ -78,7 +81,7 @@ static void deep_sleep(void)
             return;
         /* A waker cleared it and will wake the note: take that wake-up. */
     } else if (!gort__notetsleep(&gort__sched.sysmonnote,
-                                 60LL * 1000 * 1000 * 1000) &&
+                                 1000LL * 1000 * 1000) &&
                xchg_acqrel(&gort__sched.sysmonwait, 0)) {
         return; /* timed out and nobody is waking us */
     }
@@ -197,7 +200,7 @@ static void *sysmon(void *arg)
     mp->procid = gort__gettid();
     /* Precise short sleeps (see the file comment).  Best effort. */
     prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
-    int64_t delay_us = GORT_SYSMON_MIN_US, lasttrace = 0;
+    int64_t delay_us = GORT_SYSMON_MIN_US, lasttrace = 0, lastscavenge = 0;
     uint32_t idle = 0;
     for (;;) {
         if (idle == 0)
@@ -224,7 +227,12 @@ static void *sysmon(void *arg)
              load_relaxed(&gort__sched.npidle) ==
                  load_relaxed(&gort__gomaxprocs))) {
             deep_sleep();
-            store_relaxed(&gort__sched.coarsenow, gort_nanotime());
+            now = gort_nanotime();
+            store_relaxed(&gort__sched.coarsenow, now);
+            if (lastscavenge + 1000000000 <= now) {
+                lastscavenge = now;
+                gort__stack_scavenge(now);
+            }
             idle = 0;
             if (load_relaxed(&sysmon_stopping))
                 break;
@@ -235,6 +243,10 @@ static void *sysmon(void *arg)
         else
             idle++;
         resignal_marked(now);
+        if (lastscavenge + 1000000000 <= now) {
+            lastscavenge = now;
+            gort__stack_scavenge(now);
+        }
         if (gort__debug.schedtrace > 0 &&
             lasttrace + (int64_t)gort__debug.schedtrace * 1000000 <= now) {
             lasttrace = now;
