@@ -492,7 +492,7 @@ static void mput_locked(struct m *mp)
     mp->inmidle = true;
     mp->schedlink = gort__sched.midle;
     gort__sched.midle = mp;
-    gort__sched.nmidle++;
+    store_relaxed(&gort__sched.nmidle, gort__sched.nmidle + 1);
     gort__checkdead_locked();
 }
 
@@ -501,7 +501,7 @@ struct m *gort__mget_locked(void)
     struct m *mp = gort__sched.midle;
     if (mp) {
         gort__sched.midle = mp->schedlink;
-        gort__sched.nmidle--;
+        store_relaxed(&gort__sched.nmidle, gort__sched.nmidle - 1);
         mp->schedlink = NULL;
         mp->inmidle = false;
     }
@@ -546,6 +546,13 @@ static bool stopm(struct m *mp)
     gort__noteclear(&mp->park);
     if (mp->exiting)
         return false;
+    if (GORT_UNLIKELY(mp->watchp)) {
+        /* Woken to watch a syscall (syscall.c): with its P, or back to
+         * sleep. */
+        if (gort__syscall_watch(mp))
+            return true;
+        return stopm(mp);
+    }
     gort__acquirep(mp, mp->nextp);
     mp->nextp = NULL;
     return true;
@@ -685,7 +692,7 @@ static void unlink_midle_locked(struct m *mp)
     *pp = mp->schedlink;
     mp->schedlink = NULL;
     mp->inmidle = false;
-    gort__sched.nmidle--;
+    store_relaxed(&gort__sched.nmidle, gort__sched.nmidle - 1);
 }
 
 /* gp, just taken from a run queue, is wired to another M: hand it over.

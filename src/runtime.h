@@ -421,6 +421,9 @@ struct m {
     uint32_t insyscall;    /* 1 explicit, 2 marked by the preemption
                               signal (an unwrapped blocking call) */
     int64_t syscallwhen;   /* when the marked call was noticed; relaxed */
+    struct p *watchp;      /* woken to watch this P's syscall (set with
+                              watchword by the waker, before the note) */
+    uint32_t watchword;
     /* LockOSThread (proc.c). */
     struct g *lockedg;     /* G wired to this M, or NULL; the owner writes
                               (M0: under sched.lock), others read relaxed */
@@ -471,6 +474,8 @@ struct p {
                               owner writes, sysmon reads relaxed */
     uint32_t syscalltick;  /* incremented on every syscall; owner M writes,
                               sysmon reads relaxed */
+    int64_t syscallwhen;   /* when the current syscall began, if work
+                              waited on the P then, else 0; relaxed */
     struct m *m;           /* back-link to the owning M, or NULL */
     /* sysmon's view: the schedtick it last saw and since when (0: start
      * over).  sysmon writes both; acquirep zeroes schedwhen (relaxed)
@@ -536,7 +541,7 @@ struct schedt {
     struct g *runq_wokenlast; /* last G of the timer-woken region at the
                                  head of runq, or NULL; under lock */
     struct m *midle;       /* idle Ms; under lock */
-    int32_t nmidle;        /* under lock */
+    int32_t nmidle;        /* under lock; read racily (relaxed) */
     int32_t nmidlelocked;  /* idle Ms with a locked G (LockOSThread) */
     int64_t mnext;         /* Ms created so far; next M id; under lock */
     int32_t maxmcount;     /* thread limit; under lock */
@@ -547,6 +552,8 @@ struct schedt {
     int64_t nforeign;      /* extra Ms made (their ids are negative) */
     int32_t nretaking;     /* atomic: Ps sysmon is handing off from
                               syscalls: running Ms, for checkdead */
+    uint32_t watching;     /* atomic: an M is watching a syscall */
+    int64_t watchquiet;    /* atomic: no watcher before this nanotime */
     struct p *pidle;       /* idle Ps; under lock */
     int32_t stopwait;      /* Ps still to stop; under lock */
     gort_note stopnote;    /* the stopper sleeps here */
@@ -746,6 +753,9 @@ GORT_HIDDEN bool gort__stoplockedm(struct m *mp);
 GORT_HIDDEN void gort__entersyscall_m(struct m *mp, struct g *gp,
                                       uint32_t how);
 GORT_HIDDEN void gort__exitsyscall_m(struct m *mp, struct g *gp);
+/* On an idle M woken to watch a syscall: take its P if the syscall lasts.
+ * True when mp now holds a P. */
+GORT_HIDDEN bool gort__syscall_watch(struct m *mp);
 GORT_HIDDEN int32_t gort__mcount(void);
 /* Cooperative preemption point: yield if sysmon asked this G to. */
 GORT_HIDDEN void gort__preempt_check(void);

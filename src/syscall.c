@@ -55,6 +55,77 @@ static void entersyscall_gcwait(struct m *mp, struct p *pp, uint32_t word)
     gort__unlock_m(mp, &gort__sched.lock);
 }
 
+/* ---------------------------------------------------------------------------
+ * Watching a syscall.
+ *
+ * Go hands off the P of a lasting syscall from sysmon, which must see the
+ * same syscall on two rounds (20 us each).  Here a sleeping thread takes
+ * 60-150 us to wake, so that costs sysmon's wake-up plus the wake-up of
+ * the M that takes the P: about 200 us.  When goroutines wait on the P as
+ * a syscall begins, gort instead wakes one idle M at once, in parallel
+ * with the syscall, to watch it: once the syscall has lasted a sysmon
+ * round (20 us) and the P is still in it, the watcher takes the P with
+ * the same CAS sysmon would use.  One watcher at a time; none while Ms
+ * are spinning (they find the work anyway); and after a watch that found
+ * the syscall over, none for 1 ms, so that a stream of short syscalls
+ * does not wake a thread each.  sysmon's retake stays as the fallback.
+ * ------------------------------------------------------------------------- */
+
+#define WATCH_AFTER_NS ((int64_t)GORT_SYSMON_MIN_US * 1000)
+#define WATCH_QUIET_NS (1000 * 1000)
+
+static void syscall_watch_start(struct m *mp, struct p *pp, uint32_t word)
+{
+    if (load_relaxed(&gort__sched.watching) ||
+        load_relaxed(&gort__sched.nmspinning) ||
+        load_relaxed(&gort__sched.nmidle) == 0 ||
+        load_relaxed(&gort__sched.watchquiet) > pp->syscallwhen ||
+        !cas_acqrel(&gort__sched.watching, 0, 1)) {
+        gort__sysmon_kick(); /* sysmon on short rounds, at least */
+        return;
+    }
+    gort__lock_m(mp, &gort__sched.lock);
+    struct m *w = gort__mget_locked();
+    gort__unlock_m(mp, &gort__sched.lock);
+    if (!w) {
+        store_rel(&gort__sched.watching, 0);
+        gort__sysmon_kick();
+        return;
+    }
+    w->watchp = pp;
+    w->watchword = word;
+    gort__notewakeup(&w->park); /* publishes watchp to the watcher */
+}
+
+bool gort__syscall_watch(struct m *mp)
+{
+    struct p *pp = mp->watchp;
+    uint32_t word = mp->watchword;
+    mp->watchp = NULL;
+    int64_t until = load_relaxed(&pp->syscallwhen) + WATCH_AFTER_NS;
+    bool got = false;
+    for (;;) {
+        /* Acquire: pairs with exitsyscall's and retake's CAS. */
+        if (load_acq(&pp->status) != word ||
+            load_relaxed(&gort__sched.gcwaiting) ||
+            load_relaxed(&gort__sched.exiting))
+            break;
+        if (gort_nanotime() >= until) {
+            /* Acq-rel: as sysmon's retake, the winner owns the P. */
+            got = cas_acqrel(&pp->status, word, P_IDLE);
+            break;
+        }
+        gort__cpu_relax();
+    }
+    if (!got)
+        store_relaxed(&gort__sched.watchquiet,
+                      gort_nanotime() + WATCH_QUIET_NS);
+    store_rel(&gort__sched.watching, 0);
+    if (got)
+        gort__acquirep(mp, pp);
+    return got;
+}
+
 /* Put mp's G and P into the syscall state.  how: 1 explicit, 2 marked by
  * the preemption signal.  Also called from that signal handler on the M's
  * own thread: plain stores and atomics only, no locks unless a
@@ -67,6 +138,12 @@ void gort__entersyscall_m(struct m *mp, struct g *gp, uint32_t how)
     /* Relaxed: sysmon reads it as a hint; the status word decides. */
     store_relaxed(&pp->syscalltick, tick);
     uint32_t word = P_SYSCALL | (tick << 4);
+    /* Work waiting behind us: note when the syscall began, so that sysmon
+     * can hand the P off after one round instead of two (it need not see
+     * the same syscall twice to know it has lasted).  Only then: a clock
+     * read costs ~25 ns. */
+    bool work = how == 1 && !gort__runqempty(pp);
+    store_relaxed(&pp->syscallwhen, work ? gort_nanotime() : 0);
     mp->oldp = pp;
     mp->oldpstatus = word;
     store_relaxed(&mp->insyscall, how); /* sysmon reads it */
@@ -79,10 +156,8 @@ void gort__entersyscall_m(struct m *mp, struct g *gp, uint32_t how)
     store_seqcst(&pp->status, word);
     if (GORT_UNLIKELY(load_seqcst(&gort__sched.gcwaiting)))
         entersyscall_gcwait(mp, pp, word);
-    else if (how == 1 && !gort__runqempty(pp))
-        /* Work waits behind us: make sure sysmon is on short rounds so
-         * that the lazy hand-off comes soon (sysmon.c). */
-        gort__sysmon_kick();
+    else if (work)
+        syscall_watch_start(mp, pp, word);
 }
 
 void gort_entersyscall(void)

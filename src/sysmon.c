@@ -124,7 +124,13 @@ static int retake(int64_t now)
             if (pp->sysmon_syscalltick != t) {
                 pp->sysmon_syscalltick = t;
                 pp->sysmon_syscallwhen = now;
-                continue;
+                /* New to us, but if work waited on the P when it began and
+                 * it has lasted a round already, hand it off now. */
+                int64_t began = load_relaxed(&pp->syscallwhen);
+                if (began == 0 ||
+                    began + GORT_SYSMON_MIN_US * 1000 > now ||
+                    gort__runqempty(pp))
+                    continue;
             }
             /* Nothing waits for it and some M is free to take new work:
              * let the syscall keep its P, up to 10 ms. */
