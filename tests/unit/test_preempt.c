@@ -1381,3 +1381,88 @@ TEST(preempt_disable)
 {
     run_main(pd_main, NULL);
 }
+
+/* ---------------------------------------------------------------------------
+ * user_signals: the program's own signal handlers keep working while gort
+ * preempts with SIGURG.  A SIGURG handler installed before gort_main is
+ * still called for a SIGURG the program sends itself (it may also see
+ * gort's own); a SIGUSR1 handler runs while goroutines spin and are
+ * preempted; a read(2) interrupted by the preemption signal restarts.
+ * ------------------------------------------------------------------------- */
+
+#include <signal.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t usr_urg, usr_usr1;
+static volatile int us_stop;
+
+static void on_urg(int sig)
+{
+    (void)sig;
+    usr_urg++;
+}
+
+static void on_usr1(int sig)
+{
+    (void)sig;
+    usr_usr1++;
+}
+
+static void us_spinner(void *arg)
+{
+    (void)arg;
+    while (!ATOMIC_LOAD(&us_stop))
+        ;
+}
+
+static int us_pipe[2];
+
+static void us_reader(void *arg)
+{
+    (void)arg;
+    char c = 0;
+    /* Holds the P in the kernel; sysmon's signals interrupt the read,
+     * which must restart rather than fail with EINTR. */
+    ssize_t n = read(us_pipe[0], &c, 1);
+    CHECK_EQ(n, 1);
+    CHECK_EQ(c, 'x');
+}
+
+static void us_main(void *arg)
+{
+    (void)arg;
+    gort_go(us_spinner, NULL);
+    gort_go(us_spinner, NULL);
+    gort_sleep(30 * 1000 * 1000); /* preemptions happen meanwhile */
+    for (int i = 0; i < 10; i++) {
+        kill(getpid(), SIGUSR1);
+        kill(getpid(), SIGURG);
+        gort_sleep(2 * 1000 * 1000);
+    }
+    CHECK(usr_usr1 >= 10);
+    CHECK(usr_urg >= 10);
+    ATOMIC_STORE(&us_stop, 1);
+    CHECK_EQ(pipe(us_pipe), 0);
+    gort_go(us_reader, NULL);
+    gort_sleep(50 * 1000 * 1000); /* well past one preemption period */
+    CHECK_EQ(write(us_pipe[1], "x", 1), 1);
+    gort_sleep(10 * 1000 * 1000);
+    say("usr1 %d urg %d\n", (int)usr_usr1, (int)usr_urg);
+}
+
+TEST(user_signals)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_urg;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    CHECK_EQ(sigaction(SIGURG, &sa, NULL), 0);
+    sa.sa_handler = on_usr1;
+    CHECK_EQ(sigaction(SIGUSR1, &sa, NULL), 0);
+    CHECK_EQ(gort_main(us_main, NULL), 0);
+    /* gort gave the program its SIGURG handler back. */
+    struct sigaction cur;
+    CHECK_EQ(sigaction(SIGURG, NULL, &cur), 0);
+    CHECK(cur.sa_handler == on_urg);
+}
