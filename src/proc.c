@@ -1500,6 +1500,21 @@ static int64_t newgoid(struct p *pp)
     return pp->goidcache++;
 }
 
+/* Fill in a dead G's fields for running fn(arg). */
+static inline void gsetup(struct g *gp, void (*fn)(void *), void *arg,
+                          uintptr_t pc, int64_t goid)
+{
+    gp->sched_sp = NULL; /* made when it first runs (execute_prep) */
+    gort__fpctl_save(gp->fpctl); /* it starts with its creator's FP modes */
+    gp->fn = fn;
+    gp->arg = arg;
+    gp->gopc = pc;
+    gp->defers = NULL;
+    gp->param = NULL;
+    gp->waitreason = WAIT_ZERO;
+    gp->goid = goid;
+}
+
 /* Make gp (DEAD, stackless) ready to run fn(arg) and queue it on pp.
  * Returns its goid, or -ENOMEM when no stack can be had (gp is then left
  * unchanged).  Mirrors newproc1 (proc.go). */
@@ -1514,15 +1529,7 @@ static int64_t newproc1(struct p *pp, struct g *gp, void (*fn)(void *),
         pp->stackres = GORT_STACKRES_BATCH;
     }
     pp->stackres--;
-    gp->sched_sp = NULL; /* made when it first runs (execute_prep) */
-    gort__fpctl_save(gp->fpctl); /* it starts with its creator's FP modes */
-    gp->fn = fn;
-    gp->arg = arg;
-    gp->gopc = pc;
-    gp->defers = NULL;
-    gp->param = NULL;
-    gp->waitreason = WAIT_ZERO;
-    gp->goid = newgoid(pp);
+    gsetup(gp, fn, arg, pc, newgoid(pp));
     int64_t goid = gp->goid;
     gort__casgstatus(gp, G_DEAD, G_RUNNABLE);
     gort__runqput(pp, gp, true);
@@ -1917,6 +1924,21 @@ static void extram_fini(void)
     xadd_acqrel(&runtime_gen, 1);
 }
 
+/* A foreign thread makes gp (status from) runnable: the global queue and
+ * a wakep, the thread counted as running until an M is on its way. */
+static void foreign_queue(struct m *mp, struct g *gp, uint32_t from)
+{
+    mp->locks++;
+    gort__lock(&gort__sched.lock);
+    gort__sched.nforeigninside++;
+    gort__casgstatus(gp, from, G_RUNNABLE);
+    gort__globrunqput_locked(gp);
+    gort__unlock(&gort__sched.lock);
+    gort__wakep();
+    mp->locks--;
+    foreign_inside(-1);
+}
+
 /* gort__ready_m's rare cases: the G stands for a foreign thread (wake the
  * thread), or the caller is one (no P: the global queue). */
 static GORT_NOINLINE void ready_slow(struct m *mp, struct g *gp)
@@ -1926,15 +1948,7 @@ static GORT_NOINLINE void ready_slow(struct m *mp, struct g *gp)
         gort__notewakeup(&gp->lockedm->park);
         return;
     }
-    mp->locks++;
-    gort__lock(&gort__sched.lock);
-    gort__sched.nforeigninside++;
-    gort__casgstatus(gp, G_WAITING, G_RUNNABLE);
-    gort__globrunqput_locked(gp);
-    gort__unlock(&gort__sched.lock);
-    gort__wakep();
-    mp->locks--;
-    foreign_inside(-1);
+    foreign_queue(mp, gp, G_WAITING);
 }
 
 /* gort__park on a foreign thread: sleep on the M's note. */
@@ -1973,24 +1987,10 @@ static int64_t newproc_foreign(void (*fn)(void *), void *arg, uintptr_t pc)
         mp->locks--;
         return -ENOMEM;
     }
-    gp->sched_sp = NULL;
-    gort__fpctl_save(gp->fpctl);
-    gp->fn = fn;
-    gp->arg = arg;
-    gp->gopc = pc;
-    gp->defers = NULL;
-    gp->param = NULL;
-    gp->waitreason = WAIT_ZERO;
-    gp->goid = (int64_t)xadd_relaxed(&gort__sched.goidgen, 1);
+    gsetup(gp, fn, arg, pc, (int64_t)xadd_relaxed(&gort__sched.goidgen, 1));
     int64_t goid = gp->goid;
-    gort__lock(&gort__sched.lock);
-    gort__sched.nforeigninside++;
-    gort__casgstatus(gp, G_DEAD, G_RUNNABLE);
-    gort__globrunqput_locked(gp);
-    gort__unlock(&gort__sched.lock);
-    gort__wakep();
     mp->locks--;
-    foreign_inside(-1);
+    foreign_queue(mp, gp, G_DEAD);
     return goid;
 }
 

@@ -14,9 +14,12 @@
 
 #include <gort.h>
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -195,6 +198,48 @@ static inline int count_lines(const char *s)
     for (; *s; s++)
         n += *s == '\n';
     return n;
+}
+
+/* ---------------------------------------------------------------------------
+ * Watchdog: a plain thread that aborts with a message unless disarmed in
+ * time (for tests whose failure mode is a hang).
+ * ------------------------------------------------------------------------- */
+
+struct watchdog {
+    int seconds;
+    const char *what;
+    int disarmed;
+    pthread_t thread;
+};
+
+static inline void *watchdog_main(void *arg)
+{
+    struct watchdog *w = arg;
+    for (int i = 0; i < w->seconds * 100; i++) {
+        if (__atomic_load_n(&w->disarmed, __ATOMIC_ACQUIRE))
+            return NULL;
+        usleep(10 * 1000);
+    }
+    fprintf(stderr, "watchdog: %s: no progress in %d s\n", w->what,
+            w->seconds);
+    fflush(stderr);
+    abort();
+}
+
+static inline void watchdog_arm(struct watchdog *w, int seconds,
+                                const char *what)
+{
+    w->seconds = seconds;
+    w->what = what;
+    w->disarmed = 0;
+    CHECK_EQ(pthread_create(&w->thread, NULL, watchdog_main, w), 0);
+}
+
+/* Call outside a goroutine (or on a thread that may block). */
+static inline void watchdog_disarm(struct watchdog *w)
+{
+    __atomic_store_n(&w->disarmed, 1, __ATOMIC_RELEASE);
+    CHECK_EQ(pthread_join(w->thread, NULL), 0);
 }
 
 #endif /* GORT_TEST_UTIL_H */

@@ -143,43 +143,6 @@ static NOINLINE uint64_t spin_until(const int *flag)
     return n;
 }
 
-/* A plain thread that aborts with a message unless disarmed in time. */
-struct watchdog {
-    int seconds;
-    const char *what;
-    int disarmed;
-    pthread_t thread;
-};
-
-static void *watchdog_main(void *arg)
-{
-    struct watchdog *w = arg;
-    for (int i = 0; i < w->seconds * 100; i++) {
-        if (ATOMIC_LOAD(&w->disarmed))
-            return NULL;
-        usleep(10 * 1000);
-    }
-    fprintf(stderr, "watchdog: %s: no progress in %d s\n", w->what,
-            w->seconds);
-    fflush(stderr);
-    abort();
-}
-
-static void watchdog_arm(struct watchdog *w, int seconds, const char *what)
-{
-    w->seconds = seconds;
-    w->what = what;
-    w->disarmed = 0;
-    CHECK_EQ(pthread_create(&w->thread, NULL, watchdog_main, w), 0);
-}
-
-/* Call outside a goroutine (after gort_main returned). */
-static void watchdog_disarm(struct watchdog *w)
-{
-    ATOMIC_STORE(&w->disarmed, 1);
-    CHECK_EQ(pthread_join(w->thread, NULL), 0);
-}
-
 static int cmp_i64(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;

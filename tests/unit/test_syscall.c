@@ -102,42 +102,6 @@ static void close_pipe(int fds[2])
     close(fds[1]);
 }
 
-/* A plain thread that aborts with a message unless disarmed in time. */
-struct watchdog {
-    int seconds;
-    const char *what;
-    int disarmed;
-    pthread_t thread;
-};
-
-static void *watchdog_main(void *arg)
-{
-    struct watchdog *w = arg;
-    for (int i = 0; i < w->seconds * 100; i++) {
-        if (ATOMIC_LOAD(&w->disarmed))
-            return NULL;
-        usleep(10 * 1000);
-    }
-    fprintf(stderr, "watchdog: %s: no progress in %d s\n", w->what,
-            w->seconds);
-    fflush(stderr);
-    abort();
-}
-
-static void watchdog_arm(struct watchdog *w, int seconds, const char *what)
-{
-    w->seconds = seconds;
-    w->what = what;
-    w->disarmed = 0;
-    CHECK_EQ(pthread_create(&w->thread, NULL, watchdog_main, w), 0);
-}
-
-static void watchdog_disarm(struct watchdog *w)
-{
-    ATOMIC_STORE(&w->disarmed, 1);
-    CHECK_EQ(pthread_join(w->thread, NULL), 0);
-}
-
 /* Run child case `name`, print its output, require a clean exit and an
  * "ok" line. */
 static void run_child_ok(const char *name, const char *const *env)
