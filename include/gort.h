@@ -422,8 +422,11 @@ GORT_EXTERN void gort_preempt_disable(void);
 GORT_EXTERN void gort_preempt_enable(void);
 /* Declare the shared object that contains addr (a function of a library
  * that takes no locks and keeps no thread state, e.g. a math library) safe
- * for asynchronous preemption.  Returns 0, or -ENOENT when addr is in no
- * loaded object. */
+ * for asynchronous preemption.  Returns 0, -ENOENT when addr is in no
+ * loaded object, or -EINVAL for the object that holds gort itself (the
+ * program, when linked with the static library: its own code is already
+ * safe, gort's never is).  Callable before gort_main; it lasts for the
+ * process. */
 GORT_EXTERN int gort_preempt_allow_object(const void *addr);
 
 /* ---------------------------------------------------------------------------

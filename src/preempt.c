@@ -85,23 +85,40 @@ struct pcrange {
     uintptr_t lo, hi;
 };
 #define MAX_RANGES 64
-static struct pcrange user_ranges[MAX_RANGES];
-static uint32_t n_user_ranges;     /* atomic: ranges published */
+struct ranges {
+    struct pcrange r[MAX_RANGES];
+    uint32_t n;                    /* atomic: entries published */
+};
+static struct ranges exe_ranges;   /* the executable's; set at init */
+static struct ranges allowed;      /* gort_preempt_allow_object's; kept
+                                      across gort_main calls */
 static uintptr_t gort_text_lo, gort_text_hi;
 static bool async_on;              /* set at init, read by the handler */
 static struct sigaction old_urg;
 static bool urg_installed;
 static gort_lock ranges_lock;      /* serialises gort_preempt_allow_object */
 
-static void add_range(uintptr_t lo, uintptr_t hi)
+static void add_range(struct ranges *rs, uintptr_t lo, uintptr_t hi)
 {
-    uint32_t n = load_relaxed(&n_user_ranges);
+    uint32_t n = load_relaxed(&rs->n);
+    for (uint32_t i = 0; i < n; i++)
+        if (rs->r[i].lo == lo && rs->r[i].hi == hi)
+            return;
     if (n == MAX_RANGES)
         return;
-    user_ranges[n].lo = lo;
-    user_ranges[n].hi = hi;
+    rs->r[n].lo = lo;
+    rs->r[n].hi = hi;
     /* Release: the handler reads the count, then the entry. */
-    store_rel(&n_user_ranges, n + 1);
+    store_rel(&rs->n, n + 1);
+}
+
+static bool in_ranges(struct ranges *rs, uintptr_t pc)
+{
+    uint32_t n = load_acq(&rs->n);
+    for (uint32_t i = 0; i < n; i++)
+        if (pc >= rs->r[i].lo && pc < rs->r[i].hi)
+            return true;
+    return false;
 }
 
 static int main_exe_ranges(struct dl_phdr_info *info, size_t size, void *arg)
@@ -112,7 +129,7 @@ static int main_exe_ranges(struct dl_phdr_info *info, size_t size, void *arg)
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X))
-            add_range(info->dlpi_addr + ph->p_vaddr,
+            add_range(&exe_ranges, info->dlpi_addr + ph->p_vaddr,
                       info->dlpi_addr + ph->p_vaddr + ph->p_memsz);
     }
     return 1; /* stop after the first */
@@ -121,6 +138,7 @@ static int main_exe_ranges(struct dl_phdr_info *info, size_t size, void *arg)
 struct find_obj {
     uintptr_t addr;
     bool found;
+    bool is_gort;  /* the object holds gort itself: never safe */
 };
 
 static int allow_object(struct dl_phdr_info *info, size_t size, void *arg)
@@ -137,34 +155,43 @@ static int allow_object(struct dl_phdr_info *info, size_t size, void *arg)
     }
     if (!hit)
         return 0;
+    f->found = true;
+    uintptr_t self = (uintptr_t)gort_preempt_allow_object;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_LOAD && self >= lo && self < lo + ph->p_memsz)
+            f->is_gort = true;
+    }
+    if (f->is_gort)
+        return 1;
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X))
-            add_range(info->dlpi_addr + ph->p_vaddr,
+            add_range(&allowed, info->dlpi_addr + ph->p_vaddr,
                       info->dlpi_addr + ph->p_vaddr + ph->p_memsz);
     }
-    f->found = true;
     return 1;
 }
 
 int gort_preempt_allow_object(const void *addr)
 {
-    struct find_obj f = {(uintptr_t)addr, false};
+    struct find_obj f = {(uintptr_t)addr, false, false};
     gort__lock(&ranges_lock);
     dl_iterate_phdr(allow_object, &f);
     gort__unlock(&ranges_lock);
-    return f.found ? 0 : -ENOENT;
+    if (!f.found)
+        return -ENOENT;
+    /* The executable itself is already covered (minus gort's code); an
+     * object with gort's own code in it (the shared library) is never. */
+    return f.is_gort ? -EINVAL : 0;
 }
 
 static bool is_user_pc(uintptr_t pc)
 {
     if (pc >= gort_text_lo && pc < gort_text_hi)
         return false;
-    uint32_t n = load_acq(&n_user_ranges);
-    for (uint32_t i = 0; i < n; i++)
-        if (pc >= user_ranges[i].lo && pc < user_ranges[i].hi)
-            return true;
-    return false;
+    return in_ranges(&exe_ranges, pc) || in_ranges(&allowed, pc);
 }
 
 void gort_preempt_disable(void)
@@ -421,7 +448,7 @@ void gort__async_preempt2(void *ucopy)
 
 int gort__preempt_init(void)
 {
-    n_user_ranges = 0;
+    store_relaxed(&exe_ranges.n, 0);
     gort_text_lo = (uintptr_t)__start_gort_text;
     gort_text_hi = (uintptr_t)__stop_gort_text;
     async_on = !gort__debug.asyncpreemptoff && !RUNNING_ON_VALGRIND;

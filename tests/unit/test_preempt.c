@@ -1429,3 +1429,28 @@ TEST(user_signals)
     CHECK_EQ(sigaction(SIGURG, NULL, &cur), 0);
     CHECK(cur.sa_handler == on_urg);
 }
+
+/* ---------------------------------------------------------------------------
+ * allow_object: declaring a shared object safe for preemption finds the
+ * object that holds the address, and refuses an address in none.
+ * ------------------------------------------------------------------------- */
+
+#include <math.h>
+
+static void ao_main(void *arg)
+{
+    (void)arg;
+    double (*volatile f)(double) = cos; /* an address in libm */
+    CHECK_EQ(gort_preempt_allow_object((const void *)f), 0);
+    CHECK_EQ(gort_preempt_allow_object((const void *)16), -ENOENT);
+    /* Twice is harmless. */
+    CHECK_EQ(gort_preempt_allow_object((const void *)f), 0);
+    /* Never gort's own code (here the executable, linked statically). */
+    CHECK_EQ(gort_preempt_allow_object((const void *)gort_go), -EINVAL);
+    CHECK(f(0.0) == 1.0);
+}
+
+TEST(allow_object)
+{
+    CHECK_EQ(gort_main(ao_main, NULL), 0);
+}
