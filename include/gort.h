@@ -404,6 +404,47 @@ GORT_EXTERN int gort_waitpid(int pid, int *status, int options);
 GORT_EXTERN int gort_poll(struct pollfd *fds, unsigned long nfds,
                           int timeout_ms);
 
+/* ---------------------------------------------------------------------------
+ * Network and pipe I/O through the network poller
+ *
+ * A descriptor the poller knows is non-blocking; a goroutine whose call
+ * would block parks (wait reason "IO wait") and no thread waits for it.
+ * gort_read, gort_write and gort_close above take this path by themselves
+ * for such descriptors; gort_write writes all of the buffer.  Errors are
+ * negative errnos; a goroutine parked on a descriptor that gort_close
+ * closes returns -EBADF, one whose deadline passes -ETIMEDOUT.
+ * ------------------------------------------------------------------------- */
+
+struct sockaddr;
+struct iovec;
+
+/* Hand fd (a socket, pipe, eventfd, tty...) to the poller; it is made
+ * non-blocking.  -EEXIST if it already is, -EPERM outside gort_main. */
+GORT_EXTERN int gort_fd_register(int fd);
+/* socket(2) / pipe2(2), registered.  Return the fd / 0, or -errno. */
+GORT_EXTERN int gort_socket(int domain, int type, int protocol);
+GORT_EXTERN int gort_pipe(int fds[2]);
+/* accept4(2) on a registered listening socket; the new fd is registered.
+ * addrlen may be NULL with addr. */
+GORT_EXTERN int gort_accept(int fd, struct sockaddr *addr, unsigned *addrlen);
+/* connect(2), waiting at most timeout_ns (<= 0: no limit) for the
+ * connection: 0, -ETIMEDOUT or the connection's error. */
+GORT_EXTERN int gort_connect(int fd, const struct sockaddr *addr,
+                             unsigned addrlen, int64_t timeout_ns);
+GORT_EXTERN long gort_readv(int fd, const struct iovec *iov, int iovcnt);
+GORT_EXTERN long gort_writev(int fd, const struct iovec *iov, int iovcnt);
+GORT_EXTERN long gort_sendto(int fd, const void *buf, size_t n, int flags,
+                             const struct sockaddr *to, unsigned tolen);
+GORT_EXTERN long gort_recvfrom(int fd, void *buf, size_t n, int flags,
+                               struct sockaddr *from, unsigned *fromlen);
+GORT_EXTERN int gort_shutdown(int fd, int how);
+/* Deadline for reads ('r'), writes ('w') or both ('r' + 'w') on a
+ * registered fd: an absolute gort_nanotime() value, or 0 for none.  Calls
+ * in that direction that are still waiting when it passes (or that start
+ * after it) return -ETIMEDOUT; a later deadline re-arms them (Go's
+ * SetReadDeadline/SetWriteDeadline).  -EBADF for an unregistered fd. */
+GORT_EXTERN int gort_fd_set_deadline(int fd, int mode, int64_t when);
+
 /*
  * Asynchronous preemption.  A goroutine that runs 10 ms without calling
  * gort is interrupted with SIGURG and made to yield, but only at a safe

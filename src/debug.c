@@ -93,6 +93,7 @@ const char *gort__waitreason_name(uint32_t r)
         [WAIT_SYNC_RWMUTEX_RLOCK] = "sync.RWMutex.RLock",
         [WAIT_SYNC_RWMUTEX_LOCK] = "sync.RWMutex.Lock",
         [WAIT_SYNC_COND_WAIT] = "sync.Cond.Wait",
+        [WAIT_IO] = "IO wait",
     };
     return r < WAIT_NREASONS && names[r] ? names[r] : "???";
 }

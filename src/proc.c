@@ -806,6 +806,11 @@ void gort_unlock_os_thread(void)
     }
 }
 
+void gort__startm_idle(void)
+{
+    startm(NULL, false, false);
+}
+
 /* Hand off pp from an M that is blocking or exiting: start an M for it if
  * there is work, else put it on the idle list.  Mirrors handoffp. */
 void gort__handoffp(struct p *pp)
@@ -940,7 +945,7 @@ void gort__steal_order_reset(uint32_t count)
  * *newwork when a stop-the-world is pending.  Mirrors stealWork. */
 static struct g *stealwork(struct m *mp, struct p *pp, bool *newwork)
 {
-    uint32_t n = (uint32_t)load_relaxed(&gort__gomaxprocs);
+    uint32_t n = (uint32_t)load_acq(&gort__gomaxprocs);
     if (n != coprime_count)
         return NULL; /* resizing; the caller re-checks */
     for (int i = 0; i < GORT_STEAL_TRIES; i++) {
@@ -952,7 +957,7 @@ static struct g *stealwork(struct m *mp, struct p *pp, bool *newwork)
                 *newwork = true;
                 return NULL;
             }
-            struct p *p2 = gort__allp[pos];
+            struct p *p2 = gort__allp_load()[pos];
             if (p2 == pp)
                 continue;
             if (last && load_relaxed(&p2->timers.minwhen) != 0) {
@@ -981,9 +986,9 @@ static struct g *stealwork(struct m *mp, struct p *pp, bool *newwork)
  * take an idle P to go steal it.  Mirrors checkRunqsNoP (proc.go). */
 static struct p *checkrunqsnop(void)
 {
-    int32_t n = load_relaxed(&gort__gomaxprocs);
+    int32_t n = load_acq(&gort__gomaxprocs);
     for (int32_t i = 0; i < n; i++) {
-        struct p *p2 = gort__allp[i];
+        struct p *p2 = gort__allp_load()[i];
         if (!gort__isidlep(i) && !gort__runqempty(p2)) {
             gort__lock(&gort__sched.lock);
             struct p *pp = pidlegetspinning_locked();
@@ -1078,9 +1083,23 @@ static struct g *findrunnable_fast(struct m *mp, struct p *pp, bool *inherit,
         gort__unlock_m(mp, &gort__sched.lock);
     if (gp)
         return gp;
-    /* Netpoll hook: a non-blocking network poll goes here (netpoll.c),
-     * before stealing, as in Go's findRunnable. */
-    int32_t procs = load_relaxed(&gort__gomaxprocs);
+    /* Network readiness, without blocking, before stealing (Go's
+     * findRunnable): only when goroutines wait on descriptors and no M
+     * is blocked in epoll already (it would get the events). */
+    if (gort__netpoll_waiters() > 0) {
+        int64_t last = load_seqcst(&gort__sched.lastpoll);
+        if (last != 0) {
+            struct gqueue q;
+            int32_t n = gort__netpoll(0, &q);
+            cas_acqrel(&gort__sched.lastpoll, last, gort_nanotime());
+            if (n > 0) {
+                gp = gqueue_pop(&q);
+                gort__injectglist(&q, n - 1);
+                return gp;
+            }
+        }
+    }
+    int32_t procs = load_acq(&gort__gomaxprocs);
     if (mp->spinning || 2 * load_relaxed(&gort__sched.nmspinning) <
                             procs - load_relaxed(&gort__sched.npidle)) {
         if (!mp->spinning)
@@ -1148,12 +1167,14 @@ static struct g *findrunnable_drop(struct m *mp, struct p *pp, bool *exit)
             return NULL;
         }
     }
-    /* Sleep until the next timer of any P, as the one poller M (Go's
-     * blocking netpoll); the others stop. */
+    /* Sleep until the next timer of any P, or a descriptor's readiness,
+     * as the one poller M (Go's blocking netpoll); the others stop. */
     int64_t until = gort__timers_earliest();
-    if (until != 0 && !load_relaxed(&gort__sched.exiting) &&
+    if ((until != 0 || gort__netpoll_waiters() > 0) &&
+        !load_relaxed(&gort__sched.exiting) &&
         xchg_seqcst(&gort__sched.lastpoll, 0) != 0) {
-        gort__netpoll_sleep(until);
+        struct gqueue ready;
+        int32_t nready = gort__netpoll_sleep(until, &ready);
         /* Seq-cst: pairs with wakenetpoller's load of lastpoll. */
         store_seqcst(&gort__sched.lastpoll, gort_nanotime());
         gort__lock(&gort__sched.lock);
@@ -1161,14 +1182,17 @@ static struct g *findrunnable_drop(struct m *mp, struct p *pp, bool *exit)
                            ? NULL
                            : gort__pidleget_locked();
         gort__unlock(&gort__sched.lock);
+        /* Readied goroutines go to the global queue, with Ms for idle
+         * Ps; with a P we find them there ourselves. */
+        gort__injectglist(&ready, nready);
         if (p2) {
             /* Run what is due everywhere now: the readied Gs land on our
              * P, and the search starts over. */
             gort__acquirep(mp, p2);
-            int32_t n = load_relaxed(&gort__gomaxprocs);
+            int32_t n = load_acq(&gort__gomaxprocs);
             int64_t now = gort_nanotime();
             for (int32_t i = 0; i < n; i++)
-                gort__timers_check(gort__allp[i], now);
+                gort__timers_check(gort__allp_load()[i], now);
             return NULL;
         }
     }
@@ -2155,6 +2179,33 @@ static struct g *main_exit_m(struct g *gp)
     return NULL;
 }
 
+/* Arrays replaced while racy readers may hold them (growallp). */
+struct retired {
+    struct retired *next;
+    void *mem;
+};
+static struct retired *retired;
+
+void gort__retire(void *mem)
+{
+    struct retired *r = malloc(sizeof *r);
+    if (!r)
+        gort__fatal("out of memory retiring an array");
+    r->mem = mem;
+    r->next = retired;
+    retired = r;
+}
+
+static void retired_free(void)
+{
+    while (retired) {
+        struct retired *next = retired->next;
+        free(retired->mem);
+        free(retired);
+        retired = next;
+    }
+}
+
 static void reset_globals(void)
 {
     memset(&gort__sched, 0, sizeof gort__sched);
@@ -2221,6 +2272,7 @@ static void teardown(void)
     for (int32_t i = 0; i < gort__allp_len; i++)
         free(gort__allp[i]);
     free(gort__allp);
+    retired_free();
     struct m *mp = gort__allm;
     while (mp) {
         struct m *next = mp->alllink;
@@ -2228,6 +2280,7 @@ static void teardown(void)
         mp = next;
     }
     gort__semafini();
+    gort__netpoll_fini();
     gort__stackfini();
     extram_fini();
     reset_globals();

@@ -202,8 +202,14 @@ static void growallp(int32_t n)
         memcpy(na, gort__allp, (size_t)gort__allp_len * sizeof *na);
     for (int32_t i = gort__allp_len; i < n; i++)
         na[i] = newp(i);
-    free(gort__allp);
-    gort__allp = na;
+    /* The old array stays readable: Ms without a P (checkrunqsnop, the
+     * poller, timers_earliest) are not stopped by stop-the-world and may
+     * be reading it.  Freed at shutdown. */
+    if (gort__allp)
+        gort__retire(gort__allp);
+    /* Release: readers load it with acquire (gort__allp_load), then read
+     * the Ps it points to; the count they use was published after it. */
+    store_rel(&gort__allp, na);
     gort__allp_len = n;
     gort__unlock(&gort__allplock);
 }

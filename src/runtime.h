@@ -222,6 +222,7 @@ enum waitreason {
     WAIT_SYNC_RWMUTEX_RLOCK,
     WAIT_SYNC_RWMUTEX_LOCK,
     WAIT_SYNC_COND_WAIT,
+    WAIT_IO,
     WAIT_NREASONS
 };
 
@@ -577,6 +578,15 @@ struct schedt {
 
 GORT_HIDDEN extern struct schedt gort__sched;
 GORT_HIDDEN extern struct p **gort__allp;      /* [gort__gomaxprocs] */
+/* allp for code that may run while it grows (Ms without a P): load the
+ * count first, then this. */
+static inline struct p **gort__allp_load(void)
+{
+    /* Acquire: pairs with growallp's release store. */
+    return load_acq(&gort__allp);
+}
+/* Keep a replaced array until shutdown (racy readers may hold it). */
+GORT_HIDDEN void gort__retire(void *mem);
 GORT_HIDDEN extern int32_t gort__gomaxprocs;   /* atomic reads outside STW */
 GORT_HIDDEN extern int32_t gort__ncpu;
 GORT_HIDDEN extern struct m *gort__allm;       /* atomic head, push-only */
@@ -917,7 +927,33 @@ GORT_HIDDEN void gort__timers_move(struct p *from, struct p *to);
 GORT_HIDDEN void gort__timers_fini(struct p *pp);
 GORT_HIDDEN void gort__wakenetpoller(int64_t when);
 GORT_HIDDEN void gort__netpollbreak(void);
-GORT_HIDDEN void gort__netpoll_sleep(int64_t until);
+GORT_HIDDEN void gort__netpollbreak_futex(void);
+/* The poller's sleep, until `until` (0: until woken); returns the Gs the
+ * network poller readied meanwhile (RUNNABLE, linked in q). */
+GORT_HIDDEN int32_t gort__netpoll_sleep(int64_t until, struct gqueue *q);
+GORT_HIDDEN void gort__gtimer_reset(struct gtimer *t, int64_t when);
+GORT_HIDDEN bool gort__gtimer_stop(struct gtimer *t);
+
+/* The network poller (netpoll.c). */
+struct polldesc;
+GORT_HIDDEN bool gort__netpoll_inited(void);
+GORT_HIDDEN void gort__netpoll_break(void);
+GORT_HIDDEN void gort__netpoll_fini(void);
+GORT_HIDDEN uint32_t gort__netpoll_waiters(void);
+/* Collect Gs whose descriptors are ready, waiting up to delay ns (0: no
+ * wait, < 0: until an event or a break); RUNNABLE, linked in q. */
+GORT_HIDDEN int32_t gort__netpoll(int64_t delay, struct gqueue *q);
+/* Queue a batch of runnable Gs globally, starting Ms for idle Ps. */
+GORT_HIDDEN void gort__injectglist(struct gqueue *q, int32_t n);
+/* The pollDesc of a registered fd, or NULL. */
+GORT_HIDDEN struct polldesc *gort__fd_pd(int fd);
+GORT_HIDDEN long gort__fd_read(struct polldesc *pd, void *buf, size_t n);
+GORT_HIDDEN long gort__fd_write(struct polldesc *pd, const void *buf,
+                                size_t n);
+/* Close a registered fd (0 or -errno), or 1 when it is not registered. */
+GORT_HIDDEN int gort__fd_close(int fd);
+/* startm with an idle P and no spinning (for injectglist). */
+GORT_HIDDEN void gort__startm_idle(void);
 /* Start a goroutine from the scheduler (g0 of an M holding a P): the
  * goid, or -ENOMEM. */
 GORT_HIDDEN int64_t gort__newproc_sys(void (*fn)(void *), void *arg);

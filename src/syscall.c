@@ -74,12 +74,13 @@ static void entersyscall_gcwait(struct m *mp, struct p *pp, uint32_t word)
 #define WATCH_AFTER_NS ((int64_t)GORT_SYSMON_MIN_US * 1000)
 #define WATCH_QUIET_NS (1000 * 1000)
 
-static void syscall_watch_start(struct m *mp, struct p *pp, uint32_t word)
+static void syscall_watch_start(struct m *mp, struct p *pp, uint32_t word,
+                                int64_t began)
 {
     if (load_relaxed(&gort__sched.watching) ||
         load_relaxed(&gort__sched.nmspinning) ||
         load_relaxed(&gort__sched.nmidle) == 0 ||
-        load_relaxed(&gort__sched.watchquiet) > pp->syscallwhen ||
+        load_relaxed(&gort__sched.watchquiet) > began ||
         !cas_acqrel(&gort__sched.watching, 0, 1)) {
         gort__sysmon_kick(); /* sysmon on short rounds, at least */
         return;
@@ -143,7 +144,8 @@ void gort__entersyscall_m(struct m *mp, struct g *gp, uint32_t how)
      * the same syscall twice to know it has lasted).  Only then: a clock
      * read costs ~25 ns. */
     bool work = how == 1 && !gort__runqempty(pp);
-    store_relaxed(&pp->syscallwhen, work ? gort_nanotime() : 0);
+    int64_t began = work ? gort_nanotime() : 0;
+    store_relaxed(&pp->syscallwhen, began);
     mp->oldp = pp;
     mp->oldpstatus = word;
     store_relaxed(&mp->insyscall, how); /* sysmon reads it */
@@ -157,7 +159,7 @@ void gort__entersyscall_m(struct m *mp, struct g *gp, uint32_t how)
     if (GORT_UNLIKELY(load_seqcst(&gort__sched.gcwaiting)))
         entersyscall_gcwait(mp, pp, word);
     else if (work)
-        syscall_watch_start(mp, pp, word);
+        syscall_watch_start(mp, pp, word, began);
 }
 
 void gort_entersyscall(void)
@@ -279,11 +281,17 @@ void gort_exitsyscall(void)
 
 long gort_read(int fd, void *buf, size_t n)
 {
+    struct polldesc *pd = gort__fd_pd(fd);
+    if (pd)
+        return gort__fd_read(pd, buf, n);
     SYSCALL_RETRY(ssize_t, read(fd, buf, n));
 }
 
 long gort_write(int fd, const void *buf, size_t n)
 {
+    struct polldesc *pd = gort__fd_pd(fd);
+    if (pd)
+        return gort__fd_write(pd, buf, n);
     SYSCALL_RETRY(ssize_t, write(fd, buf, n));
 }
 
@@ -311,6 +319,9 @@ int gort_open(const char *path, int flags, ...)
 
 int gort_close(int fd)
 {
+    int pr = gort__fd_close(fd);
+    if (pr != 1)
+        return pr; /* it was the poller's */
     /* Not retried on EINTR: on Linux the descriptor is gone either way. */
     gort_entersyscall();
     int r = close(fd);

@@ -249,6 +249,18 @@ static void *sysmon(void *arg)
         else
             idle++;
         resignal_marked(now);
+        /* Poll the network if nobody has for 10 ms (Go's sysmon). */
+        int64_t last = load_seqcst(&gort__sched.lastpoll);
+        if (gort__netpoll_waiters() > 0 && last != 0 &&
+            last + 10 * 1000 * 1000 < now &&
+            cas_acqrel(&gort__sched.lastpoll, last, now)) {
+            struct gqueue q;
+            int32_t n = gort__netpoll(0, &q);
+            if (n > 0) {
+                gort__injectglist(&q, n);
+                idle = 0;
+            }
+        }
         if (lastscavenge + 1000000000 <= now) {
             lastscavenge = now;
             gort__stack_scavenge(now);

@@ -35,6 +35,10 @@
  * The 4-ary heap (siftupTimer / siftdownTimer in time.go).  ts->lock held.
  * ------------------------------------------------------------------------- */
 
+static struct p *current_p(const char *who);
+static void timer_add(struct p *pp, struct gtimer *t);
+static bool timer_remove(struct gtimer *t);
+
 static inline void heap_set(struct timers *ts, uint32_t i, struct timerwhen tw)
 {
     ts->heap[i] = tw;
@@ -200,11 +204,11 @@ int64_t gort__timers_check(struct p *pp, int64_t now)
 int64_t gort__timers_earliest(void)
 {
     int64_t min = 0;
-    int32_t n = load_relaxed(&gort__gomaxprocs);
+    int32_t n = load_acq(&gort__gomaxprocs);
     for (int32_t i = 0; i < n; i++) {
         /* Seq-cst: after the poller's claim of sched.lastpoll (see
          * wakenetpoller). */
-        int64_t w = load_seqcst(&gort__allp[i]->timers.minwhen);
+        int64_t w = load_seqcst(&gort__allp_load()[i]->timers.minwhen);
         if (w != 0 && (min == 0 || w < min))
             min = w;
     }
@@ -215,7 +219,7 @@ int64_t gort__timers_earliest(void)
 bool gort__timers_any(void)
 {
     for (int32_t i = 0; i < gort__gomaxprocs; i++)
-        if (load_relaxed(&gort__allp[i]->timers.minwhen) != 0)
+        if (load_relaxed(&gort__allp_load()[i]->timers.minwhen) != 0)
             return true;
     return false;
 }
@@ -227,12 +231,22 @@ bool gort__timers_any(void)
  * wake it.
  * ------------------------------------------------------------------------- */
 
-void gort__netpollbreak(void)
+void gort__netpollbreak_futex(void)
 {
     /* Seq-cst: the sleeper compares pollgen in the futex call; a change
      * before it sleeps makes the sleep return at once. */
     xadd_seqcst(&gort__sched.pollgen, 1);
     gort__futexwake(&gort__sched.pollgen, 1);
+}
+
+void gort__netpollbreak(void)
+{
+    /* Once the network poller exists the poller sleeps in epoll; before,
+     * on the futex (netpoll.c switches it over when it starts). */
+    if (gort__netpoll_inited())
+        gort__netpoll_break();
+    else
+        gort__netpollbreak_futex();
 }
 
 /* A timer at `when` was added: make sure some M will run it in time.
@@ -254,18 +268,51 @@ void gort__wakenetpoller(int64_t when)
 
 /* Sleep as the poller until `until` or a break.  The caller holds no P
  * and has claimed sched.lastpoll. */
-void gort__netpoll_sleep(int64_t until)
+int32_t gort__netpoll_sleep(int64_t until, struct gqueue *q)
 {
+    q->head = q->tail = NULL;
     uint32_t gen = load_seqcst(&gort__sched.pollgen);
-    store_seqcst(&gort__sched.polluntil, until);
+    /* polluntil 0 would read as "unknown"; a poller with no timer sleeps
+     * until woken: publish a far deadline instead. */
+    store_seqcst(&gort__sched.polluntil, until ? until : INT64_MAX);
     /* Timers added before we published polluntil may be earlier. */
     int64_t again = gort__timers_earliest();
-    if (again != 0 && again < until)
+    if (again != 0 && (until == 0 || again < until))
         until = again;
-    int64_t delay = until - gort_nanotime();
-    if (delay > 0)
-        gort__futexsleep(&gort__sched.pollgen, gen, delay);
+    int32_t n = 0;
+    if (gort__netpoll_inited()) {
+        int64_t delay = until ? until - gort_nanotime() : -1;
+        if (delay != 0)
+            n = gort__netpoll(delay < 0 ? -1 : delay, q);
+    } else if (until != 0) {
+        int64_t delay = until - gort_nanotime();
+        if (delay > 0)
+            gort__futexsleep(&gort__sched.pollgen, gen, delay);
+    } else {
+        gort__futexsleep(&gort__sched.pollgen, gen, -1);
+    }
     store_seqcst(&gort__sched.polluntil, 0);
+    return n;
+}
+
+/* Internal timers for other parts of the runtime (netpoll deadlines):
+ * (re)start t at when on the current P, or stop it. */
+void gort__gtimer_reset(struct gtimer *t, int64_t when)
+{
+    struct p *pp = current_p("gtimer_reset");
+    gort__lock(&t->mu);
+    timer_remove(t);
+    t->when = when;
+    timer_add(pp, t);
+    gort__unlock(&t->mu);
+}
+
+bool gort__gtimer_stop(struct gtimer *t)
+{
+    gort__lock(&t->mu);
+    bool pending = timer_remove(t);
+    gort__unlock(&t->mu);
+    return pending;
 }
 
 /* ---------------------------------------------------------------------------

@@ -1394,8 +1394,13 @@ static void us_reader(void *arg)
 static void us_main(void *arg)
 {
     (void)arg;
-    gort_go(us_spinner, NULL);
-    gort_go(us_spinner, NULL);
+    /* Spinners that never call gort, so that preemption signals fly;
+     * without asynchronous preemption they would hold every P. */
+    bool spin = async_preempt_expected("user_signals: spinners");
+    if (spin) {
+        gort_go(us_spinner, NULL);
+        gort_go(us_spinner, NULL);
+    }
     gort_sleep(30 * 1000 * 1000); /* preemptions happen meanwhile */
     for (int i = 0; i < 10; i++) {
         kill(getpid(), SIGUSR1);

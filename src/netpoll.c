@@ -1,0 +1,753 @@
+/*
+ * netpoll.c - the network poller: goroutines wait for file descriptors,
+ * not threads.  Mirrors netpoll.go and netpoll_epoll.go.
+ *
+ * A descriptor handed to the poller (gort_fd_register, or made by
+ * gort_socket, gort_accept, gort_pipe) is put in non-blocking mode and
+ * added to one epoll instance, edge-triggered, for reading and writing at
+ * once.  Its pollDesc has a slot per direction (rg, wg), each
+ *
+ *     PD_NIL    nothing happened, nobody waits
+ *     PD_READY  readiness arrived and nobody has consumed it
+ *     PD_WAIT   a goroutine is about to park
+ *     a G       that goroutine is parked (status WAITING, reason IO wait)
+ *
+ * An I/O call tries the system call; on EAGAIN it parks in its slot
+ * (netpollblock) until an epoll event, a deadline or a close unblocks it
+ * (netpollunblock), then tries again.  Events are collected by
+ * gort__netpoll(delay):
+ *   - findrunnable polls without blocking before it steals;
+ *   - the one M that has nothing to do sleeps in epoll until the next timer
+ *     (the poller of time.c; an eventfd write breaks the sleep);
+ *   - sysmon polls when nobody has for 10 ms.
+ * The readied Gs go to the global queue in one batch, with an M started
+ * for each idle P (injectglist).
+ *
+ * Deadlines are timers: the timer function re-reads the deadline and, if
+ * it has passed, marks it expired (-1) and unblocks the waiter, which then
+ * returns -ETIMEDOUT.  gort_close marks the descriptor closing, unblocks
+ * both slots (their goroutines return -EBADF), and closes it.
+ *
+ * pollDescs are never freed while the runtime runs: an epoll event may
+ * still name one after its descriptor was closed.  Events carry the
+ * pollDesc's sequence number, bumped on every reuse, and stale ones are
+ * dropped (Go's fdseq tagging).
+ *
+ * Invariants:
+ *   - rg/wg change only by CAS (atomics), pd->lock guards open/close and
+ *     the free list; it is an object lock (lock order 1) and is never held
+ *     while a timer's lock is taken.
+ *   - A slot holds at most one G.
+ */
+#include "runtime.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#define PD_NIL ((uintptr_t)0)
+#define PD_READY ((uintptr_t)1)
+#define PD_WAIT ((uintptr_t)2)
+
+struct polldesc {
+    struct polldesc *link;  /* free list; under pollcache.lock */
+    int fd;
+    uint32_t seq;           /* bumped on reuse; events carry it */
+    uint32_t closing;       /* atomic: gort_close began */
+    uintptr_t rg, wg;       /* atomic: PD_* or a G */
+    int64_t rd, wd;         /* atomic: deadline (0 none, -1 expired) */
+    struct gtimer rt, wt;   /* deadline timers */
+};
+
+static struct {
+    gort_lock lock;
+    struct polldesc *free;
+    struct polldesc **byfd;  /* fd -> pollDesc, or NULL */
+    int nbyfd;
+    /* every pollDesc ever made, for teardown */
+    struct polldesc **all;
+    int nall, capall;
+} pollcache;
+
+static int epfd = -1, breakfd = -1;
+static uint32_t inited;          /* atomic: epoll set up */
+static uint32_t wakesig;         /* atomic: a break is pending */
+static uint32_t nwaiters;        /* atomic: goroutines parked in IO wait */
+
+/* ---------------------------------------------------------------------------
+ * Set-up, break, teardown.
+ * ------------------------------------------------------------------------- */
+
+static int netpollinit_locked(void)
+{
+    if (load_relaxed(&inited))
+        return 0;
+    epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (epfd < 0)
+        return -errno;
+    breakfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (breakfd < 0) {
+        int e = -errno;
+        close(epfd);
+        epfd = -1;
+        return e;
+    }
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = 0};
+    if (epoll_ctl(epfd, EPOLL_CTL_ADD, breakfd, &ev) < 0) {
+        int e = -errno;
+        close(breakfd);
+        close(epfd);
+        breakfd = epfd = -1;
+        return e;
+    }
+    /* Release: a thread that sees inited sees the descriptors. */
+    store_rel(&inited, 1);
+    /* A poller asleep on the futex must come round to epoll. */
+    gort__netpollbreak_futex();
+    return 0;
+}
+
+bool gort__netpoll_inited(void)
+{
+    return load_acq(&inited) != 0;
+}
+
+/* Wake the M blocked in epoll_wait.  Mirrors netpollBreak. */
+void gort__netpoll_break(void)
+{
+    /* One write is enough until the poller drains it. */
+    if (!cas_acqrel(&wakesig, 0, 1))
+        return;
+    uint64_t one = 1;
+    while (write(breakfd, &one, sizeof one) < 0 && errno == EINTR)
+        ;
+}
+
+void gort__netpoll_fini(void)
+{
+    if (load_relaxed(&inited)) {
+        close(epfd);
+        close(breakfd);
+        epfd = breakfd = -1;
+        store_relaxed(&inited, 0);
+    }
+    for (int i = 0; i < pollcache.nall; i++)
+        free(pollcache.all[i]);
+    free(pollcache.all);
+    free(pollcache.byfd);
+    memset(&pollcache, 0, sizeof pollcache);
+    store_relaxed(&wakesig, 0);
+    store_relaxed(&nwaiters, 0);
+}
+
+uint32_t gort__netpoll_waiters(void)
+{
+    return load_relaxed(&nwaiters);
+}
+
+/* ---------------------------------------------------------------------------
+ * Blocking and unblocking.  Mirrors netpollblock/netpollunblock.
+ * ------------------------------------------------------------------------- */
+
+/* Take the G parked in *gpp, if any, leaving PD_READY (ioready) or
+ * PD_NIL.  Returns the G to ready, or NULL. */
+static struct g *netpollunblock(uintptr_t *gpp, bool ioready)
+{
+    for (;;) {
+        uintptr_t old = load_acq(gpp);
+        if (old == PD_READY)
+            return NULL;
+        if (old == PD_NIL && !ioready)
+            /* Only readiness is remembered: a waiter that comes later
+             * checks deadlines and closing itself. */
+            return NULL;
+        uintptr_t new = ioready ? PD_READY : PD_NIL;
+        /* Acq-rel: takes the G the parker published with release. */
+        if (cas_acqrel(gpp, old, new)) {
+            if (old == PD_WAIT)
+                old = PD_NIL; /* it will see the new value and not park */
+            return old > PD_WAIT ? (struct g *)old : NULL;
+        }
+    }
+}
+
+static bool netpollblockcommit(struct g *gp, void *arg)
+{
+    uintptr_t *gpp = arg;
+    /* Release: publishes the parked G to netpollunblock's acquire. */
+    bool ok = cas_acqrel(gpp, PD_WAIT, (uintptr_t)gp);
+    if (ok)
+        xadd_acqrel(&nwaiters, 1);
+    return ok;
+}
+
+/* The error that ends a wait in direction mode (0 none). */
+static int netpollcheckerr(struct polldesc *pd, int mode)
+{
+    if (load_acq(&pd->closing))
+        return -EBADF;
+    int64_t d = load_relaxed(mode == 'r' ? &pd->rd : &pd->wd);
+    if (d < 0)
+        return -ETIMEDOUT;
+    return 0;
+}
+
+/* Wait until pd is ready for mode, or an error.  0 when ready.  Mirrors
+ * poll_runtime_pollWait. */
+static int netpollwait(struct polldesc *pd, int mode)
+{
+    uintptr_t *gpp = mode == 'r' ? &pd->rg : &pd->wg;
+    for (;;) {
+        int err = netpollcheckerr(pd, mode);
+        if (err)
+            return err;
+        uintptr_t old = load_acq(gpp);
+        if (old == PD_READY) {
+            if (cas_acqrel(gpp, PD_READY, PD_NIL))
+                return 0;
+            continue;
+        }
+        if (old != PD_NIL)
+            gort__fatal("netpoll: two goroutines wait to %s fd %d at once",
+                        mode == 'r' ? "read" : "write", pd->fd);
+        if (!cas_acqrel(gpp, PD_NIL, PD_WAIT))
+            continue;
+        /* Re-check after publishing PD_WAIT: a deadline or close that
+         * came in between saw nobody to wake. */
+        if (netpollcheckerr(pd, mode) == 0)
+            gort__park(netpollblockcommit, gpp, WAIT_IO);
+        /* Woken (or never parked): consume what woke us. */
+        old = xchg_acqrel(gpp, PD_NIL);
+        if (old > PD_WAIT)
+            gort__throw("netpollwait: corrupted state");
+        if (old == PD_READY)
+            return 0;
+        /* Unblocked without readiness: a deadline or close; loop to
+         * report it (or to wait again after a deadline was extended). */
+    }
+}
+
+/* Make a G woken from IO wait runnable: in a batch (q) or now. */
+static void netpoll_collect(struct g *gp, struct gqueue *q, int32_t *n)
+{
+    xadd_acqrel(&nwaiters, -1);
+    gort__casgstatus(gp, G_WAITING, G_RUNNABLE);
+    gqueue_push(q, gp);
+    (*n)++;
+}
+
+/* ---------------------------------------------------------------------------
+ * Polling.  Mirrors netpoll (netpoll_epoll.go) and injectglist.
+ * ------------------------------------------------------------------------- */
+
+/* Collect ready Gs, waiting up to delay ns (0: don't block, < 0: until an
+ * event or a break).  The Gs come back RUNNABLE, linked in q. */
+int32_t gort__netpoll(int64_t delay, struct gqueue *q)
+{
+    q->head = q->tail = NULL;
+    if (!load_acq(&inited))
+        return 0;
+    struct epoll_event evs[128];
+    int n;
+    for (;;) {
+        if (delay < 0) {
+            n = epoll_wait(epfd, evs, 128, -1);
+        } else if (delay == 0) {
+            n = epoll_wait(epfd, evs, 128, 0);
+        } else {
+            struct timespec ts = {delay / 1000000000, delay % 1000000000};
+            n = (int)syscall(SYS_epoll_pwait2, epfd, evs, 128, &ts, NULL, 0);
+            if (n < 0 && errno == ENOSYS) {
+                int64_t ms = (delay + 999999) / 1000000;
+                n = epoll_wait(epfd, evs, 128, ms > 1000000 ? 1000000 : (int)ms);
+            }
+        }
+        if (n >= 0)
+            break;
+        if (errno != EINTR)
+            gort__throw("netpoll: epoll_wait failed: %s", strerror(errno));
+        if (delay > 0)
+            return 0; /* let the caller recompute its timeout */
+    }
+    int32_t cnt = 0;
+    for (int i = 0; i < n; i++) {
+        uint64_t data = evs[i].data.u64;
+        uint32_t e = evs[i].events;
+        if (data == 0) {
+            /* The break eventfd. */
+            uint64_t v;
+            if (read(breakfd, &v, sizeof v) < 0 && errno != EAGAIN)
+                gort__throw("netpoll: eventfd read failed");
+            store_rel(&wakesig, 0);
+            continue;
+        }
+        struct polldesc *pd =
+            (struct polldesc *)(uintptr_t)(data & ((1ULL << 48) - 1));
+        uint32_t seq = (uint32_t)(data >> 48);
+        if ((load_relaxed(&pd->seq) & 0xffff) != seq)
+            continue; /* stale: the descriptor was closed and reused */
+        bool r = e & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR);
+        bool w = e & (EPOLLOUT | EPOLLHUP | EPOLLERR);
+        struct g *gp;
+        if (r && (gp = netpollunblock(&pd->rg, true)))
+            netpoll_collect(gp, q, &cnt);
+        if (w && (gp = netpollunblock(&pd->wg, true)))
+            netpoll_collect(gp, q, &cnt);
+    }
+    return cnt;
+}
+
+/* Queue a batch of runnable Gs globally and start an M for each idle P
+ * they can use.  Mirrors injectglist. */
+void gort__injectglist(struct gqueue *q, int32_t n)
+{
+    if (n == 0)
+        return;
+    struct m *mp = gort__getm_raw();
+    if (mp)
+        mp->locks++;
+    gort__lock(&gort__sched.lock);
+    gort__globrunqputbatch_locked(q, n);
+    int32_t idle = load_relaxed(&gort__sched.npidle);
+    gort__unlock(&gort__sched.lock);
+    for (int32_t i = 0; i < n && i < idle; i++)
+        gort__startm_idle();
+    if (mp)
+        mp->locks--;
+}
+
+/* ---------------------------------------------------------------------------
+ * Descriptors.
+ * ------------------------------------------------------------------------- */
+
+static void deadline_fire(struct gtimer *t, int64_t now)
+{
+    struct polldesc *pd = t->arg;
+    bool read = t == &pd->rt;
+    int64_t *dp = read ? &pd->rd : &pd->wd;
+    int64_t d = load_relaxed(dp);
+    if (d <= 0 || d > now)
+        return; /* moved or cleared since the timer was set */
+    store_relaxed(dp, -1);
+    struct g *gp = netpollunblock(read ? &pd->rg : &pd->wg, false);
+    if (gp) {
+        xadd_acqrel(&nwaiters, -1);
+        gort__ready(gp, false);
+    }
+}
+
+static struct polldesc *pd_get(int fd)
+{
+    /* Acquire-free: byfd changes under the lock; readers of a registered
+     * fd's entry see it since they registered it (or got it from an
+     * accept/socket call that did) before. */
+    gort__spinlock(&pollcache.lock);
+    struct polldesc *pd = fd >= 0 && fd < pollcache.nbyfd
+                              ? pollcache.byfd[fd]
+                              : NULL;
+    gort__spinunlock(&pollcache.lock);
+    return pd;
+}
+
+static int set_nonblock(int fd)
+{
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0)
+        return -errno;
+    if (!(fl & O_NONBLOCK) && fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+        return -errno;
+    return 0;
+}
+
+int gort_fd_register(int fd)
+{
+    if (fd < 0)
+        return -EBADF;
+    if (!load_acq(&gort__main_started))
+        return -EPERM;
+    int err = set_nonblock(fd);
+    if (err)
+        return err;
+    gort__spinlock(&pollcache.lock);
+    if ((err = netpollinit_locked()) != 0)
+        goto out;
+    if (fd < pollcache.nbyfd && pollcache.byfd[fd]) {
+        err = -EEXIST;
+        goto out;
+    }
+    if (fd >= pollcache.nbyfd) {
+        int n = pollcache.nbyfd ? pollcache.nbyfd : 64;
+        while (n <= fd)
+            n *= 2;
+        struct polldesc **nb = realloc(pollcache.byfd, n * sizeof *nb);
+        if (!nb) {
+            err = -ENOMEM;
+            goto out;
+        }
+        memset(nb + pollcache.nbyfd, 0,
+               (size_t)(n - pollcache.nbyfd) * sizeof *nb);
+        pollcache.byfd = nb;
+        pollcache.nbyfd = n;
+    }
+    struct polldesc *pd = pollcache.free;
+    if (pd) {
+        pollcache.free = pd->link;
+    } else {
+        if (pollcache.nall == pollcache.capall) {
+            int cap = pollcache.capall ? pollcache.capall * 2 : 64;
+            struct polldesc **na = realloc(pollcache.all, cap * sizeof *na);
+            if (!na) {
+                err = -ENOMEM;
+                goto out;
+            }
+            pollcache.all = na;
+            pollcache.capall = cap;
+        }
+        pd = calloc(1, sizeof *pd);
+        if (!pd) {
+            err = -ENOMEM;
+            goto out;
+        }
+        pollcache.all[pollcache.nall++] = pd;
+        pd->rt.arg = pd->wt.arg = pd;
+        pd->rt.f = pd->wt.f = deadline_fire;
+    }
+    pd->link = NULL;
+    pd->fd = fd;
+    store_relaxed(&pd->seq, pd->seq + 1);
+    store_relaxed(&pd->closing, 0);
+    store_relaxed(&pd->rg, PD_NIL);
+    store_relaxed(&pd->wg, PD_NIL);
+    store_relaxed(&pd->rd, 0);
+    store_relaxed(&pd->wd, 0);
+    struct epoll_event ev = {
+        .events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
+        .data.u64 = (uint64_t)(uintptr_t)pd |
+                    ((uint64_t)(pd->seq & 0xffff) << 48),
+    };
+    if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+        err = -errno;
+        pd->link = pollcache.free;
+        pollcache.free = pd;
+        goto out;
+    }
+    pollcache.byfd[fd] = pd;
+out:
+    gort__spinunlock(&pollcache.lock);
+    return err;
+}
+
+/* Close fd: waiters return -EBADF.  Mirrors poll.FD.Close with
+ * runtime_pollUnblock and runtime_pollClose. */
+static int fd_close(int fd, struct polldesc *pd)
+{
+    store_rel(&pd->closing, 1);
+    struct g *r = netpollunblock(&pd->rg, false);
+    struct g *w = netpollunblock(&pd->wg, false);
+    if (r) {
+        xadd_acqrel(&nwaiters, -1);
+        gort__ready(r, false);
+    }
+    if (w) {
+        xadd_acqrel(&nwaiters, -1);
+        gort__ready(w, false);
+    }
+    gort__gtimer_stop(&pd->rt);
+    gort__gtimer_stop(&pd->wt);
+    gort__spinlock(&pollcache.lock);
+    epoll_ctl(epfd, EPOLL_CTL_DEL, fd, NULL);
+    pollcache.byfd[fd] = NULL;
+    /* Bump now: events already queued for it are stale. */
+    store_relaxed(&pd->seq, pd->seq + 1);
+    pd->link = pollcache.free;
+    pollcache.free = pd;
+    gort__spinunlock(&pollcache.lock);
+    return close(fd) < 0 && errno != EINTR ? -errno : 0;
+}
+
+int gort__fd_close(int fd)
+{
+    struct polldesc *pd = load_acq(&inited) ? pd_get(fd) : NULL;
+    if (!pd)
+        return 1; /* not ours: the caller closes it */
+    return fd_close(fd, pd);
+}
+
+int gort_fd_set_deadline(int fd, int mode, int64_t when)
+{
+    struct polldesc *pd = load_acq(&inited) ? pd_get(fd) : NULL;
+    if (!pd)
+        return -EBADF;
+    if (mode != 'r' && mode != 'w' && mode != 'r' + 'w')
+        return -EINVAL;
+    if (when < 0)
+        return -EINVAL;
+    int64_t now = gort_nanotime();
+    for (int k = 0; k < 2; k++) {
+        int m = k == 0 ? 'r' : 'w';
+        if (mode != m && mode != 'r' + 'w')
+            continue;
+        int64_t *dp = m == 'r' ? &pd->rd : &pd->wd;
+        struct gtimer *t = m == 'r' ? &pd->rt : &pd->wt;
+        if (when == 0) {
+            store_relaxed(dp, 0);
+            gort__gtimer_stop(t);
+        } else if (when <= now) {
+            store_relaxed(dp, -1);
+            gort__gtimer_stop(t);
+            struct g *gp = netpollunblock(m == 'r' ? &pd->rg : &pd->wg,
+                                          false);
+            if (gp) {
+                xadd_acqrel(&nwaiters, -1);
+                gort__ready(gp, false);
+            }
+        } else {
+            store_relaxed(dp, when);
+            gort__gtimer_reset(t, when);
+        }
+    }
+    gort__preempt_check();
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------
+ * I/O on registered descriptors.  Each tries the call; EAGAIN parks the
+ * goroutine until the descriptor is ready.
+ * ------------------------------------------------------------------------- */
+
+#define FD_IO(pd, mode, type, call)                                            \
+    do {                                                                       \
+        for (;;) {                                                             \
+            type r_ = (call);                                                  \
+            if (r_ >= 0)                                                       \
+                return r_;                                                     \
+            int e_ = errno;                                                    \
+            if (e_ == EINTR)                                                   \
+                continue;                                                      \
+            if (e_ != EAGAIN && e_ != EWOULDBLOCK)                             \
+                return -e_;                                                    \
+            int w_ = netpollwait(pd, mode);                                    \
+            if (w_)                                                            \
+                return w_;                                                     \
+        }                                                                      \
+    } while (0)
+
+/* The pollDesc of fd for an I/O call, or NULL (use the syscall path).
+ * Fatal outside a goroutine. */
+struct polldesc *gort__fd_pd(int fd)
+{
+    if (!load_acq(&inited))
+        return NULL;
+    return pd_get(fd);
+}
+
+static int pd_err(struct polldesc *pd)
+{
+    if (load_acq(&pd->closing))
+        return -EBADF;
+    return 0;
+}
+
+long gort__fd_read(struct polldesc *pd, void *buf, size_t n)
+{
+    int e = pd_err(pd);
+    if (e)
+        return e;
+    int err = netpollcheckerr(pd, 'r');
+    if (err)
+        return err;
+    FD_IO(pd, 'r', ssize_t, read(pd->fd, buf, n));
+}
+
+long gort__fd_write(struct polldesc *pd, const void *buf, size_t n)
+{
+    /* All of it, as Go's FD.Write. */
+    size_t done = 0;
+    int err = netpollcheckerr(pd, 'w');
+    if (err)
+        return err;
+    while (done < n) {
+        ssize_t r = write(pd->fd, (const char *)buf + done, n - done);
+        if (r >= 0) {
+            done += (size_t)r;
+            continue;
+        }
+        if (errno == EINTR)
+            continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK)
+            return done > 0 ? (long)done : -errno;
+        int w = netpollwait(pd, 'w');
+        if (w)
+            return done > 0 ? (long)done : w;
+    }
+    return (long)done;
+}
+
+long gort_readv(int fd, const struct iovec *iov, int iovcnt)
+{
+    struct polldesc *pd = gort__fd_pd(fd);
+    if (!pd) {
+        gort_entersyscall();
+        ssize_t r = readv(fd, iov, iovcnt);
+        int e = r < 0 ? errno : 0;
+        gort_exitsyscall();
+        return r < 0 ? -e : r;
+    }
+    FD_IO(pd, 'r', ssize_t, readv(fd, iov, iovcnt));
+}
+
+long gort_writev(int fd, const struct iovec *iov, int iovcnt)
+{
+    struct polldesc *pd = gort__fd_pd(fd);
+    if (!pd) {
+        gort_entersyscall();
+        ssize_t r = writev(fd, iov, iovcnt);
+        int e = r < 0 ? errno : 0;
+        gort_exitsyscall();
+        return r < 0 ? -e : r;
+    }
+    FD_IO(pd, 'w', ssize_t, writev(fd, iov, iovcnt));
+}
+
+int gort_socket(int domain, int type, int protocol)
+{
+    int fd = socket(domain, type | SOCK_NONBLOCK | SOCK_CLOEXEC, protocol);
+    if (fd < 0)
+        return -errno;
+    int err = gort_fd_register(fd);
+    if (err) {
+        close(fd);
+        return err;
+    }
+    return fd;
+}
+
+int gort_pipe(int fds[2])
+{
+    if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) < 0)
+        return -errno;
+    int err = gort_fd_register(fds[0]);
+    if (!err && (err = gort_fd_register(fds[1])) != 0)
+        gort_close(fds[0]);
+    if (err) {
+        close(fds[1]);
+        if (gort__fd_pd(fds[0]) == NULL)
+            close(fds[0]);
+        return err;
+    }
+    return 0;
+}
+
+int gort_accept(int fd, struct sockaddr *addr, unsigned *addrlen)
+{
+    struct polldesc *pd = gort__fd_pd(fd);
+    if (!pd)
+        return -EBADF;
+    for (;;) {
+        socklen_t len = addrlen ? (socklen_t)*addrlen : 0;
+        int nfd = accept4(fd, addr, addrlen ? &len : NULL,
+                          SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (nfd >= 0) {
+            if (addrlen)
+                *addrlen = (unsigned)len;
+            int err = gort_fd_register(nfd);
+            if (err) {
+                close(nfd);
+                return err;
+            }
+            return nfd;
+        }
+        int e = errno;
+        if (e == EINTR || e == ECONNABORTED)
+            continue;
+        if (e != EAGAIN && e != EWOULDBLOCK)
+            return -e;
+        int w = netpollwait(pd, 'r');
+        if (w)
+            return w;
+    }
+}
+
+int gort_connect(int fd, const struct sockaddr *addr, unsigned addrlen,
+                 int64_t timeout_ns)
+{
+    struct polldesc *pd = gort__fd_pd(fd);
+    if (!pd)
+        return -EBADF;
+    int r;
+    while ((r = connect(fd, addr, (socklen_t)addrlen)) < 0 && errno == EINTR)
+        ;
+    if (r == 0)
+        return 0;
+    if (errno != EINPROGRESS)
+        return -errno;
+    if (timeout_ns > 0)
+        gort_fd_set_deadline(fd, 'w', gort_nanotime() + timeout_ns);
+    int err;
+    for (;;) {
+        err = netpollwait(pd, 'w');
+        if (err)
+            break;
+        int soerr = 0;
+        socklen_t len = sizeof soerr;
+        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len) < 0) {
+            err = -errno;
+            break;
+        }
+        if (soerr == EINPROGRESS || soerr == EALREADY || soerr == EINTR)
+            continue;
+        err = -soerr;
+        break;
+    }
+    if (timeout_ns > 0)
+        gort_fd_set_deadline(fd, 'w', 0);
+    return err;
+}
+
+long gort_sendto(int fd, const void *buf, size_t n, int flags,
+                 const struct sockaddr *to, unsigned tolen)
+{
+    struct polldesc *pd = gort__fd_pd(fd);
+    if (!pd)
+        return -EBADF;
+    FD_IO(pd, 'w', ssize_t,
+          sendto(fd, buf, n, flags | MSG_DONTWAIT, to, (socklen_t)tolen));
+}
+
+long gort_recvfrom(int fd, void *buf, size_t n, int flags,
+                   struct sockaddr *from, unsigned *fromlen)
+{
+    struct polldesc *pd = gort__fd_pd(fd);
+    if (!pd)
+        return -EBADF;
+    for (;;) {
+        socklen_t len = fromlen ? (socklen_t)*fromlen : 0;
+        ssize_t r = recvfrom(fd, buf, n, flags | MSG_DONTWAIT, from,
+                             fromlen ? &len : NULL);
+        if (r >= 0) {
+            if (fromlen)
+                *fromlen = (unsigned)len;
+            return r;
+        }
+        int e = errno;
+        if (e == EINTR)
+            continue;
+        if (e != EAGAIN && e != EWOULDBLOCK)
+            return -e;
+        int w = netpollwait(pd, 'r');
+        if (w)
+            return w;
+    }
+}
+
+int gort_shutdown(int fd, int how)
+{
+    return shutdown(fd, how) < 0 ? -errno : 0;
+}
