@@ -43,6 +43,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -199,10 +200,37 @@ static int netpollcheckerr(struct polldesc *pd, int mode)
     return 0;
 }
 
+/* A thread gort did not create has no goroutine to park: it waits in
+ * poll(2) itself, in slices, so that deadlines and closes are seen. */
+static int netpollwait_foreign(struct polldesc *pd, int mode)
+{
+    struct pollfd pfd = {.fd = pd->fd,
+                         .events = mode == 'r' ? POLLIN : POLLOUT};
+    for (;;) {
+        int err = netpollcheckerr(pd, mode);
+        if (err)
+            return err;
+        int r = poll(&pfd, 1, 10);
+        if (r > 0)
+            return 0;
+        if (r < 0 && errno != EINTR)
+            return -errno;
+        /* A deadline passes on the timer of some P: look at the clock too. */
+        int64_t d = load_relaxed(mode == 'r' ? &pd->rd : &pd->wd);
+        if (d > 0 && gort_nanotime() >= d)
+            return -ETIMEDOUT;
+    }
+}
+
 /* Wait until pd is ready for mode, or an error.  0 when ready.  Mirrors
  * poll_runtime_pollWait. */
 static int netpollwait(struct polldesc *pd, int mode)
 {
+    struct m *mp = gort__getm();
+    if (GORT_UNLIKELY(!mp || !mp->curg))
+        gort__fatal("I/O on a registered descriptor outside gort_main");
+    if (GORT_UNLIKELY(mp->curg->foreign))
+        return netpollwait_foreign(pd, mode);
     uintptr_t *gpp = mode == 'r' ? &pd->rg : &pd->wg;
     for (;;) {
         int err = netpollcheckerr(pd, mode);

@@ -14,6 +14,7 @@
 
 #include <gort.h>
 
+#include <dirent.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -94,6 +95,19 @@ static inline uint64_t xorshift(uint64_t *s)
     x ^= x >> 7;
     x ^= x << 17;
     return *s = x;
+}
+
+/* Threads of this process: the entries of /proc/self/task. */
+static inline int count_threads(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    CHECK(d != NULL);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
 }
 
 /* ---------------------------------------------------------------------------

@@ -442,18 +442,6 @@ static int tb_entered;
 static int64_t tb_got;
 static gort_waitgroup tb_wg;
 
-static int count_tasks(void)
-{
-    DIR *d = opendir("/proc/self/task");
-    CHECK(d != NULL);
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)))
-        n += e->d_name[0] != '.';
-    closedir(d);
-    return n;
-}
-
 static void tb_reader(void *arg)
 {
     int i = (int)(intptr_t)arg;
@@ -485,7 +473,7 @@ static int tb_round(int round)
      * give the last ones a moment and take the peak. */
     int peak = 0;
     for (int k = 0; k < 20; k++) {
-        int n = count_tasks();
+        int n = count_threads();
         if (n > peak)
             peak = n;
         gort_sleep(5 * MS);
@@ -507,10 +495,10 @@ static void tb_main(void *arg)
 {
     (void)arg;
     int procs = gort_gomaxprocs(0);
-    int base = count_tasks();
+    int base = count_threads();
     int peak1 = tb_round(1);
     gort_sleep(50 * MS);
-    int after = count_tasks();
+    int after = count_threads();
     int peak2 = tb_round(2);
     fprintf(stderr, "threads: %d at start, peak %d, %d between rounds, "
                     "peak %d in round 2 (procs %d)\n",

@@ -1,0 +1,322 @@
+/*
+ * test_netpoll.c - the network poller: goroutines wait for descriptors in
+ * IO wait, not in threads.
+ *
+ *   pipe_readers           100 goroutines reading empty pipes add at most 2
+ *                          threads; each gets what is written to it
+ *   echo_many              a loopback TCP echo server with a goroutine per
+ *                          connection and many clients doing round trips:
+ *                          every byte right, threads <= GOMAXPROCS + 5
+ *   read_deadline          a read on a silent connection ends with
+ *                          -ETIMEDOUT within twice its deadline; a later
+ *                          deadline re-arms reads
+ *   close_wakes_reader     gort_close from another goroutine wakes a parked
+ *                          reader with -EBADF
+ *   io_wait_dump           a parked reader shows "[IO wait" in the dump
+ *   bad_input              errors for unregistered and bad descriptors
+ */
+#include "test_util.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* ---------------------------------------------------------------------------
+ * pipe_readers
+ * ------------------------------------------------------------------------- */
+
+#define PR_N 100
+static int pr_fds[PR_N][2];
+static gort_waitgroup pr_wg;
+static int pr_ok;
+
+static void pr_reader(void *arg)
+{
+    int i = (int)(intptr_t)arg;
+    char buf[16];
+    long n = gort_read(pr_fds[i][0], buf, sizeof buf);
+    if (n == 4 && memcmp(buf, &i, 4) == 0)
+        __atomic_add_fetch(&pr_ok, 1, __ATOMIC_RELAXED);
+    gort_waitgroup_done(&pr_wg);
+}
+
+static void pr_main(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < PR_N; i++)
+        CHECK_EQ(gort_pipe(pr_fds[i]), 0);
+    gort_sleep(20 * 1000 * 1000); /* let the runtime's threads settle */
+    int before = count_threads();
+    gort_waitgroup_add(&pr_wg, PR_N);
+    for (int i = 0; i < PR_N; i++)
+        CHECK(gort_go(pr_reader, (void *)(intptr_t)i) > 0);
+    gort_sleep(100 * 1000 * 1000);
+    int during = count_threads();
+    say("threads: before %d, with %d readers parked %d\n", before, PR_N,
+        during);
+    CHECK(during <= before + 2);
+    for (int i = 0; i < PR_N; i++)
+        CHECK_EQ(gort_write(pr_fds[i][1], &i, 4), 4);
+    gort_waitgroup_wait(&pr_wg);
+    CHECK_EQ(pr_ok, PR_N);
+    for (int i = 0; i < PR_N; i++) {
+        CHECK_EQ(gort_close(pr_fds[i][0]), 0);
+        CHECK_EQ(gort_close(pr_fds[i][1]), 0);
+    }
+}
+
+TEST(pipe_readers)
+{
+    run_main(pr_main, NULL);
+}
+
+/* ---------------------------------------------------------------------------
+ * echo_many
+ * ------------------------------------------------------------------------- */
+
+static int em_conns = 10000;
+#define EM_ROUNDS 5
+static int em_lfd;
+static struct sockaddr_in em_addr;
+static gort_waitgroup em_wg;
+static int64_t em_ok, em_bad;
+static int em_maxthreads;
+
+static void em_serve(void *arg)
+{
+    int fd = (int)(intptr_t)arg;
+    char buf[256];
+    for (;;) {
+        long n = gort_read(fd, buf, sizeof buf);
+        if (n <= 0)
+            break;
+        if (gort_write(fd, buf, (size_t)n) != n)
+            break;
+    }
+    gort_close(fd);
+}
+
+static void em_accept(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        int fd = gort_accept(em_lfd, NULL, NULL);
+        if (fd < 0)
+            break; /* closed at the end */
+        CHECK(gort_go(em_serve, (void *)(intptr_t)fd) > 0);
+    }
+}
+
+static void em_client(void *arg)
+{
+    int id = (int)(intptr_t)arg;
+    int fd = gort_socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0 ||
+        gort_connect(fd, (struct sockaddr *)&em_addr, sizeof em_addr,
+                     10LL * 1000 * 1000 * 1000) != 0) {
+        __atomic_add_fetch(&em_bad, 1, __ATOMIC_RELAXED);
+        if (fd >= 0)
+            gort_close(fd);
+        gort_waitgroup_done(&em_wg);
+        return;
+    }
+    for (int r = 0; r < EM_ROUNDS; r++) {
+        char out[64], in[64];
+        int len = snprintf(out, sizeof out, "conn %d round %d", id, r);
+        if (gort_write(fd, out, (size_t)len) != len) {
+            __atomic_add_fetch(&em_bad, 1, __ATOMIC_RELAXED);
+            break;
+        }
+        int got = 0;
+        while (got < len) {
+            long n = gort_read(fd, in + got, (size_t)(len - got));
+            if (n <= 0)
+                break;
+            got += (int)n;
+        }
+        if (got == len && memcmp(in, out, (size_t)len) == 0)
+            __atomic_add_fetch(&em_ok, 1, __ATOMIC_RELAXED);
+        else
+            __atomic_add_fetch(&em_bad, 1, __ATOMIC_RELAXED);
+    }
+    int t = count_threads();
+    int m = __atomic_load_n(&em_maxthreads, __ATOMIC_RELAXED);
+    while (t > m && !__atomic_compare_exchange_n(&em_maxthreads, &m, t, false,
+                                                 __ATOMIC_RELAXED,
+                                                 __ATOMIC_RELAXED))
+        ;
+    gort_close(fd);
+    gort_waitgroup_done(&em_wg);
+}
+
+static void em_main(void *arg)
+{
+    (void)arg;
+    em_lfd = gort_socket(AF_INET, SOCK_STREAM, 0);
+    CHECK(em_lfd >= 0);
+    int one = 1;
+    setsockopt(em_lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    em_addr.sin_family = AF_INET;
+    em_addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    em_addr.sin_port = 0;
+    CHECK_EQ(bind(em_lfd, (struct sockaddr *)&em_addr, sizeof em_addr), 0);
+    socklen_t len = sizeof em_addr;
+    CHECK_EQ(getsockname(em_lfd, (struct sockaddr *)&em_addr, &len), 0);
+    CHECK_EQ(listen(em_lfd, 4096), 0);
+    CHECK(gort_go(em_accept, NULL) > 0);
+    gort_waitgroup_add(&em_wg, em_conns);
+    /* Connect in waves, so that the listen backlog is never the limit. */
+    for (int i = 0; i < em_conns; i++) {
+        CHECK(gort_go(em_client, (void *)(intptr_t)i) > 0);
+        if (i % 500 == 499)
+            gort_sleep(5 * 1000 * 1000);
+    }
+    gort_waitgroup_wait(&em_wg);
+    say("connections %d, round trips ok %lld, bad %lld, max threads %d "
+        "(GOMAXPROCS %d)\n", em_conns, (long long)em_ok, (long long)em_bad,
+        em_maxthreads, gort_gomaxprocs(0));
+    CHECK_EQ(em_bad, 0);
+    CHECK_EQ(em_ok, (int64_t)em_conns * EM_ROUNDS);
+    CHECK(em_maxthreads <= gort_gomaxprocs(0) + 5);
+    gort_close(em_lfd); /* ends em_accept */
+    gort_sleep(10 * 1000 * 1000);
+}
+
+TEST(echo_many)
+{
+    /* Two descriptors a connection, plus room. */
+    struct rlimit rl;
+    CHECK_EQ(getrlimit(RLIMIT_NOFILE, &rl), 0);
+    rlim_t want = (rlim_t)em_conns * 2 + 256;
+    if (rl.rlim_cur < want) {
+        rl.rlim_cur = rl.rlim_max < want ? rl.rlim_max : want;
+        setrlimit(RLIMIT_NOFILE, &rl);
+        getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    if (rl.rlim_cur < want) {
+        em_conns = (int)((rl.rlim_cur - 256) / 2);
+        fprintf(stderr, "echo_many: descriptor limit %llu: %d connections\n",
+                (unsigned long long)rl.rlim_cur, em_conns);
+    }
+    run_main(em_main, NULL);
+}
+
+/* ---------------------------------------------------------------------------
+ * read_deadline, close_wakes_reader, io_wait_dump
+ * ------------------------------------------------------------------------- */
+
+static int rd_fds[2];
+
+static void rd_main(void *arg)
+{
+    (void)arg;
+    int sv[2];
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    CHECK_EQ(gort_fd_register(sv[0]), 0);
+    CHECK_EQ(gort_fd_register(sv[1]), 0);
+    CHECK_EQ(gort_fd_register(sv[0]), -EEXIST);
+    char c;
+    int64_t t0 = gort_nanotime();
+    CHECK_EQ(gort_fd_set_deadline(sv[0], 'r', t0 + 50 * 1000 * 1000), 0);
+    CHECK_EQ(gort_read(sv[0], &c, 1), -ETIMEDOUT);
+    int64_t took = gort_nanotime() - t0;
+    say("read with a 50 ms deadline returned after %.1f ms\n", took / 1e6);
+    CHECK(took >= 49 * 1000 * 1000);
+    CHECK(took <= 100 * 1000 * 1000);
+    /* Expired: at once. */
+    CHECK_EQ(gort_read(sv[0], &c, 1), -ETIMEDOUT);
+    /* Cleared: data flows again. */
+    CHECK_EQ(gort_fd_set_deadline(sv[0], 'r', 0), 0);
+    CHECK_EQ(gort_write(sv[1], "z", 1), 1);
+    CHECK_EQ(gort_read(sv[0], &c, 1), 1);
+    CHECK_EQ(c, 'z');
+    /* A write deadline leaves reads alone. */
+    CHECK_EQ(gort_fd_set_deadline(sv[0], 'w', gort_nanotime() - 1), 0);
+    CHECK_EQ(gort_write(sv[0], "q", 1), -ETIMEDOUT);
+    CHECK_EQ(gort_write(sv[1], "y", 1), 1);
+    CHECK_EQ(gort_read(sv[0], &c, 1), 1);
+    CHECK_EQ(gort_close(sv[0]), 0);
+    CHECK_EQ(gort_close(sv[1]), 0);
+}
+
+TEST(read_deadline)
+{
+    run_main(rd_main, NULL);
+}
+
+static long cw_result = 1;
+static gort_waitgroup cw_wg;
+
+static void cw_reader(void *arg)
+{
+    (void)arg;
+    char c;
+    cw_result = gort_read(rd_fds[0], &c, 1);
+    gort_waitgroup_done(&cw_wg);
+}
+
+static void cw_main(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(gort_pipe(rd_fds), 0);
+    gort_waitgroup_add(&cw_wg, 1);
+    CHECK(gort_go(cw_reader, NULL) > 0);
+    gort_sleep(20 * 1000 * 1000);
+    CHECK_EQ(cw_result, 1); /* still parked */
+    CHECK_EQ(gort_close(rd_fds[0]), 0);
+    gort_waitgroup_wait(&cw_wg);
+    CHECK_EQ(cw_result, -EBADF);
+    CHECK_EQ(gort_close(rd_fds[1]), 0);
+}
+
+TEST(close_wakes_reader)
+{
+    run_main(cw_main, NULL);
+}
+
+static void dump_main(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(gort_pipe(rd_fds), 0);
+    gort_waitgroup_add(&cw_wg, 1);
+    CHECK(gort_go(cw_reader, NULL) > 0);
+    gort_sleep(20 * 1000 * 1000);
+    char *dump = dump_text();
+    CHECK_STR_CONTAINS(dump, "[IO wait");
+    free(dump);
+    CHECK_EQ(gort_write(rd_fds[1], "k", 1), 1);
+    gort_waitgroup_wait(&cw_wg);
+    CHECK_EQ(cw_result, 1);
+    gort_close(rd_fds[0]);
+    gort_close(rd_fds[1]);
+}
+
+TEST(io_wait_dump)
+{
+    run_main(dump_main, NULL);
+}
+
+static void bad_main(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(gort_fd_register(-1), -EBADF);
+    CHECK_EQ(gort_fd_set_deadline(12345, 'r', 0), -EBADF);
+    int fds[2];
+    CHECK_EQ(gort_pipe(fds), 0);
+    CHECK_EQ(gort_fd_set_deadline(fds[0], 'x', 0), -EINVAL);
+    CHECK_EQ(gort_fd_set_deadline(fds[0], 'r', -5), -EINVAL);
+    CHECK_EQ(gort_accept(fds[0], NULL, NULL), -ENOTSOCK);
+    CHECK_EQ(gort_close(fds[0]), 0);
+    CHECK_EQ(gort_close(fds[1]), 0);
+    CHECK_EQ(gort_close(fds[1]), -EBADF); /* closed already */
+}
+
+TEST(bad_input)
+{
+    run_main(bad_main, NULL);
+}
