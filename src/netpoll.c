@@ -371,17 +371,16 @@ static void deadline_fire(struct gtimer *t, int64_t now)
     }
 }
 
+/* fd's pollDesc, without a lock: every read and write looks it up.  The
+ * table only grows; a replaced one is retired, not freed, so a reader
+ * holding it still reads valid (if stale) entries. */
 static struct polldesc *pd_get(int fd)
 {
-    /* Acquire-free: byfd changes under the lock; readers of a registered
-     * fd's entry see it since they registered it (or got it from an
-     * accept/socket call that did) before. */
-    gort__spinlock(&pollcache.lock);
-    struct polldesc *pd = fd >= 0 && fd < pollcache.nbyfd
-                              ? pollcache.byfd[fd]
-                              : NULL;
-    gort__spinunlock(&pollcache.lock);
-    return pd;
+    /* Acquire: pairs with the release stores in gort_fd_register (the
+     * count after the table, each entry after its pollDesc is set up). */
+    int n = load_acq(&pollcache.nbyfd);
+    struct polldesc **t = load_acq(&pollcache.byfd);
+    return fd >= 0 && fd < n ? load_acq(&t[fd]) : NULL;
 }
 
 static int set_nonblock(int fd)
@@ -414,15 +413,22 @@ int gort_fd_register(int fd)
         int n = pollcache.nbyfd ? pollcache.nbyfd : 64;
         while (n <= fd)
             n *= 2;
-        struct polldesc **nb = realloc(pollcache.byfd, n * sizeof *nb);
+        struct polldesc **nb = malloc(n * sizeof *nb);
         if (!nb) {
             err = -ENOMEM;
             goto out;
         }
         memset(nb + pollcache.nbyfd, 0,
                (size_t)(n - pollcache.nbyfd) * sizeof *nb);
-        pollcache.byfd = nb;
-        pollcache.nbyfd = n;
+        if (pollcache.byfd)
+            memcpy(nb, pollcache.byfd,
+                   (size_t)pollcache.nbyfd * sizeof *nb);
+        if (pollcache.byfd)
+            gort__retire(pollcache.byfd);
+        /* Release, table first: a reader that sees the new count sees
+         * the new table. */
+        store_rel(&pollcache.byfd, nb);
+        store_rel(&pollcache.nbyfd, n);
     }
     struct polldesc *pd = pollcache.free;
     if (pd) {
@@ -466,7 +472,8 @@ int gort_fd_register(int fd)
         pollcache.free = pd;
         goto out;
     }
-    pollcache.byfd[fd] = pd;
+    /* Release: publishes the pollDesc's set-up to pd_get. */
+    store_rel(&pollcache.byfd[fd], pd);
 out:
     gort__spinunlock(&pollcache.lock);
     return err;
@@ -491,7 +498,7 @@ static int fd_close(int fd, struct polldesc *pd)
     gort__gtimer_stop(&pd->wt);
     gort__spinlock(&pollcache.lock);
     epoll_ctl(epfd, EPOLL_CTL_DEL, fd, NULL);
-    pollcache.byfd[fd] = NULL;
+    store_rel(&pollcache.byfd[fd], NULL);
     /* Bump now: events already queued for it are stale. */
     store_relaxed(&pd->seq, pd->seq + 1);
     pd->link = pollcache.free;

@@ -2185,6 +2185,8 @@ struct retired {
     void *mem;
 };
 static struct retired *retired;
+static gort_lock retired_lock; /* a leaf: taken under allplock or the
+                                  poll cache's lock */
 
 void gort__retire(void *mem)
 {
@@ -2192,8 +2194,10 @@ void gort__retire(void *mem)
     if (!r)
         gort__fatal("out of memory retiring an array");
     r->mem = mem;
+    gort__spinlock(&retired_lock);
     r->next = retired;
     retired = r;
+    gort__spinunlock(&retired_lock);
 }
 
 static void retired_free(void)

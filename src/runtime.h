@@ -36,6 +36,8 @@
  *     5. gort__allglock           the all-G table
  *     6. stack pool lock          the global stack pool and arenas (stack.c)
  *     7. preempt.c's ranges lock  gort_preempt_allow_object; a leaf
+ *     -  netpoll.c's poll cache lock is held with no other runtime lock
+ *        but the retired-array lock (proc.c), a leaf below it
  *     -  the schedtrace print lock (debug.c) is taken before 2.
  *
  *   A lock may be held across a context switch only on the same M: park
