@@ -40,6 +40,7 @@
 
 static struct sigaction old_segv, old_bus;
 static bool signals_installed;
+static sigset_t initmask; /* the gort_main thread's mask at start */
 
 int32_t gort__gettid(void)
 {
@@ -120,10 +121,19 @@ int gort__minit(struct m *mp)
         }
         pthread_attr_destroy(&attr);
     }
-    sigset_t none;
-    sigemptyset(&none);
-    if (!mp->is_m0)
-        pthread_sigmask(SIG_SETMASK, &none, NULL);
+    if (!mp->is_m0) {
+        /* Go's initSigmask: the runtime's threads block what the thread
+         * that called gort_main blocked (so that a program reading
+         * signals from a signalfd, or with sigwait, gets them), except
+         * the signals the runtime itself needs. */
+        sigset_t set = initmask;
+        sigdelset(&set, SIGURG);
+        sigdelset(&set, SIGSEGV);
+        sigdelset(&set, SIGBUS);
+        sigdelset(&set, SIGFPE);
+        sigdelset(&set, SIGILL);
+        pthread_sigmask(SIG_SETMASK, &set, NULL);
+    }
     return 0;
 }
 
@@ -175,6 +185,7 @@ static void fault_handler(int sig, siginfo_t *info, void *uctx)
 
 int gort__signals_install(void)
 {
+    pthread_sigmask(SIG_SETMASK, NULL, &initmask);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = fault_handler;
