@@ -12,6 +12,10 @@
  *                          deadline re-arms reads
  *   close_wakes_reader     gort_close from another goroutine wakes a parked
  *                          reader with -EBADF
+ *   echo_server            examples/echo in its own process, 10,000
+ *                          concurrent connections from this one: every
+ *                          byte right, server threads <= GOMAXPROCS + 5,
+ *                          exit 0 on SIGTERM
  *   io_wait_dump           a parked reader shows "[IO wait" in the dump
  *   bad_input              errors for unregistered and bad descriptors
  */
@@ -319,4 +323,134 @@ static void bad_main(void *arg)
 TEST(bad_input)
 {
     run_main(bad_main, NULL);
+}
+
+/* ---------------------------------------------------------------------------
+ * echo_server: build/examples/echo in its own process (its own descriptor
+ * table), 10,000 concurrent loopback connections from this one, each
+ * doing round trips: every byte right, and the server's threads stay at
+ * or below GOMAXPROCS + 5.  Then SIGTERM: it exits 0.
+ * ------------------------------------------------------------------------- */
+
+#include <signal.h>
+#include <sys/wait.h>
+
+static int es_server_pid;
+static int es_conns = 10000;
+static int es_maxthreads;
+static int es_stop;
+#define ES_PROCS 2
+
+static int threads_of(int pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+static void es_watch(void *arg)
+{
+    (void)arg;
+    while (!__atomic_load_n(&es_stop, __ATOMIC_RELAXED)) {
+        int t = threads_of(es_server_pid);
+        if (t > es_maxthreads)
+            es_maxthreads = t;
+        gort_sleep(20 * 1000 * 1000);
+    }
+}
+
+static void es_main(void *arg)
+{
+    (void)arg;
+    gort_waitgroup_add(&em_wg, es_conns);
+    CHECK(gort_go(es_watch, NULL) > 0);
+    for (int i = 0; i < es_conns; i++) {
+        CHECK(gort_go(em_client, (void *)(intptr_t)i) > 0);
+        if (i % 500 == 499)
+            gort_sleep(5 * 1000 * 1000);
+    }
+    gort_waitgroup_wait(&em_wg);
+    __atomic_store_n(&es_stop, 1, __ATOMIC_RELAXED);
+    gort_sleep(30 * 1000 * 1000); /* es_watch has stopped */
+    int server_threads = es_maxthreads;
+    gort_sleep(30 * 1000 * 1000);
+    say("connections %d, round trips ok %lld, bad %lld, server threads at "
+        "most %d (its GOMAXPROCS %d)\n", es_conns, (long long)em_ok,
+        (long long)em_bad, server_threads, ES_PROCS);
+    CHECK_EQ(em_bad, 0);
+    CHECK_EQ(em_ok, (int64_t)es_conns * EM_ROUNDS);
+    CHECK(server_threads > 0);
+    CHECK(server_threads <= ES_PROCS + 5);
+}
+
+TEST(echo_server)
+{
+    const char *dir = getenv("GORT_EXAMPLES_DIR");
+    if (!dir || getenv("GORT_TEST_EMULATOR")) {
+        fprintf(stderr, "echo_server: skipped (%s)\n",
+                dir ? "under an emulator" : "examples not built");
+        return;
+    }
+    struct rlimit rl;
+    CHECK_EQ(getrlimit(RLIMIT_NOFILE, &rl), 0);
+    rlim_t want = (rlim_t)es_conns + 256;
+    if (rl.rlim_cur < want) {
+        rl.rlim_cur = rl.rlim_max < want ? rl.rlim_max : want;
+        setrlimit(RLIMIT_NOFILE, &rl); /* the child inherits it */
+        getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    if (rl.rlim_cur < want) {
+        es_conns = (int)(rl.rlim_cur - 256);
+        fprintf(stderr, "echo_server: descriptor limit %llu: %d "
+                        "connections\n", (unsigned long long)rl.rlim_cur,
+                es_conns);
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/echo", dir);
+    int out[2];
+    CHECK_EQ(pipe(out), 0);
+    int pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        dup2(out[1], 1);
+        close(out[0]);
+        close(out[1]);
+        execl(path, "echo", "-addr", "127.0.0.1:0", "-procs", "2",
+              (char *)NULL);
+        _exit(127);
+    }
+    close(out[1]);
+    es_server_pid = pid;
+    char line[256];
+    int len = 0;
+    while (len < (int)sizeof line - 1) {
+        ssize_t n = read(out[0], line + len, 1);
+        if (n <= 0 || line[len] == '\n')
+            break;
+        len++;
+    }
+    line[len] = 0;
+    fprintf(stderr, "server said: %s\n", line);
+    const char *colon = strrchr(line, ':');
+    CHECK(colon != NULL);
+    int port = atoi(colon + 1);
+    CHECK(port > 0);
+    em_addr.sin_family = AF_INET;
+    em_addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    em_addr.sin_port = htons((uint16_t)port);
+    run_main(es_main, NULL);
+    CHECK_EQ(kill(pid, SIGTERM), 0);
+    int status;
+    CHECK_EQ(waitpid(pid, &status, 0), pid);
+    close(out[0]);
+    CHECK(WIFEXITED(status));
+    CHECK_EQ(WEXITSTATUS(status), 0);
 }
