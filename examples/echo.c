@@ -5,248 +5,27 @@
  *
  * Listens on -addr (default 127.0.0.1:7007), logs one line when it does,
  * and writes back whatever each client sends.  A connection idle for
- * -idle seconds (default 60) is closed.  When accept runs out of file
- * descriptors it backs off (5 ms, doubling to 1 s) instead of spinning.
- * SIGINT or SIGTERM stops it cleanly: the listener closes, every open
- * connection is closed (its goroutine wakes with an error), and the
- * program exits 0 once all connection goroutines are done.
- *
- * The waiting is all in the network poller: ten thousand idle clients
- * cost ten thousand parked goroutines and a handful of threads.
+ * -idle seconds (default 60) is closed; SIGINT/SIGTERM stop it cleanly
+ * (server.c).  All the waiting is in the network poller: ten thousand
+ * idle clients cost ten thousand parked goroutines and a handful of
+ * threads.
  */
-#include <gort.h>
+#include "server.h"
 
-#include <arpa/inet.h>
-#include <errno.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <pthread.h>
-#include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/signalfd.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-static const char *addr = "127.0.0.1:7007";
-static int procs;
-static int64_t idle_ns = 60LL * 1000 * 1000 * 1000;
-
-static int lfd = -1;
-static gort_mutex conns_mu;
-static int *conns;          /* open connection fds; under conns_mu */
-static int nconns, capconns;
-static int stopping;        /* under conns_mu */
-static gort_waitgroup conns_wg;
-
-static int parse_addr(const char *s, struct sockaddr_in *sa)
+static void serve(int fd)
 {
-    const char *colon = strrchr(s, ':');
-    if (!colon)
-        return -1;
-    char host[256];
-    size_t hl = (size_t)(colon - s);
-    if (hl >= sizeof host)
-        return -1;
-    memcpy(host, s, hl);
-    host[hl] = 0;
-    char *end;
-    long port = strtol(colon + 1, &end, 10);
-    if (*end || port < 0 || port > 65535)
-        return -1;
-    memset(sa, 0, sizeof *sa);
-    sa->sin_family = AF_INET;
-    sa->sin_port = htons((uint16_t)port);
-    if (hl == 0 || !strcmp(host, "0.0.0.0"))
-        sa->sin_addr.s_addr = htonl(INADDR_ANY);
-    else if (inet_pton(AF_INET, host, &sa->sin_addr) != 1)
-        return -1;
-    return 0;
-}
-
-static bool track(int fd, bool add)
-{
-    gort_mutex_lock(&conns_mu);
-    bool ok = true;
-    if (add) {
-        if (stopping) {
-            ok = false;
-        } else {
-            if (nconns == capconns) {
-                int cap = capconns ? capconns * 2 : 256;
-                int *n = realloc(conns, (size_t)cap * sizeof *n);
-                if (!n) {
-                    ok = false;
-                    goto out;
-                }
-                conns = n;
-                capconns = cap;
-            }
-            conns[nconns++] = fd;
-        }
-    } else {
-        for (int i = 0; i < nconns; i++)
-            if (conns[i] == fd) {
-                conns[i] = conns[--nconns];
-                break;
-            }
-    }
-out:
-    gort_mutex_unlock(&conns_mu);
-    return ok;
-}
-
-static void serve(void *arg)
-{
-    int fd = (int)(intptr_t)arg;
     char buf[16384];
     for (;;) {
-        gort_fd_set_deadline(fd, 'r', gort_nanotime() + idle_ns);
-        long n = gort_read(fd, buf, sizeof buf);
+        long n = server_read(fd, buf, sizeof buf);
         if (n <= 0)
-            break; /* EOF, error, idle deadline, or closed at shutdown */
+            return; /* EOF, error, idle deadline, or shutdown */
         if (gort_write(fd, buf, (size_t)n) != n)
-            break;
+            return;
     }
-    /* At shutdown the stopper closes it (it is still listed). */
-    gort_mutex_lock(&conns_mu);
-    bool mine = !stopping;
-    gort_mutex_unlock(&conns_mu);
-    if (mine) {
-        track(fd, false);
-        gort_close(fd);
-    }
-    gort_waitgroup_done(&conns_wg);
-}
-
-static void acceptor(void *arg)
-{
-    (void)arg;
-    int64_t backoff_ns = 0;
-    for (;;) {
-        int fd = gort_accept(lfd, NULL, NULL);
-        if (fd == -EMFILE || fd == -ENFILE || fd == -ENOBUFS ||
-            fd == -ENOMEM) {
-            /* Out of descriptors or memory: wait for connections to
-             * close instead of spinning on accept. */
-            backoff_ns = backoff_ns ? backoff_ns * 2 : 5 * 1000 * 1000;
-            if (backoff_ns > 1000 * 1000 * 1000)
-                backoff_ns = 1000 * 1000 * 1000;
-            fprintf(stderr, "echo: accept: %s; retrying in %lld ms\n",
-                    strerror(-fd), (long long)(backoff_ns / 1000000));
-            gort_sleep(backoff_ns);
-            continue;
-        }
-        if (fd < 0)
-            return; /* the listener was closed: shutting down */
-        backoff_ns = 0;
-        int one = 1;
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        gort_waitgroup_add(&conns_wg, 1);
-        if (!track(fd, true) || gort_go(serve, (void *)(intptr_t)fd) < 0) {
-            track(fd, false);
-            gort_close(fd);
-            gort_waitgroup_done(&conns_wg);
-        }
-    }
-}
-
-/* Wait for SIGINT/SIGTERM on a signalfd, through the poller. */
-static int wait_signal(void)
-{
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    int sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
-    if (sfd < 0 || gort_fd_register(sfd) != 0)
-        return -1;
-    struct signalfd_siginfo si;
-    long n = gort_read(sfd, &si, sizeof si);
-    gort_close(sfd);
-    return n == (long)sizeof si ? (int)si.ssi_signo : -1;
-}
-
-static void echo_main(void *arg)
-{
-    (void)arg;
-    if (procs > 0)
-        gort_gomaxprocs(procs);
-    struct sockaddr_in sa;
-    if (parse_addr(addr, &sa) != 0) {
-        fprintf(stderr, "echo: bad -addr '%s': expected HOST:PORT, e.g. "
-                        "127.0.0.1:7007\n", addr);
-        exit(2);
-    }
-    lfd = gort_socket(AF_INET, SOCK_STREAM, 0);
-    int one = 1;
-    if (lfd < 0 ||
-        setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
-        bind(lfd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
-        listen(lfd, 4096) < 0) {
-        fprintf(stderr, "echo: cannot listen on %s: %s\n", addr,
-                strerror(lfd < 0 ? -lfd : errno));
-        exit(1);
-    }
-    socklen_t len = sizeof sa;
-    getsockname(lfd, (struct sockaddr *)&sa, &len);
-    char host[64];
-    inet_ntop(AF_INET, &sa.sin_addr, host, sizeof host);
-    printf("echo: listening on %s:%d (GOMAXPROCS %d)\n", host,
-           ntohs(sa.sin_port), gort_gomaxprocs(0));
-    fflush(stdout);
-    gort_go(acceptor, NULL);
-    int sig = wait_signal();
-    fprintf(stderr, "echo: %s, shutting down\n",
-            sig > 0 ? strsignal(sig) : "signal wait failed");
-    gort_close(lfd); /* the acceptor returns */
-    gort_mutex_lock(&conns_mu);
-    stopping = 1;
-    for (int i = 0; i < nconns; i++)
-        gort_close(conns[i]); /* parked readers wake with -EBADF */
-    nconns = 0;
-    gort_mutex_unlock(&conns_mu);
-    gort_waitgroup_wait(&conns_wg);
-    free(conns);
 }
 
 int main(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-addr") && i + 1 < argc) {
-            addr = argv[++i];
-        } else if (!strcmp(argv[i], "-procs") && i + 1 < argc) {
-            procs = atoi(argv[++i]);
-            if (procs < 1) {
-                fprintf(stderr, "echo: -procs wants a number >= 1\n");
-                return 2;
-            }
-        } else if (!strcmp(argv[i], "-idle") && i + 1 < argc) {
-            double s = atof(argv[++i]);
-            if (s <= 0) {
-                fprintf(stderr, "echo: -idle wants seconds > 0\n");
-                return 2;
-            }
-            idle_ns = (int64_t)(s * 1e9);
-        } else {
-            fprintf(stderr, "usage: echo [-addr HOST:PORT] [-procs N] "
-                            "[-idle SECONDS]\n");
-            return 2;
-        }
-    }
-    /* The signals are read from a signalfd, so no thread may take them:
-     * block them before gort_main, whose threads block what it blocks. */
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
-    int r = gort_main(echo_main, NULL);
-    if (r < 0) {
-        fprintf(stderr, "echo: gort_main: %s\n", strerror(-r));
-        return 1;
-    }
-    return 0;
+    static const struct server s = {"echo", "127.0.0.1:7007", serve};
+    return server_main(&s, argc, argv);
 }
