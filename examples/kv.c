@@ -1,0 +1,533 @@
+/*
+ * kv - an in-memory key-value server speaking the Redis protocol (RESP2),
+ * one goroutine per connection.
+ *
+ *   build/examples/kv [-addr HOST:PORT] [-procs N] [-idle SECONDS]
+ *
+ * Commands: PING [msg], SET key value, GET key, DEL key..., INCR key,
+ * EXISTS key..., MGET key..., plus QUIT.  Requests may be pipelined: the
+ * replies to everything in one read go out in one write.  Inline commands
+ * (a line of words, as typed into telnet) work too.
+ *
+ * Bad input never takes the server down:
+ *   - an unknown command or wrong arguments: a RESP error, and the
+ *     connection goes on;
+ *   - a protocol error (not a number where one belongs, a bulk longer than
+ *     1 MiB, more than 1024 arguments, a missing CRLF): "-ERR Protocol
+ *     error: ..." and the connection is closed, as Redis does;
+ *   - a frame that is merely incomplete waits for the rest, up to the idle
+ *     deadline (-idle seconds, default 60).
+ *
+ *     redis-cli -p 6380 SET a 1
+ *     redis-benchmark -p 6380 -t set,get,incr -n 20000 -q
+ *
+ * The store is a hash table split into 64 shards, each under a gort_mutex.
+ */
+#include "server.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define MAX_ARGS 1024
+#define MAX_BULK (1024 * 1024)
+#define MAX_INLINE (64 * 1024)
+#define NSHARDS 64
+
+/* ---------------------------------------------------------------------------
+ * The store.
+ * ------------------------------------------------------------------------- */
+
+struct entry {
+    struct entry *next;
+    uint64_t hash;
+    size_t klen, vlen;
+    char *val;
+    char key[];
+};
+
+static struct shard {
+    gort_mutex mu;
+    struct entry **b;
+    size_t nb, n;
+} shards[NSHARDS];
+
+static uint64_t hash(const char *k, size_t n)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)k[i]) * 1099511628211ULL;
+    return h;
+}
+
+static struct shard *shard_of(uint64_t h)
+{
+    return &shards[h >> 58];
+}
+
+/* Find the entry for key; shard locked.  *pp is the link pointing to it
+ * (for deletion). */
+static struct entry *find(struct shard *s, uint64_t h, const char *k,
+                          size_t n, struct entry ***pp)
+{
+    if (!s->nb)
+        return NULL;
+    struct entry **p = &s->b[h & (s->nb - 1)];
+    for (; *p; p = &(*p)->next)
+        if ((*p)->hash == h && (*p)->klen == n && !memcmp((*p)->key, k, n)) {
+            if (pp)
+                *pp = p;
+            return *p;
+        }
+    return NULL;
+}
+
+static bool grow(struct shard *s)
+{
+    size_t nb = s->nb ? s->nb * 2 : 64;
+    struct entry **b = calloc(nb, sizeof *b);
+    if (!b)
+        return false;
+    for (size_t i = 0; i < s->nb; i++)
+        for (struct entry *e = s->b[i], *next; e; e = next) {
+            next = e->next;
+            e->next = b[e->hash & (nb - 1)];
+            b[e->hash & (nb - 1)] = e;
+        }
+    free(s->b);
+    s->b = b;
+    s->nb = nb;
+    return true;
+}
+
+/* Set key to val (copied) in its shard s, locked; false when out of
+ * memory. */
+static bool store_set_locked(struct shard *s, uint64_t h, const char *k,
+                             size_t kn, const char *v, size_t vn)
+{
+    char *nv = malloc(vn ? vn : 1);
+    if (!nv)
+        return false;
+    memcpy(nv, v, vn);
+    struct entry *e = find(s, h, k, kn, NULL);
+    if (e) {
+        free(e->val);
+        e->val = nv;
+        e->vlen = vn;
+        return true;
+    }
+    if ((s->n + 1 > s->nb * 2 && !grow(s)) ||
+        !(e = malloc(sizeof *e + kn))) {
+        free(nv);
+        return false;
+    }
+    e->hash = h;
+    e->klen = kn;
+    memcpy(e->key, k, kn);
+    e->val = nv;
+    e->vlen = vn;
+    e->next = s->b[h & (s->nb - 1)];
+    s->b[h & (s->nb - 1)] = e;
+    s->n++;
+    return true;
+}
+
+static bool store_set(const char *k, size_t kn, const char *v, size_t vn)
+{
+    uint64_t h = hash(k, kn);
+    struct shard *s = shard_of(h);
+    gort_mutex_lock(&s->mu);
+    bool ok = store_set_locked(s, h, k, kn, v, vn);
+    gort_mutex_unlock(&s->mu);
+    return ok;
+}
+
+/* ---------------------------------------------------------------------------
+ * Replies, gathered per batch of requests.
+ * ------------------------------------------------------------------------- */
+
+struct out {
+    char *p;
+    size_t n, cap;
+    bool oom;
+};
+
+static void put(struct out *o, const void *d, size_t n)
+{
+    if (o->n + n > o->cap) {
+        size_t cap = o->cap ? o->cap : 4096;
+        while (cap < o->n + n)
+            cap *= 2;
+        char *np = realloc(o->p, cap);
+        if (!np) {
+            o->oom = true;
+            return;
+        }
+        o->p = np;
+        o->cap = cap;
+    }
+    memcpy(o->p + o->n, d, n);
+    o->n += n;
+}
+
+static void puts_(struct out *o, const char *s)
+{
+    put(o, s, strlen(s));
+}
+
+static void put_int(struct out *o, long long v)
+{
+    char b[32];
+    int n = snprintf(b, sizeof b, ":%lld\r\n", v);
+    put(o, b, (size_t)n);
+}
+
+static void put_bulk(struct out *o, const char *d, size_t n)
+{
+    char b[32];
+    int k = snprintf(b, sizeof b, "$%zu\r\n", n);
+    put(o, b, (size_t)k);
+    put(o, d, n);
+    put(o, "\r\n", 2);
+}
+
+/* ---------------------------------------------------------------------------
+ * Commands.
+ * ------------------------------------------------------------------------- */
+
+struct arg {
+    const char *p;
+    size_t n;
+};
+
+static bool is(const struct arg *a, const char *name)
+{
+    return a->n == strlen(name) && !strncasecmp(a->p, name, a->n);
+}
+
+static void wrong_args(struct out *o, const struct arg *cmd)
+{
+    char b[128];
+    snprintf(b, sizeof b,
+             "-ERR wrong number of arguments for '%.*s' command\r\n",
+             (int)(cmd->n > 32 ? 32 : cmd->n), cmd->p);
+    puts_(o, b);
+}
+
+/* Run one command.  Returns false for QUIT. */
+static bool command(struct out *o, struct arg *a, int argc)
+{
+    if (argc == 0)
+        return true;
+    if (is(&a[0], "PING")) {
+        if (argc == 1)
+            puts_(o, "+PONG\r\n");
+        else if (argc == 2)
+            put_bulk(o, a[1].p, a[1].n);
+        else
+            wrong_args(o, &a[0]);
+    } else if (is(&a[0], "SET")) {
+        if (argc != 3)
+            wrong_args(o, &a[0]);
+        else if (store_set(a[1].p, a[1].n, a[2].p, a[2].n))
+            puts_(o, "+OK\r\n");
+        else
+            puts_(o, "-ERR out of memory\r\n");
+    } else if (is(&a[0], "GET")) {
+        if (argc != 2) {
+            wrong_args(o, &a[0]);
+            return true;
+        }
+        uint64_t h = hash(a[1].p, a[1].n);
+        struct shard *s = shard_of(h);
+        gort_mutex_lock(&s->mu);
+        struct entry *e = find(s, h, a[1].p, a[1].n, NULL);
+        if (e)
+            put_bulk(o, e->val, e->vlen);
+        else
+            puts_(o, "$-1\r\n");
+        gort_mutex_unlock(&s->mu);
+    } else if (is(&a[0], "MGET")) {
+        if (argc < 2) {
+            wrong_args(o, &a[0]);
+            return true;
+        }
+        char b[32];
+        int k = snprintf(b, sizeof b, "*%d\r\n", argc - 1);
+        put(o, b, (size_t)k);
+        for (int i = 1; i < argc; i++) {
+            uint64_t h = hash(a[i].p, a[i].n);
+            struct shard *s = shard_of(h);
+            gort_mutex_lock(&s->mu);
+            struct entry *e = find(s, h, a[i].p, a[i].n, NULL);
+            if (e)
+                put_bulk(o, e->val, e->vlen);
+            else
+                puts_(o, "$-1\r\n");
+            gort_mutex_unlock(&s->mu);
+        }
+    } else if (is(&a[0], "DEL") || is(&a[0], "EXISTS")) {
+        if (argc < 2) {
+            wrong_args(o, &a[0]);
+            return true;
+        }
+        bool del = is(&a[0], "DEL");
+        long long n = 0;
+        for (int i = 1; i < argc; i++) {
+            uint64_t h = hash(a[i].p, a[i].n);
+            struct shard *s = shard_of(h);
+            gort_mutex_lock(&s->mu);
+            struct entry **pp;
+            struct entry *e = find(s, h, a[i].p, a[i].n, &pp);
+            if (e) {
+                n++;
+                if (del) {
+                    *pp = e->next;
+                    s->n--;
+                    free(e->val);
+                    free(e);
+                }
+            }
+            gort_mutex_unlock(&s->mu);
+        }
+        put_int(o, n);
+    } else if (is(&a[0], "INCR")) {
+        if (argc != 2) {
+            wrong_args(o, &a[0]);
+            return true;
+        }
+        uint64_t h = hash(a[1].p, a[1].n);
+        struct shard *s = shard_of(h);
+        gort_mutex_lock(&s->mu);
+        struct entry *e = find(s, h, a[1].p, a[1].n, NULL);
+        long long v = 0;
+        bool ok = true;
+        if (e) {
+            char num[32];
+            char *end;
+            ok = e->vlen > 0 && e->vlen < sizeof num;
+            if (ok) {
+                memcpy(num, e->val, e->vlen);
+                num[e->vlen] = 0;
+                errno = 0;
+                v = strtoll(num, &end, 10);
+                ok = !*end && errno == 0 && num[0] != ' ';
+            }
+        }
+        if (!ok) {
+            gort_mutex_unlock(&s->mu);
+            puts_(o, "-ERR value is not an integer or out of range\r\n");
+            return true;
+        }
+        if (v == LLONG_MAX) {
+            gort_mutex_unlock(&s->mu);
+            puts_(o, "-ERR increment or decrement would overflow\r\n");
+            return true;
+        }
+        v++;
+        char num[32];
+        int k = snprintf(num, sizeof num, "%lld", v);
+        /* Under the same lock hold as the read: concurrent INCRs of one
+         * key lose nothing. */
+        bool set = store_set_locked(s, h, a[1].p, a[1].n, num, (size_t)k);
+        gort_mutex_unlock(&s->mu);
+        if (set)
+            put_int(o, v);
+        else
+            puts_(o, "-ERR out of memory\r\n");
+    } else if (is(&a[0], "QUIT")) {
+        puts_(o, "+OK\r\n");
+        return false;
+    } else if (is(&a[0], "CONFIG") || is(&a[0], "COMMAND") ||
+               is(&a[0], "CLIENT")) {
+        /* What redis-cli and redis-benchmark ask on connecting: nothing
+         * to configure here, an empty answer. */
+        puts_(o, "*0\r\n");
+    } else {
+        char b[128];
+        snprintf(b, sizeof b, "-ERR unknown command '%.*s'\r\n",
+                 (int)(a[0].n > 32 ? 32 : a[0].n), a[0].p);
+        puts_(o, b);
+    }
+    return true;
+}
+
+/* ---------------------------------------------------------------------------
+ * Parsing.  parse() looks at buf[0..n): returns the bytes one request
+ * takes (its arguments in a/argc), 0 when it is incomplete, or -1 with a
+ * protocol error in *err.
+ * ------------------------------------------------------------------------- */
+
+/* A decimal number ending at CRLF, from p (< end); sets *next past CRLF.
+ * 0 ok, 1 incomplete, -1 malformed. */
+static int number(const char *p, const char *end, long long *v,
+                  const char **next)
+{
+    const char *cr = memchr(p, '\r', (size_t)(end - p));
+    if (!cr || cr + 1 >= end)
+        return (end - p) > 32 ? -1 : 1;
+    if (cr[1] != '\n' || cr == p || cr - p > 20)
+        return -1;
+    long long x = 0;
+    bool neg = *p == '-';
+    for (const char *q = p + neg; q < cr; q++) {
+        if (*q < '0' || *q > '9')
+            return -1;
+        x = x * 10 + (*q - '0');
+    }
+    *v = neg ? -x : x;
+    *next = cr + 2;
+    return 0;
+}
+
+static long parse(const char *buf, size_t n, struct arg *a, int *argc,
+                  const char **err)
+{
+    const char *p = buf, *end = buf + n;
+    if (n == 0)
+        return 0;
+    if (*p != '*') {
+        /* Inline command: words up to LF. */
+        const char *lf = memchr(p, '\n', n);
+        if (!lf) {
+            if (n > MAX_INLINE) {
+                *err = "too big inline request";
+                return -1;
+            }
+            return 0;
+        }
+        int c = 0;
+        const char *q = p, *le = lf > p && lf[-1] == '\r' ? lf - 1 : lf;
+        while (q < le) {
+            while (q < le && (*q == ' ' || *q == '\t'))
+                q++;
+            if (q == le)
+                break;
+            const char *w = q;
+            while (q < le && *q != ' ' && *q != '\t')
+                q++;
+            if (c == MAX_ARGS) {
+                *err = "too many arguments";
+                return -1;
+            }
+            a[c].p = w;
+            a[c].n = (size_t)(q - w);
+            c++;
+        }
+        *argc = c;
+        return (long)(lf + 1 - buf);
+    }
+    long long count;
+    const char *next;
+    int r = number(p + 1, end, &count, &next);
+    if (r == 1)
+        return 0;
+    if (r < 0 || count > MAX_ARGS) {
+        *err = r < 0 ? "invalid multibulk length" : "too many arguments";
+        return -1;
+    }
+    p = next;
+    int c = 0;
+    for (long long i = 0; i < count; i++) {
+        if (p >= end)
+            return 0;
+        if (*p != '$') {
+            *err = "expected '$'";
+            return -1;
+        }
+        long long len;
+        r = number(p + 1, end, &len, &next);
+        if (r == 1)
+            return 0;
+        if (r < 0 || len < 0 || len > MAX_BULK) {
+            *err = "invalid bulk length";
+            return -1;
+        }
+        p = next;
+        if (end - p < len + 2)
+            return 0;
+        if (p[len] != '\r' || p[len + 1] != '\n') {
+            *err = "bulk not followed by CRLF";
+            return -1;
+        }
+        a[c].p = p;
+        a[c].n = (size_t)len;
+        c++;
+        p += len + 2;
+    }
+    *argc = c;
+    return (long)(p - buf);
+}
+
+/* ---------------------------------------------------------------------------
+ * A connection.
+ * ------------------------------------------------------------------------- */
+
+#define BUF_MAX (MAX_ARGS * 64 + 2 * MAX_BULK)
+
+static void serve(int fd)
+{
+    size_t cap = 16384, have = 0;
+    char *buf = malloc(cap);
+    struct arg *a = malloc(MAX_ARGS * sizeof *a);
+    struct out o = {0};
+    bool open = buf && a;
+    while (open) {
+        /* Every complete request in the buffer, replies gathered. */
+        size_t off = 0;
+        for (;;) {
+            int argc = 0;
+            const char *err = NULL;
+            long used = parse(buf + off, have - off, a, &argc, &err);
+            if (used < 0) {
+                char b[128];
+                snprintf(b, sizeof b, "-ERR Protocol error: %s\r\n", err);
+                puts_(&o, b);
+                open = false;
+                break;
+            }
+            if (used == 0)
+                break;
+            off += (size_t)used;
+            if (!command(&o, a, argc)) {
+                open = false;
+                break;
+            }
+        }
+        if (o.oom)
+            break;
+        if (o.n && gort_write(fd, o.p, o.n) != (long)o.n)
+            break;
+        o.n = 0;
+        if (!open)
+            break;
+        memmove(buf, buf + off, have - off);
+        have -= off;
+        if (have == cap) {
+            if (cap >= BUF_MAX)
+                break; /* cannot happen with the parse limits */
+            char *nb = realloc(buf, cap * 2);
+            if (!nb)
+                break;
+            buf = nb;
+            cap *= 2;
+        }
+        long n = server_read(fd, buf + have, cap - have);
+        if (n <= 0)
+            break;
+        have += (size_t)n;
+    }
+    free(o.p);
+    free(a);
+    free(buf);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct server s = {"kv", "127.0.0.1:6380", serve};
+    return server_main(&s, argc, argv);
+}
