@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# examples_test.sh EXAMPLES_DIR CASE - drive an example server with the
+# standard clients and check what they see.
+#
+#   kv_commands    redis-cli: the right reply for every command
+#   kv_benchmark   redis-benchmark -t set,get,incr -n 20000: no errors
+#   kv_malformed   random bytes, huge bulk lengths, truncated frames, bad
+#                  numbers: RESP errors, the server stays up and correct
+#   http_curl      curl: 200 with the body, 404, 405, keep-alive reuse
+#   http_wrk       wrk -d3s: requests done, no errors, no socket errors
+#
+# Each case starts the server on a free port, stops it with SIGTERM at the
+# end, and fails if it did not exit 0.
+set -euo pipefail
+dir=$1 case=$2
+export NO_PROXY='*' no_proxy='*'
+unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY
+tmp=$(mktemp -d)
+pid=
+cleanup() { [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; [ -f "$tmp/log" ] && { echo "--- server log"; cat "$tmp/log"; }; exit 1; }
+
+start() { # start NAME: sets pid and port
+    "$dir/$1" -addr 127.0.0.1:0 -procs 2 > "$tmp/log" 2>&1 &
+    pid=$!
+    for _ in $(seq 100); do
+        port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$tmp/log")
+        [ -n "$port" ] && return 0
+        sleep 0.05
+    done
+    fail "$1 did not log its listening line"
+}
+
+stop() {
+    kill -TERM "$pid"
+    local status=0
+    wait "$pid" || status=$?
+    pid=
+    [ "$status" -eq 0 ] || fail "server exited with status $status after SIGTERM"
+}
+
+expect() { # expect WANT CMD...
+    local want=$1; shift
+    local got
+    got=$("$@" 2>&1) || true
+    [ "$got" = "$want" ] || fail "$*: got '$got', want '$want'"
+}
+
+case $case in
+kv_commands)
+    start kv
+    R="redis-cli -p $port"
+    expect PONG $R PING
+    expect hello $R PING hello
+    expect OK $R SET k1 v1
+    expect v1 $R GET k1
+    expect "" $R GET missing
+    expect 1 $R INCR n
+    expect 2 $R INCR n
+    expect "ERR value is not an integer or out of range" $R INCR k1
+    expect 2 $R EXISTS k1 n missing
+    expect "$(printf 'v1\n2\n')" $R MGET k1 n
+    expect 2 $R DEL k1 n missing
+    expect 0 $R EXISTS k1
+    expect "ERR unknown command 'NOPE'" $R NOPE
+    expect "ERR wrong number of arguments for 'GET' command" $R GET
+    # Pipelining: many commands in one write, replies in order.
+    out=$(printf 'SET p 5\r\nINCR p\r\nINCR p\r\nGET p\r\n' | $R --pipe 2>&1 | tail -1) || true
+    expect 7 $R GET p
+    stop
+    ;;
+kv_benchmark)
+    start kv
+    out=$(redis-benchmark -p "$port" -t set,get,incr -n 20000 -q 2>&1 | tr '\r' '\n')
+    echo "$out" | grep -E "requests per second" || fail "no results: $out"
+    for t in SET GET INCR; do
+        echo "$out" | grep -q "^$t: .*requests per second" || fail "no $t result"
+    done
+    echo "$out" | grep -qi "error" && fail "errors: $out"
+    # The counter is exact: every INCR counted.
+    expect 20000 redis-cli -p "$port" GET "counter:__rand_int__"
+    stop
+    ;;
+kv_malformed)
+    start kv
+    python3 - "$port" <<'PY'
+import os, socket, sys
+port = int(sys.argv[1])
+def talk(data, wait=1.0):
+    s = socket.create_connection(("127.0.0.1", port))
+    s.settimeout(wait)
+    s.sendall(data)
+    out = b""
+    try:
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            out += b
+    except socket.timeout:
+        pass
+    s.close()
+    return out
+def check(cond, what):
+    if not cond:
+        print("FAIL:", what); sys.exit(1)
+r = talk(b"*1\r\n$999999999\r\n")
+check(r.startswith(b"-ERR Protocol error"), "huge bulk: %r" % r)
+r = talk(b"*99999999\r\n")
+check(r.startswith(b"-ERR Protocol error"), "huge count: %r" % r)
+r = talk(b"*2\r\n$3\r\nGET\r\n$x\r\n")
+check(r.startswith(b"-ERR Protocol error"), "bad number: %r" % r)
+r = talk(b"*1\r\n$4\r\nPINGxx")
+check(r.startswith(b"-ERR Protocol error"), "missing CRLF: %r" % r)
+r = talk(b"*1\r\n$4\r\nPI", wait=0.3)
+check(r == b"", "truncated frame answered: %r" % r)
+r = talk(b"*1\r\n$4\r\nPING\r\n*1\r\n$4\r\nPI", wait=0.3)
+check(r == b"+PONG\r\n", "complete then truncated: %r" % r)
+random = __import__("random"); random.seed(7)
+for i in range(300):
+    talk(bytes(random.getrandbits(8) for _ in range(random.randint(1, 2000))), wait=0.05)
+for i in range(100):
+    talk(b"*3\r\n$3\r\nSET\r\n$" + str(random.randint(-5, 10**12)).encode() + b"\r\nabc", wait=0.02)
+r = talk(b"PING\r\n", wait=0.3)
+check(r == b"+PONG\r\n", "server still answers: %r" % r)
+print("malformed input: ok")
+PY
+    expect PONG redis-cli -p "$port" PING
+    stop
+    ;;
+http_curl)
+    start http
+    url=http://127.0.0.1:$port
+    expect "Hello, World!" curl -sS "$url/"
+    expect 404 curl -sS -o /dev/null -w '%{http_code}' "$url/nope"
+    expect 405 curl -sS -o /dev/null -w '%{http_code}' -X POST -d x "$url/"
+    n=$(curl -sS -v "$url/" "$url/hello" 2>&1 | grep -ci "re-using\|reusing") || true
+    [ "${n:-0}" -ge 1 ] || fail "curl did not reuse the connection (keep-alive)"
+    stop
+    ;;
+http_wrk)
+    start http
+    out=$(wrk -t2 -c64 -d3s "http://127.0.0.1:$port/" 2>&1)
+    echo "$out"
+    echo "$out" | grep -q "Socket errors" && fail "socket errors"
+    echo "$out" | grep -q "Non-2xx" && fail "non-2xx responses"
+    reqs=$(echo "$out" | sed -n 's/^ *\([0-9]*\) requests in.*/\1/p')
+    [ "${reqs:-0}" -gt 1000 ] || fail "only ${reqs:-0} requests"
+    stop
+    ;;
+*)
+    echo "examples_test.sh: unknown case '$case'"; exit 2 ;;
+esac
+echo "$case: ok"
