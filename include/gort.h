@@ -442,7 +442,8 @@ GORT_EXTERN int gort_shutdown(int fd, int how);
  * registered fd: an absolute gort_nanotime() value, or 0 for none.  Calls
  * in that direction that are still waiting when it passes (or that start
  * after it) return -ETIMEDOUT; a later deadline re-arms them (Go's
- * SetReadDeadline/SetWriteDeadline).  -EBADF for an unregistered fd. */
+ * SetReadDeadline/SetWriteDeadline).  -EBADF for an unregistered fd,
+ * -EINVAL for a bad mode or a negative time, -EPERM outside a goroutine. */
 GORT_EXTERN int gort_fd_set_deadline(int fd, int mode, int64_t when);
 
 /*

@@ -53,6 +53,20 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+/* The kernel orders epoll_ctl before the events it reports, so the
+ * pollDesc an event names is fully set up; ThreadSanitizer cannot see
+ * that ordering, and is told (release at registration, acquire per
+ * event). */
+#ifdef GORT_TSAN
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+#define TSAN_RELEASE(p) __tsan_release(p)
+#define TSAN_ACQUIRE(p) __tsan_acquire(p)
+#else
+#define TSAN_RELEASE(p) ((void)0)
+#define TSAN_ACQUIRE(p) ((void)0)
+#endif
+
 #define PD_NIL ((uintptr_t)0)
 #define PD_READY ((uintptr_t)1)
 #define PD_WAIT ((uintptr_t)2)
@@ -318,6 +332,7 @@ int32_t gort__netpoll(int64_t delay, struct gqueue *q)
         }
         struct polldesc *pd =
             (struct polldesc *)(uintptr_t)(data & ((1ULL << 48) - 1));
+        TSAN_ACQUIRE(pd);
         uint32_t seq = (uint32_t)(data >> 48);
         if ((load_relaxed(&pd->seq) & 0xffff) != seq)
             continue; /* stale: the descriptor was closed and reused */
@@ -466,6 +481,7 @@ int gort_fd_register(int fd)
         .data.u64 = (uint64_t)(uintptr_t)pd |
                     ((uint64_t)(pd->seq & 0xffff) << 48),
     };
+    TSAN_RELEASE(pd);
     if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
         err = -errno;
         pd->link = pollcache.free;
@@ -524,6 +540,9 @@ int gort_fd_set_deadline(int fd, int mode, int64_t when)
         return -EINVAL;
     if (when < 0)
         return -EINVAL;
+    struct m *mp = gort__getm();
+    if (!mp || !mp->p)
+        return -EPERM; /* deadlines are timers: a goroutine's call */
     int64_t now = gort_nanotime();
     for (int k = 0; k < 2; k++) {
         int m = k == 0 ? 'r' : 'w';
