@@ -218,6 +218,20 @@ static void wrong_args(struct out *o, const struct arg *cmd)
     puts_(o, b);
 }
 
+/* The value of key as a bulk reply, or the null bulk. */
+static void reply_get(struct out *o, const struct arg *key)
+{
+    uint64_t h = hash(key->p, key->n);
+    struct shard *s = shard_of(h);
+    gort_mutex_lock(&s->mu);
+    struct entry *e = find(s, h, key->p, key->n, NULL);
+    if (e)
+        put_bulk(o, e->val, e->vlen);
+    else
+        puts_(o, "$-1\r\n");
+    gort_mutex_unlock(&s->mu);
+}
+
 /* Run one command.  Returns false for QUIT. */
 static bool command(struct out *o, struct arg *a, int argc)
 {
@@ -238,19 +252,10 @@ static bool command(struct out *o, struct arg *a, int argc)
         else
             puts_(o, "-ERR out of memory\r\n");
     } else if (is(&a[0], "GET")) {
-        if (argc != 2) {
+        if (argc != 2)
             wrong_args(o, &a[0]);
-            return true;
-        }
-        uint64_t h = hash(a[1].p, a[1].n);
-        struct shard *s = shard_of(h);
-        gort_mutex_lock(&s->mu);
-        struct entry *e = find(s, h, a[1].p, a[1].n, NULL);
-        if (e)
-            put_bulk(o, e->val, e->vlen);
         else
-            puts_(o, "$-1\r\n");
-        gort_mutex_unlock(&s->mu);
+            reply_get(o, &a[1]);
     } else if (is(&a[0], "MGET")) {
         if (argc < 2) {
             wrong_args(o, &a[0]);
@@ -259,17 +264,8 @@ static bool command(struct out *o, struct arg *a, int argc)
         char b[32];
         int k = snprintf(b, sizeof b, "*%d\r\n", argc - 1);
         put(o, b, (size_t)k);
-        for (int i = 1; i < argc; i++) {
-            uint64_t h = hash(a[i].p, a[i].n);
-            struct shard *s = shard_of(h);
-            gort_mutex_lock(&s->mu);
-            struct entry *e = find(s, h, a[i].p, a[i].n, NULL);
-            if (e)
-                put_bulk(o, e->val, e->vlen);
-            else
-                puts_(o, "$-1\r\n");
-            gort_mutex_unlock(&s->mu);
-        }
+        for (int i = 1; i < argc; i++)
+            reply_get(o, &a[i]);
     } else if (is(&a[0], "DEL") || is(&a[0], "EXISTS")) {
         if (argc < 2) {
             wrong_args(o, &a[0]);

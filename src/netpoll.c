@@ -644,30 +644,31 @@ long gort__fd_write(struct polldesc *pd, const void *buf, size_t n)
     return (long)done;
 }
 
-long gort_readv(int fd, const struct iovec *iov, int iovcnt)
+/* readv/writev: through the poller for registered fds, else the syscall
+ * path. */
+static long vec_io(int fd, const struct iovec *iov, int iovcnt, int mode)
 {
     struct polldesc *pd = gort__fd_pd(fd);
     if (!pd) {
         gort_entersyscall();
-        ssize_t r = readv(fd, iov, iovcnt);
+        ssize_t r = mode == 'r' ? readv(fd, iov, iovcnt)
+                                : writev(fd, iov, iovcnt);
         int e = r < 0 ? errno : 0;
         gort_exitsyscall();
         return r < 0 ? -e : r;
     }
-    FD_IO(pd, 'r', ssize_t, readv(fd, iov, iovcnt));
+    FD_IO(pd, mode, ssize_t,
+          mode == 'r' ? readv(fd, iov, iovcnt) : writev(fd, iov, iovcnt));
+}
+
+long gort_readv(int fd, const struct iovec *iov, int iovcnt)
+{
+    return vec_io(fd, iov, iovcnt, 'r');
 }
 
 long gort_writev(int fd, const struct iovec *iov, int iovcnt)
 {
-    struct polldesc *pd = gort__fd_pd(fd);
-    if (!pd) {
-        gort_entersyscall();
-        ssize_t r = writev(fd, iov, iovcnt);
-        int e = r < 0 ? errno : 0;
-        gort_exitsyscall();
-        return r < 0 ? -e : r;
-    }
-    FD_IO(pd, 'w', ssize_t, writev(fd, iov, iovcnt));
+    return vec_io(fd, iov, iovcnt, 'w');
 }
 
 int gort_socket(int domain, int type, int protocol)
