@@ -33,6 +33,11 @@ set -euo pipefail
 # and is named "<name> (<settings>)" in the table.
 # Adding a benchmark: bench/<name>.c + bench/CMakeLists.txt, its Go peer in
 # bench/go/<name>/, and one line here.
+# A benchmark that drives a server with an external load generator
+# (http_wrk, kv) is a script instead, bench/<name>.sh, run as
+# `bench/<name>.sh <gort|go> -procs N` with BUILD_DIR in its environment;
+# it starts the server of that side, runs the load, stops it and prints the
+# RESULT lines.  Its bench_<name> CMake target builds the gort server.
 # ---------------------------------------------------------------------------
 SUITE=(
   "spawn 1 2"
@@ -46,6 +51,9 @@ SUITE=(
   "timers 1 2"
   "preempt 1 1+asyncpreemptoff=1"
   "syscallhandoff 1"
+  "tcp_echo 2"
+  "http_wrk 2"
+  "kv 2"
 )
 
 RUNS=${RUNS:-3}
@@ -150,14 +158,21 @@ rm -f "$OUT/ratios.png" "$OUT/ratios.dat"
 run_one() {
   local side=$1 name=$2 procs=$3 run=$4 dbg=${5:-} bin log rc=0
   local args=() envs=()
-  if [[ "$side" == gort ]]; then
+  if [[ -f "$ROOT/bench/$name.sh" ]]; then
+    # A script benchmark: the script picks the server of the side.
+    bin="$ROOT/bench/$name.sh"
+    args=("$side")
+    envs=("BUILD_DIR=$BUILD_DIR")
+    [[ -n "$dbg" ]] && envs+=("GORTDEBUG=${GORTDEBUG:+$GORTDEBUG,}$dbg"
+      "GODEBUG=${GODEBUG:+$GODEBUG,}$dbg")
+  elif [[ "$side" == gort ]]; then
     bin="$OUT/$name"
     [[ -n "$dbg" ]] && envs=("GORTDEBUG=${GORTDEBUG:+$GORTDEBUG,}$dbg")
   else
     bin="$OUT/go/$name"
     [[ -n "$dbg" ]] && envs=("GODEBUG=${GODEBUG:+$GODEBUG,}$dbg")
   fi
-  [[ "$procs" != - ]] && args=(-procs "$procs")
+  [[ "$procs" != - ]] && args+=(-procs "$procs")
   log="$OUT/logs/$name-p$procs${dbg:++$dbg}-$side-$run.log"
   if [[ ! -x "$bin" ]]; then
     [[ "$side" == go && "$HAVE_GO" == 0 ]] && return 0
@@ -208,7 +223,7 @@ for name in "${NAMES[@]}"; do
     for ((r = 1; r <= RUNS; r++)); do
       printf 'run.sh: %s procs=%s run %d/%d\n' "$name" "$row" "$r" "$RUNS" >&2
       run_one gort "$name" "$procs" "$r" "$dbg"
-      if ((HAVE_GO)); then
+      if ((HAVE_GO)) || [[ -f "bench/$name.sh" ]]; then
         run_one go "$name" "$procs" "$r" "$dbg"
       fi
     done

@@ -1,0 +1,3 @@
+module gort/bench/http_wrk
+
+go 1.19

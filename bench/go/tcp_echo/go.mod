@@ -1,0 +1,3 @@
+module gort/bench/tcp_echo
+
+go 1.19
