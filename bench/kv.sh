@@ -41,7 +41,7 @@ case "$side" in
     command -v redis-server >/dev/null ||
       { echo "kv: redis-server is not installed (apt-get install redis-server)" >&2; exit 1; }
     cmd=(redis-server --save '' --appendonly no --bind 127.0.0.1 --port "$port"
-      --daemonize no --logfile '')
+      --daemonize no --logfile '' --loglevel warning)
     ;;
   *) echo "usage: kv.sh <gort|go> [-procs N]" >&2; exit 2 ;;
 esac

@@ -20,8 +20,8 @@
  *   - the one M that has nothing to do sleeps in epoll until the next timer
  *     (the poller of time.c; an eventfd write breaks the sleep);
  *   - sysmon polls when nobody has for 10 ms.
- * The readied Gs go to the global queue in one batch, with an M started
- * for each idle P (injectglist).
+ * Of the readied Gs, one per idle P goes to the global queue with an M
+ * started for it, and the rest to the polling M's own P (injectglist).
  *
  * Deadlines are timers: the timer function re-reads the deadline and, if
  * it has passed, marks it expired (-1) and unblocks the waiter, which then
@@ -49,6 +49,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -76,6 +77,12 @@ struct polldesc {
     int fd;
     uint32_t seq;           /* bumped on reuse; events carry it */
     uint32_t closing;       /* atomic: gort_close began */
+    bool stream;            /* a pipe or stream socket: a short read
+                             * leaves it empty; set at registration */
+    uint32_t rdrained;      /* atomic: the last read was short (see
+                             * gort__fd_read) */
+    uint32_t rdhup;         /* atomic: an event said hang-up or error:
+                             * reads never wait first again */
     uintptr_t rg, wg;       /* atomic: PD_* or a G */
     int64_t rd, wd;         /* atomic: deadline (0 none, -1 expired) */
     struct gtimer rt, wt;   /* deadline timers */
@@ -289,6 +296,19 @@ static void netpoll_collect(struct g *gp, struct gqueue *q, int32_t *n)
  * Polling.  Mirrors netpoll (netpoll_epoll.go) and injectglist.
  * ------------------------------------------------------------------------- */
 
+/* The descriptor hung up or failed: its end of file or error will not
+ * come with another edge, so a reader must not wait for one after a short
+ * read (gort__fd_read).  The flag is stored before an RMW on rg: a reader
+ * that consumes rg's readiness after the RMW sees the flag (release
+ * sequence), and one that consumed it before finds rg ready again, set by
+ * netpollunblock below. */
+static void mark_hup(struct polldesc *pd)
+{
+    store_relaxed(&pd->rdhup, 1);
+    /* Acq-rel, on READY only: joins the flag to rg's release sequence. */
+    cas_acqrel(&pd->rg, PD_READY, PD_READY);
+}
+
 /* Collect ready Gs, waiting up to delay ns (0: don't block, < 0: until an
  * event or a break).  The Gs come back RUNNABLE, linked in q. */
 int32_t gort__netpoll(int64_t delay, struct gqueue *q)
@@ -339,6 +359,8 @@ int32_t gort__netpoll(int64_t delay, struct gqueue *q)
         bool r = e & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR);
         bool w = e & (EPOLLOUT | EPOLLHUP | EPOLLERR);
         struct g *gp;
+        if (e & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+            mark_hup(pd);
         if (r && (gp = netpollunblock(&pd->rg, true)))
             netpoll_collect(gp, q, &cnt);
         if (w && (gp = netpollunblock(&pd->wg, true)))
@@ -347,21 +369,38 @@ int32_t gort__netpoll(int64_t delay, struct gqueue *q)
     return cnt;
 }
 
-/* Queue a batch of runnable Gs globally and start an M for each idle P
- * they can use.  Mirrors injectglist. */
+/* Make a batch of readied Gs runnable where they will run soonest.
+ * Mirrors injectglist. */
 void gort__injectglist(struct gqueue *q, int32_t n)
 {
     if (n == 0)
         return;
     struct m *mp = gort__getm_raw();
+    struct p *pp = mp ? mp->p : NULL;
     if (mp)
         mp->locks++;
-    gort__lock(&gort__sched.lock);
-    gort__globrunqputbatch_locked(q, n);
-    int32_t idle = load_relaxed(&gort__sched.npidle);
-    gort__unlock(&gort__sched.lock);
-    for (int32_t i = 0; i < n && i < idle; i++)
-        gort__startm_idle();
+    /* As many on the global queue as there are idle Ps, each with an M
+     * started to run one; the rest on our own ring, where this M finds
+     * them next (Go 1.21's injectglist).  Without a P, all go globally.
+     * On the global queue alone, a busy P would look at them only every
+     * 61 ticks, which gave round trips of milliseconds. */
+    int32_t idle = pp ? load_relaxed(&gort__sched.npidle) : n;
+    int32_t nglob = idle < n ? idle : n;
+    if (nglob > 0) {
+        struct gqueue globq = {NULL, NULL};
+        for (int32_t i = 0; i < nglob; i++)
+            gqueue_push(&globq, gqueue_pop(q));
+        gort__lock(&gort__sched.lock);
+        gort__globrunqputbatch_locked(&globq, nglob);
+        int32_t npidle = load_relaxed(&gort__sched.npidle);
+        gort__unlock(&gort__sched.lock);
+        for (int32_t i = 0; i < nglob && i < npidle; i++)
+            gort__startm_idle();
+    }
+    if (q->head) {
+        gort__runqputbatch(pp, q, n - nglob);
+        gort__wakep();
+    }
     if (mp)
         mp->locks--;
 }
@@ -398,6 +437,22 @@ static struct polldesc *pd_get(int fd)
     return fd >= 0 && fd < n ? load_acq(&t[fd]) : NULL;
 }
 
+/* Whether a read shorter than asked leaves fd empty: pipes and stream
+ * sockets (a datagram socket returns one datagram a read). */
+static bool is_stream(int fd)
+{
+    struct stat st;
+    int type = 0;
+    socklen_t len = sizeof type;
+    if (fstat(fd, &st) < 0)
+        return false;
+    if (S_ISFIFO(st.st_mode))
+        return true;
+    return S_ISSOCK(st.st_mode) &&
+           getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 &&
+           type == SOCK_STREAM;
+}
+
 static int set_nonblock(int fd)
 {
     int fl = fcntl(fd, F_GETFL);
@@ -417,6 +472,7 @@ int gort_fd_register(int fd)
     int err = set_nonblock(fd);
     if (err)
         return err;
+    bool stream = is_stream(fd);
     gort__spinlock(&pollcache.lock);
     if ((err = netpollinit_locked()) != 0)
         goto out;
@@ -472,6 +528,9 @@ int gort_fd_register(int fd)
     pd->fd = fd;
     store_relaxed(&pd->seq, pd->seq + 1);
     store_relaxed(&pd->closing, 0);
+    pd->stream = stream;
+    store_relaxed(&pd->rdrained, 0);
+    store_relaxed(&pd->rdhup, 0);
     store_relaxed(&pd->rg, PD_NIL);
     store_relaxed(&pd->wg, PD_NIL);
     store_relaxed(&pd->rd, 0);
@@ -617,7 +676,35 @@ long gort__fd_read(struct polldesc *pd, void *buf, size_t n)
     int err = netpollcheckerr(pd, 'r');
     if (err)
         return err;
-    FD_IO(pd, 'r', ssize_t, read(pd->fd, buf, n));
+    /* A short read of a stream empties it, so the next read would fail
+     * with EAGAIN unless data came since; and data that came since is an
+     * edge the poller has (or will have) collected.  So after a short
+     * read, wait for readiness first and save the failing read(2): one
+     * syscall of the three a request-reply exchange costs each side.
+     * netpollwait returns at once if readiness was seen meanwhile.  An
+     * end of file or error gets no new edge once its event was consumed,
+     * so a descriptor that reported one (rdhup) always reads first. */
+    if (n > 0 && load_relaxed(&pd->rdrained) && !load_relaxed(&pd->rdhup)) {
+        store_relaxed(&pd->rdrained, 0);
+        if ((err = netpollwait(pd, 'r')) != 0)
+            return err;
+    }
+    for (;;) {
+        ssize_t r = read(pd->fd, buf, n);
+        if (r >= 0) {
+            /* Relaxed: a hint for this descriptor's reader; any value is
+             * safe (it only decides whether to try read(2) first). */
+            if (pd->stream && r > 0 && (size_t)r < n)
+                store_relaxed(&pd->rdrained, 1);
+            return r;
+        }
+        if (errno == EINTR)
+            continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK)
+            return -errno;
+        if ((err = netpollwait(pd, 'r')) != 0)
+            return err;
+    }
 }
 
 long gort__fd_write(struct polldesc *pd, const void *buf, size_t n)

@@ -1182,13 +1182,13 @@ static struct g *findrunnable_drop(struct m *mp, struct p *pp, bool *exit)
                            ? NULL
                            : gort__pidleget_locked();
         gort__unlock(&gort__sched.lock);
-        /* Readied goroutines go to the global queue, with Ms for idle
-         * Ps; with a P we find them there ourselves. */
+        /* Readied goroutines go on the P we took, if any (injectglist
+         * puts one per other idle P globally, with an M for each). */
+        if (p2)
+            gort__acquirep(mp, p2);
         gort__injectglist(&ready, nready);
         if (p2) {
-            /* Run what is due everywhere now: the readied Gs land on our
-             * P, and the search starts over. */
-            gort__acquirep(mp, p2);
+            /* Run what is due everywhere now, and search again. */
             int32_t n = load_acq(&gort__gomaxprocs);
             int64_t now = gort_nanotime();
             for (int32_t i = 0; i < n; i++)

@@ -254,6 +254,28 @@ void gort__globrunqputbatch_locked(struct gqueue *batch, int32_t n)
     batch->head = batch->tail = NULL;
 }
 
+/* Put the Gs of q (n of them) on pp's ring, and what does not fit on the
+ * global queue in one batch.  Owner P only.  Mirrors runqputbatch. */
+void gort__runqputbatch(struct p *pp, struct gqueue *q, int32_t n)
+{
+    /* Acquire: pairs with consumers' CAS-release of head, so the slots
+     * below head are free before we refill them. */
+    uint32_t h = load_acq(&pp->runqhead);
+    uint32_t t = pp->runqtail, t0 = t;
+    while (q->head && t - h < (uint32_t)RQ) {
+        store_relaxed(&pp->runq[SLOT(t)], gqueue_pop(q));
+        t++;
+    }
+    n -= (int32_t)(t - t0);
+    /* Release: the slots are filled before a consumer sees the new tail. */
+    store_rel(&pp->runqtail, t);
+    if (q->head) {
+        gort__lock(&gort__sched.lock);
+        gort__globrunqputbatch_locked(q, n);
+        gort__unlock(&gort__sched.lock);
+    }
+}
+
 /* Put Gs woken by timers into the global queue after the ones woken
  * before them but ahead of everything else (new and yielding Gs): a
  * sleeper that is due runs before work that has not started, and sleepers

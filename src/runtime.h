@@ -945,8 +945,11 @@ GORT_HIDDEN uint32_t gort__netpoll_waiters(void);
 /* Collect Gs whose descriptors are ready, waiting up to delay ns (0: no
  * wait, < 0: until an event or a break); RUNNABLE, linked in q. */
 GORT_HIDDEN int32_t gort__netpoll(int64_t delay, struct gqueue *q);
-/* Queue a batch of runnable Gs globally, starting Ms for idle Ps. */
+/* Queue a batch of runnable Gs: one on the global queue per idle P (with
+ * an M started for it), the rest on the caller's P, if it holds one. */
 GORT_HIDDEN void gort__injectglist(struct gqueue *q, int32_t n);
+/* Put a batch on pp's ring, the overflow globally (owner P only). */
+GORT_HIDDEN void gort__runqputbatch(struct p *pp, struct gqueue *q, int32_t n);
 /* The pollDesc of a registered fd, or NULL. */
 GORT_HIDDEN struct polldesc *gort__fd_pd(int fd);
 GORT_HIDDEN long gort__fd_read(struct polldesc *pd, void *buf, size_t n);
