@@ -353,7 +353,9 @@ struct gtimer {
     int32_t idx;           /* position in ts->heap; under ts->lock */
     bool selfonly;         /* only its own G starts it (sleep): forgotten
                               before f runs */
-    int64_t when;          /* nanotime to fire; under ts->lock once heaped */
+    int64_t when;          /* nanotime to fire; under ts->lock once heaped;
+                              may be later than its heap key, never
+                              earlier (gort__gtimer_reset) */
     void (*f)(struct gtimer *t, int64_t now);
     void *arg;
 };

@@ -12,7 +12,9 @@
  *   - the M that parks as the "poller" until the earliest timer of all
  *     Ps when it has nothing else to do (proc.c, findrunnable_drop).
  * Adding a timer earlier than what the poller sleeps for wakes it
- * (wakenetpoller), or, with no poller, wakes a P.
+ * (wakenetpoller), or, with no poller, wakes a P.  An internal timer moved
+ * later keeps its heap key (a lower bound) and is re-sifted when the key
+ * comes due: a heap key never exceeds its timer's when.
  *
  * A timer's function runs with its heap's lock held, on an M that holds
  * a P (so readying a G or starting one works), and must not block.
@@ -181,6 +183,14 @@ int64_t gort__timers_check(struct p *pp, int64_t now)
     gort__lock(&ts->lock);
     while (ts->len > 0 && ts->heap[0].when <= now) {
         struct gtimer *t = ts->heap[0].t;
+        if (t->when > now) {
+            /* Moved later in place (gort__gtimer_reset): take its new
+             * place in the heap now that it is at the top. */
+            ts->heap[0].when = t->when;
+            siftdown(ts, 0);
+            update_minwhen(ts);
+            continue;
+        }
         heap_delete(ts, 0);
         if (t->selfonly) {
             /* Its G may run and return (freeing t) as soon as f readies
@@ -301,6 +311,23 @@ void gort__gtimer_reset(struct gtimer *t, int64_t when)
 {
     struct p *pp = current_p("gtimer_reset");
     gort__lock(&t->mu);
+    /* Moving a pending timer later (an idle deadline pushed on at every
+     * request) only records the new time: the heap keeps the old one, a
+     * lower bound, and gort__timers_check re-sifts the timer when that
+     * comes due (Go's timerModified, for the later-only case).  Relaxed
+     * load: a hint, re-checked under the heap's lock. */
+    struct timers *ts = load_relaxed(&t->ts);
+    if (ts) {
+        gort__lock(&ts->lock);
+        bool later = load_relaxed(&t->ts) == ts && when >= t->when;
+        if (later)
+            t->when = when;
+        gort__unlock(&ts->lock);
+        if (later) {
+            gort__unlock(&t->mu);
+            return;
+        }
+    }
     timer_remove(t);
     t->when = when;
     timer_add(pp, t);

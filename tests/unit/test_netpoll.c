@@ -10,6 +10,9 @@
  *   read_deadline          a read on a silent connection ends with
  *                          -ETIMEDOUT within twice its deadline; a later
  *                          deadline re-arms reads
+ *   deadline_moved         a parked reader's deadline moved later ten
+ *                          times (past the first) ends at the last one;
+ *                          moved earlier, at the earlier one
  *   close_wakes_reader     gort_close from another goroutine wakes a parked
  *                          reader with -EBADF
  *   echo_server            examples/echo in its own process, 10,000
@@ -258,6 +261,69 @@ static void rd_main(void *arg)
 TEST(read_deadline)
 {
     run_main(rd_main, NULL);
+}
+
+/* A reader parked with a deadline that main keeps moving: later (past
+ * the first one, many times), then earlier. */
+static int dm_fd;
+static long dm_result;
+static int64_t dm_end;
+static gort_waitgroup dm_wg;
+
+static void dm_reader(void *arg)
+{
+    (void)arg;
+    char c;
+    dm_result = gort_read(dm_fd, &c, 1);
+    dm_end = gort_nanotime();
+    gort_waitgroup_done(&dm_wg);
+}
+
+static void dm_main(void *arg)
+{
+    (void)arg;
+    const int64_t ms = 1000 * 1000;
+    const int64_t slack = (SANITIZED ? 300 : 100) * ms;
+    int sv[2];
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    CHECK_EQ(gort_fd_register(sv[0]), 0);
+    CHECK_EQ(gort_fd_register(sv[1]), 0);
+    dm_fd = sv[0];
+    for (int round = 0; round < 2; round++) {
+        int64_t t0 = gort_nanotime(), last = t0 + 20 * ms;
+        CHECK_EQ(gort_fd_set_deadline(dm_fd, 'r', last), 0);
+        gort_waitgroup_add(&dm_wg, 1);
+        CHECK(gort_go(dm_reader, NULL) > 0);
+        if (round == 0) {
+            /* Later, ten times, 10 ms apart, each 20 ms ahead: the first
+             * deadlines pass while the reader waits. */
+            for (int i = 0; i < 10; i++) {
+                gort_sleep(10 * ms);
+                last = gort_nanotime() + 20 * ms;
+                CHECK_EQ(gort_fd_set_deadline(dm_fd, 'r', last), 0);
+            }
+        } else {
+            /* Far, then near. */
+            CHECK_EQ(gort_fd_set_deadline(dm_fd, 'r', t0 + 10000 * ms), 0);
+            gort_sleep(5 * ms);
+            last = gort_nanotime() + 20 * ms;
+            CHECK_EQ(gort_fd_set_deadline(dm_fd, 'r', last), 0);
+        }
+        gort_waitgroup_wait(&dm_wg);
+        say("round %d: timed out %.1f ms after the last deadline\n", round,
+            (dm_end - last) / 1e6);
+        CHECK_EQ(dm_result, -ETIMEDOUT);
+        CHECK(dm_end >= last);
+        CHECK(dm_end <= last + slack);
+        CHECK_EQ(gort_fd_set_deadline(dm_fd, 'r', 0), 0);
+    }
+    CHECK_EQ(gort_close(sv[0]), 0);
+    CHECK_EQ(gort_close(sv[1]), 0);
+}
+
+TEST(deadline_moved)
+{
+    run_main(dm_main, NULL);
 }
 
 static long cw_result = 1;
