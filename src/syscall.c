@@ -134,6 +134,9 @@ bool gort__syscall_watch(struct m *mp)
 void gort__entersyscall_m(struct m *mp, struct g *gp, uint32_t how)
 {
     struct p *pp = mp->p;
+    /* Relaxed: sysmon's coarse clock, as for parking (dumps show how long
+     * a syscall has lasted, as Go's). */
+    gp->waitsince = load_relaxed(&gort__sched.coarsenow);
     gort__casgstatus(gp, G_RUNNING, G_SYSCALL);
     uint32_t tick = pp->syscalltick + 1;
     /* Relaxed: sysmon reads it as a hint; the status word decides. */
@@ -162,22 +165,29 @@ void gort__entersyscall_m(struct m *mp, struct g *gp, uint32_t how)
         syscall_watch_start(mp, pp, word, began);
 }
 
-void gort_entersyscall(void)
+/* Not inlined, so that the frame recorded for dumps is always its own:
+ * they show its caller (gort_read, or the program's function) on top. */
+GORT_NOINLINE void gort_entersyscall(void)
 {
     struct m *mp = gort__getm();
     struct g *gp = mp ? mp->curg : NULL;
     if (!gp || gp->foreign || mp->insyscall)
         return;
+    gp->syscallpc = 0;
+    gp->syscallfp = (uintptr_t)__builtin_frame_address(0);
     gort__entersyscall_m(mp, gp, 1);
 }
 
-void gort_entersyscallblock(void)
+GORT_NOINLINE void gort_entersyscallblock(void)
 {
     struct m *mp = gort__getm();
     struct g *gp = mp ? mp->curg : NULL;
     if (!gp || gp->foreign || mp->insyscall)
         return;
     mp->locks++;
+    gp->syscallpc = 0;
+    gp->syscallfp = (uintptr_t)__builtin_frame_address(0);
+    gp->waitsince = load_relaxed(&gort__sched.coarsenow);
     gort__casgstatus(gp, G_RUNNING, G_SYSCALL);
     struct p *pp = mp->p;
     store_relaxed(&pp->syscalltick, pp->syscalltick + 1);
