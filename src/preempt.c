@@ -377,6 +377,7 @@ static void doSigPreempt(struct m *mp, ucontext_t *uc, siginfo_t *info)
             /* Dumps walk its stack from here while it blocks. */
             gp->syscallpc = pc;
             gp->syscallfp = UC_FP(uc);
+            gp->syscalltrap = true;
             gp->syscallret = UC_LEAFRET(uc);
             gort__entersyscall_m(mp, gp, 2);
         }

@@ -291,13 +291,15 @@ struct g {
     uint32_t allgs_index;   /* position in gort__allgs */
     /* For dumps (traceback.c); owner writes, dumps read racily. */
     int64_t parentgoid;     /* goid of the goroutine that created it, or 0 */
-    uintptr_t syscallfp;    /* in a syscall: the frame record entersyscall
-                               was called from */
-    uintptr_t syscallpc;    /* ... or, for a call found by the preemption
-                               signal, the interrupted pc (else 0) */
-    uintptr_t syscallret;   /* with syscallpc: where the interrupted
+    uintptr_t syscallfp;    /* in a syscall: the frame record of the
+                               function that called entersyscall, */
+    uintptr_t syscallpc;    /* and the return address into it; or, for a
+                               call found by the preemption signal
+                               (syscalltrap), the interrupted fp and pc */
+    uintptr_t syscallret;   /* with syscalltrap: where the interrupted
                                function returns if it has no frame record
                                (tbstart.leafret), or 0 */
+    bool syscalltrap;
     uintptr_t preemptctx;   /* its signal context copied at an asynchronous
                                preemption (a ucontext_t), while preempted */
 };

@@ -165,16 +165,27 @@ void gort__entersyscall_m(struct m *mp, struct g *gp, uint32_t how)
         syscall_watch_start(mp, pp, word, began);
 }
 
-/* Not inlined, so that the frame recorded for dumps is always its own:
- * they show its caller (gort_read, or the program's function) on top. */
+/* Record where the goroutine entered its syscall, for dumps: the caller
+ * of the function whose frame record is fp (gort_entersyscall's own,
+ * which the syscall's own frames overwrite once it returns): that
+ * caller's frame record and the return address into it.  Mirrors
+ * reentersyscall's save of syscallpc and syscallsp. */
+static inline void syscall_record(struct g *gp, uintptr_t fp)
+{
+    gp->syscallfp = ((const uintptr_t *)fp)[0];
+    gp->syscallpc = ((const uintptr_t *)fp)[1];
+    gp->syscalltrap = false;
+}
+
+/* Not inlined, so that the frame recorded is always its caller's:
+ * dumps show gort_read, or the program's function, on top. */
 GORT_NOINLINE void gort_entersyscall(void)
 {
     struct m *mp = gort__getm();
     struct g *gp = mp ? mp->curg : NULL;
     if (!gp || gp->foreign || mp->insyscall)
         return;
-    gp->syscallpc = 0;
-    gp->syscallfp = (uintptr_t)__builtin_frame_address(0);
+    syscall_record(gp, (uintptr_t)__builtin_frame_address(0));
     gort__entersyscall_m(mp, gp, 1);
 }
 
@@ -185,8 +196,7 @@ GORT_NOINLINE void gort_entersyscallblock(void)
     if (!gp || gp->foreign || mp->insyscall)
         return;
     mp->locks++;
-    gp->syscallpc = 0;
-    gp->syscallfp = (uintptr_t)__builtin_frame_address(0);
+    syscall_record(gp, (uintptr_t)__builtin_frame_address(0));
     gp->waitsince = load_relaxed(&gort__sched.coarsenow);
     gort__casgstatus(gp, G_RUNNING, G_SYSCALL);
     struct p *pp = mp->p;

@@ -295,7 +295,7 @@ GORT_NO_TSAN static enum view locate(struct g *gp, uint32_t st, struct m *me,
         }
         /* In a syscall its recorded frame names the wrapper, which a
          * signal landing in libc's frameless syscall code would lose. */
-        if (st == G_SYSCALL && gp->syscallfp)
+        if (st == G_SYSCALL && gp->syscallpc)
             goto syscall;
         /* The signal landed on it.  A stack overflow faults with sp in
          * the guard below lo, its frame pointer still inside. */
@@ -307,18 +307,19 @@ GORT_NO_TSAN static enum view locate(struct g *gp, uint32_t st, struct m *me,
             s->leafret = leafret(trap, s->lo, s->hi);
             return VIEW_WALK;
         }
-        /* Not on its stack: on g0 (its context is saved) or in a syscall. */
+        /* Not running on its stack: switched out on this M (the dump
+         * runs on g0), so its saved context is current. */
         if (st != G_SYSCALL)
             goto saved;
     }
     switch (st) {
     case G_SYSCALL:
-        if (!gp->syscallfp)
+        if (!gp->syscallpc)
             return VIEW_NONE;
     syscall:
-        s->pc = gp->syscallpc;
+        s->pc = strip_pc(gp->syscallpc);
         s->fp = gp->syscallfp;
-        s->trap = s->pc != 0;
+        s->trap = gp->syscalltrap;
         s->leafret = s->trap ? gp->syscallret : 0;
         return VIEW_WALK;
     case G_RUNNABLE:
