@@ -47,63 +47,68 @@
  *     func main() {
  *         fmt.Printf("goroutines at start: %d\n", runtime.NumGoroutine())
  *         timeouts, leaked := run("leaky", handleLeaky, 3, 3)
- *         pprof.Lookup("goroutine").WriteTo(os.Stdout, 2)
+ *         pprof.Lookup("goroutine").WriteTo(os.Stdout, 1)
  *         _, fixedLeaked := run("fixed", handleFixed, 3, 3)
  *         ... the check line ...
  *     }
  *
  * where run serves 3 rounds of 3 requests, sleeps 150 ms after each round,
- * prints the goroutine count and returns how much it grew.  Output
- * (goroutine ids, addresses and the order of the dump vary):
+ * prints the goroutine count and returns how much it grew.  The goroutine
+ * profile is gort_dump_goroutines_grouped, which groups goroutines by
+ * identical backtrace, largest group first, as pprof's debug=1 text.
+ * Output (addresses vary):
  *
  *     goroutines at start: 1
  *     leaky handler:
  *       after 3 requests (3 timed out): 7 goroutines
  *       after 6 requests (6 timed out): 13 goroutines
  *       after 9 requests (9 timed out): 19 goroutines
- *     goroutine 1 [running]:
- *     main goroutine running 0x... (main_g+0x0)
+ *     goroutine profile: total 19
+ *     9 @ 0x5616d3c96f19 0x5616d3c95939
+ *     #	0x5616d3c96f18	gort_chan_send+0x108	/path/to/build/experiments/leak:0x4f18
+ *     #	0x5616d3c95938	query+0x28	/path/to/build/experiments/leak:0x3938
  *
- *     goroutine 2 [chan send]:
- *     waiting on 0x...   (its results channel)
- *     started as 0x... (query+0x0), created at 0x... (handle_leaky+0x48)
+ *     9 @ 0x5616d3c972c6 0x5616d3c957fb
+ *     #	0x5616d3c972c5	gort_chan_recv+0x185	/path/to/build/experiments/leak:0x52c5
+ *     #	0x5616d3c957fa	watch+0xa	/path/to/build/experiments/leak:0x37fa
  *
- *     goroutine 3 [chan receive]:
- *     waiting on 0x...   (its done channel)
- *     started as 0x... (watch+0x0), created at 0x... (handle_leaky+0x73)
- *     ...                        (18 leaked goroutines in all)
- *     the dump grouped by wait and function:
- *       9 [chan send] query
- *       9 [chan receive] watch
- *       1 [running] main_g
+ *     1 @ 0x5616d3c95d31
+ *     #	0x5616d3c95d30	main_g+0x70	/path/to/build/experiments/leak:0x3d30
+ *
+ *     the leak: 9 goroutines in query, 9 in watch
  *     fixed handler:
  *       after 3 requests (3 timed out): 19 goroutines
  *       after 6 requests (6 timed out): 19 goroutines
  *       after 9 requests (9 timed out): 19 goroutines
  *     check: leaky handler: 18 goroutines leaked by 9 requests; fixed handler: none: ok
  *
- * The grouped lines are what `go tool pprof` shows for a goroutine
- * profile: many goroutines parked at the same place are the leak.  The
- * fixed handler's count stays at 19, not 1: nothing, in Go either, can end
- * a goroutine blocked forever, so the 18 leaked ones stay until the program
- * exits.  The exit status is 0 only when the leaky handler leaked exactly
- * its two goroutines per timed-out request (one, watch, should query have
- * answered in time) and the fixed handler none.
+ * Two stacks with counts that grow with the requests are the leak, and
+ * their frames say where each goroutine is stuck: query in its send, watch
+ * in its receive (`addr2line -e build/experiments/leak 0x3938` gives the
+ * line; GORTTRACEBACK=system adds gort's own frames).  The fixed handler's
+ * count stays at 19, not 1: nothing, in Go either, can end a goroutine
+ * blocked forever, so the 18 leaked ones stay until the program exits.  The exit status is 0 only when the leaky
+ * handler leaked exactly its two goroutines per timed-out request (one,
+ * watch, should query have answered in time), the profile shows them as
+ * one group in query with a goroutine per timeout and one in watch with a
+ * goroutine per request, and the fixed handler leaked none.
  *
  * Go's garbage collector frees a channel once no goroutine can reach it.
  * Here main keeps every channel in a table: the fixed handler's channels
  * are freed once their goroutines have returned, the leaked ones stay
  * allocated (and reachable) until exit.
  *
- * The dump names functions through the dynamic symbol table, so the
- * program is linked with its symbols exported, and the goroutine functions
- * (main_g included) and the handlers that start them are not static.
+ * The functions are static: dumps read the executable's own symbol table.
+ * The experiments are built with -fno-optimize-sibling-calls: query and
+ * watch end with their call into gort, which would otherwise be a jump
+ * that leaves no frame of theirs on the stack.
  */
 #include <errno.h>
 #include <gort.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define ROUNDS 3
 #define PER_ROUND 3
@@ -140,7 +145,7 @@ static gort_chan *makechan(size_t elemsize, size_t cap)
     return c;
 }
 
-void query(void *arg)
+static void query(void *arg)
 {
     gort_chan *results = arg;
     gort_sleep(QUERY_NS);
@@ -148,7 +153,7 @@ void query(void *arg)
     gort_chan_send(results, &v);
 }
 
-void watch(void *arg)
+static void watch(void *arg)
 {
     gort_chan *done = arg;
     gort_chan_recv(done, NULL);
@@ -171,7 +176,7 @@ static int await(gort_chan *results, int *v)
     return chosen == 0 ? 0 : -ETIMEDOUT;
 }
 
-int handle_leaky(int *v)
+static int handle_leaky(int *v)
 {
     gort_chan *results = makechan(sizeof(int), 0);
     gort_chan *done = makechan(0, 0);
@@ -180,7 +185,7 @@ int handle_leaky(int *v)
     return await(results, v);
 }
 
-int handle_fixed(int *v)
+static int handle_fixed(int *v)
 {
     gort_chan *results = makechan(sizeof(int), 1);
     gort_chan *done = makechan(0, 0);
@@ -222,99 +227,66 @@ static int64_t run(const char *name, int (*handle)(int *), bool leaks,
     return g - base;
 }
 
-/* One group of the dump: goroutines with the same wait and function. */
-struct group {
-    char what[64];
-    char fn[64];
-    int n;
-};
-
-/* Copy the text between open and close (exclusive) after *s into buf. */
-static bool between(const char *s, char open, const char *close, char *buf,
-                    size_t len)
+/* The count of the profile's group whose frames include function fn: the
+ * "COUNT @ pc ..." line above a "#\tpc\tfn+0x..." line; -1 if none. */
+static int group_count(const char *profile, const char *fn)
 {
-    const char *a = strchr(s, open);
-    if (!a)
-        return false;
-    a++;
-    size_t n = strcspn(a, close);
-    if (n >= len)
-        n = len - 1;
-    memcpy(buf, a, n);
-    buf[n] = '\0';
-    return true;
+    char want[64];
+    snprintf(want, sizeof want, "\t%s+0x", fn);
+    int count = -1;
+    for (const char *l = profile; *l;) {
+        const char *end = strchr(l, '\n');
+        size_t len = end ? (size_t)(end - l) : strlen(l);
+        char *after;
+        long n = strtol(l, &after, 10);
+        if (after != l && strncmp(after, " @", 2) == 0)
+            count = (int)n;
+        else if (l[0] == '#' && memmem(l, len, want, strlen(want)))
+            return count;
+        l += len + (end != NULL);
+    }
+    return -1;
 }
 
-/*
- * Dump every goroutine into a temporary file and count them by wait reason
- * (the bracket of "goroutine N [chan send]:", without ", M minutes") and
- * start function (the name in the parentheses of the "started as" or
- * "main goroutine running" line that follows), most frequent first.
- */
-static void dump_grouped(void)
+/* Print the goroutine profile; store the sizes of query's and watch's
+ * groups. */
+static void profile(int *nquery, int *nwatch)
 {
     FILE *f = tmpfile();
     if (!f)
         need(-errno, "tmpfile");
-    gort_dump_goroutines(fileno(f));
-    rewind(f);
-    struct group groups[16];
-    int ngroups = 0;
-    char line[512], what[64] = "";
-    bool header = false;
-    while (fgets(line, sizeof line, f)) {
-        char fn[64];
-        if (!strncmp(line, "goroutine ", 10)) {
-            header = between(line, '[', ",]", what, sizeof what);
-            continue;
-        }
-        if (!header || (strncmp(line, "started as ", 11) &&
-                        strncmp(line, "main goroutine ", 15)) ||
-            !between(line, '(', "+)", fn, sizeof fn))
-            continue;
-        header = false;
-        int i = 0;
-        while (i < ngroups && (strcmp(groups[i].what, what) ||
-                               strcmp(groups[i].fn, fn)))
-            i++;
-        if (i == ngroups && ngroups < 16) {
-            snprintf(groups[i].what, sizeof groups[i].what, "%s", what);
-            snprintf(groups[i].fn, sizeof groups[i].fn, "%s", fn);
-            groups[i].n = 0;
-            ngroups++;
-        }
-        if (i < ngroups)
-            groups[i].n++;
-    }
+    int fd = fileno(f);
+    need(gort_dump_goroutines_grouped(fd), "gort_dump_goroutines_grouped");
+    off_t size = lseek(fd, 0, SEEK_END);
+    char *text = size < 0 ? NULL : malloc((size_t)size + 1);
+    if (!text || pread(fd, text, (size_t)size, 0) != size)
+        need(-EIO, "reading the profile back");
+    text[size] = '\0';
     fclose(f);
-    printf("the dump grouped by wait and function:\n");
-    for (int printed = 0; printed < ngroups; printed++) {
-        int best = -1;
-        for (int i = 0; i < ngroups; i++)
-            if (groups[i].n > 0 && (best < 0 || groups[i].n > groups[best].n))
-                best = i;
-        printf("  %d [%s] %s\n", groups[best].n, groups[best].what,
-               groups[best].fn);
-        groups[best].n = -groups[best].n;
-    }
+    fputs(text, stdout);
+    *nquery = group_count(text, "query");
+    *nwatch = group_count(text, "watch");
+    free(text);
+    printf("the leak: %d goroutines in query, %d in watch\n", *nquery,
+           *nwatch);
 }
 
-void main_g(void *arg)
+static void main_g(void *arg)
 {
     (void)arg;
     printf("goroutines at start: %lld\n", (long long)gort_numgoroutine());
     int timeouts, unused;
     int64_t leaked = run("leaky", handle_leaky, true, &timeouts);
     int nleaky = nchans;
-    fflush(stdout);
-    gort_dump_goroutines(1);
-    dump_grouped();
+    int nquery, nwatch;
+    profile(&nquery, &nwatch);
     int64_t fixed_leaked = run("fixed", handle_fixed, false, &unused);
     for (int i = nleaky; i < nchans; i++)
         need(gort_chan_free(chans[i]), "gort_chan_free");
     /* query and watch per timed-out request, watch per answered one */
     int n = ROUNDS * PER_ROUND;
-    if (leaked != 2 * timeouts + (n - timeouts) || fixed_leaked != 0) {
+    if (leaked != 2 * timeouts + (n - timeouts) || nquery != timeouts ||
+        nwatch != n || fixed_leaked != 0) {
         printf("check: FAIL\n");
         failed = 1;
         return;

@@ -483,12 +483,29 @@ GORT_EXTERN void gort_schedtrace(int detail);
  * of ticks with each P's schedtick and returns the number of Ps. */
 GORT_EXTERN int gort_sched_ticks(uint32_t *ticks, int n);
 
-/* Write every goroutine to fd as Go's traceback headers do:
- * "goroutine N [status or wait reason, M minutes]:", the function it was
- * started with and where it was created, and for a goroutine blocked on a
- * channel, mutex or timer the object's address.  Callable from any
- * thread. */
-GORT_EXTERN void gort_dump_goroutines(int fd);
+/* Write every goroutine to fd in Go's traceback format: the header
+ * "goroutine N [status or wait reason, M minutes]:", for a goroutine
+ * blocked on a channel, mutex or timer the object's address ("waiting on
+ * 0x..."), its backtrace (a "function(...)" line, then a tab,
+ * "object:address +offset" where `addr2line -e object address` gives the
+ * file and line), and "created by function in goroutine N".  The calling
+ * goroutine comes first; goroutines running on other threads show no
+ * frames.  gort's internal frames are left out unless
+ * GORTTRACEBACK=system.  Frame pointers are walked: build with
+ * -fno-omit-frame-pointer for complete backtraces.  Callable from any
+ * thread, without allocating.  Returns 0, -EBADF for a negative fd, or
+ * the negative errno of a failed write. */
+GORT_EXTERN int gort_dump_goroutines(int fd);
+
+/* Write the goroutines grouped by identical backtrace, largest group
+ * first, as Go's goroutine profile with debug=1 (pprof): "goroutine
+ * profile: total N", then per distinct stack "COUNT @ pc pc ..." and one
+ * "#\tpc\tfunction+offset\tobject:address" line per frame (the frames
+ * gort_dump_goroutines shows), then a blank line.  The way to find a
+ * goroutine leak: one stack with a count that keeps growing.  Returns 0,
+ * -EBADF, -ENOMEM when its tables cannot be mapped, or the negative errno
+ * of a failed write. */
+GORT_EXTERN int gort_dump_goroutines_grouped(int fd);
 
 #ifdef __cplusplus
 }

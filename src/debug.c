@@ -1,5 +1,6 @@
 /*
- * debug.c - fatal errors, goroutine dumps and schedtrace/scheddetail.
+ * debug.c - fatal errors, SIGQUIT and schedtrace/scheddetail (the
+ * goroutine dumps they print are traceback.c's).
  *
  * Output formats are Go's, so that people and tools that read Go's output
  * read ours:
@@ -7,7 +8,11 @@
  *   gort: fatal error: all goroutines are asleep - deadlock!
  *
  *   goroutine 1 [sync.WaitGroup.Wait]:
- *   created by main at 0x401136 (main+0x16)
+ *   main_g(...)
+ *   	/path/to/prog:0x1b2e3 +0x23
+ *
+ *   SIGQUIT: quit
+ *   PC=0x7f3a1c2d4e5f m=0 sigcode=0
  *
  *   SCHED 14ms: gomaxprocs=4 idleprocs=4 threads=5 spinningthreads=0
  *     needspinning=0 idlethreads=3 runqueue=0 [ 0 0 0 0 ] schedticks=[ 1 0 2 3 ]
@@ -24,13 +29,14 @@
  * dump reads without locks: it must work whatever lock is held.
  *
  * Invariants:
- *   - A second fatal error while printing the first aborts at once.
+ *   - One report at a time: a second fatal error on the reporting thread
+ *     aborts at once, one on another thread waits for the first to end
+ *     the process.
  *   - Printing never allocates (fixed stack buffers), so it works when
  *     malloc is broken or the fatal error is "out of memory".
  */
 #include "runtime.h"
 
-#include <dlfcn.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -98,74 +104,61 @@ const char *gort__waitreason_name(uint32_t r)
     return r < WAIT_NREASONS && names[r] ? names[r] : "???";
 }
 
-/* Name a code address: "sym+0xoff" from the dynamic symbol table, or the
- * bare address when it has no exported symbol. */
-static void symbolize(uintptr_t pc, char *buf, size_t len)
-{
-    Dl_info info;
-    if (pc && dladdr((void *)pc, &info) && info.dli_sname)
-        snprintf(buf, len, "%s+0x%lx", info.dli_sname,
-                 (unsigned long)(pc - (uintptr_t)info.dli_saddr));
-    else
-        snprintf(buf, len, "?");
-}
+/*
+ * Claim the right to report a fatal error (or SIGQUIT).  The first caller
+ * gets it.  A second error on the same thread while it reports aborts at
+ * once (the report itself failed); one on another thread waits for the
+ * first report, which ends the process, and aborts after 10 s if it does
+ * not (Go relays and waits likewise).
+ */
+static uint32_t dying_tid; /* atomic: the reporting thread */
 
-GORT_NO_TSAN static void dumpg(int fd, struct g *gp, int64_t now)
+static void start_dying(void)
 {
-    uint32_t s = gort__readgstatus(gp);
-    if (s == G_DEAD || s == G_IDLE)
+    uint32_t tid = (uint32_t)gort__gettid();
+    /* Acq-rel: exactly one caller sees 1. */
+    if (xadd_acqrel(&dying, 1) == 1) {
+        /* Release: pairs with the acquire below. */
+        store_rel(&dying_tid, tid);
         return;
-    const char *what = s == G_WAITING ? gort__waitreason_name(gp->waitreason)
-                                      : gort__gstatus_name(s);
-    int64_t since = load_relaxed(&gp->waitsince);
-    int64_t mins = s == G_WAITING && since ? (now - since) / 60000000000LL : 0;
-    if (mins > 0)
-        gort__printf(fd, "goroutine %lld [%s, %lld minutes]:\n",
-                     (long long)gp->goid, what, (long long)mins);
-    else
-        gort__printf(fd, "goroutine %lld [%s]:\n", (long long)gp->goid, what);
-    const void *obj = load_relaxed(&gp->waitobj);
-    if (s == G_WAITING && obj)
-        gort__printf(fd, "waiting on %p\n", obj);
-    char fnname[256], site[256];
-    symbolize((uintptr_t)gp->fn, fnname, sizeof fnname);
-    symbolize(gp->gopc, site, sizeof site);
-    if (gp->is_main)
-        gort__printf(fd, "main goroutine running %p (%s)\n\n",
-                     (void *)(uintptr_t)gp->fn, fnname);
-    else
-        gort__printf(fd, "started as %p (%s), created at %p (%s)\n\n",
-                     (void *)(uintptr_t)gp->fn, fnname,
-                     (void *)gp->gopc, site);
-}
-
-void gort__dumpgoroutines(int fd)
-{
-    /* Acquire: pairs with allgadd's release, so entries below the length
-     * are initialised.  No lock: this runs on fatal paths. */
-    uint32_t n = load_acq(&gort__allglen);
-    int64_t now = gort_nanotime();
-    struct g *cur = gort__getg();
-    if (cur)
-        dumpg(fd, cur, now);
-    for (uint32_t i = 0; i < n; i++)
-        if (gort__allgs[i] != cur)
-            dumpg(fd, gort__allgs[i], now);
+    }
+    if (load_acq(&dying_tid) != tid) {
+        for (int i = 0; i < 1000; i++)
+            gort__usleep(10000);
+    }
+    signal(SIGABRT, SIG_DFL);
+    abort();
 }
 
 static GORT_NORETURN void die(const char *fmt, va_list ap)
 {
-    if (xadd_acqrel(&dying, 1) > 1) {
-        /* A fatal error while reporting one: stop here. */
-        signal(SIGABRT, SIG_DFL);
-        abort();
-    }
+    start_dying();
     char msg[768];
     vsnprintf(msg, sizeof msg, fmt, ap);
     gort__printf(2, "gort: fatal error: %s\n\n", msg);
-    gort__dumpgoroutines(2);
+    gort__traceback_fatal(2, NULL);
     signal(SIGABRT, SIG_DFL);
     abort();
+}
+
+/* Mirrors sighandler and fatalsignal (signal_unix.go) for SIGQUIT: the
+ * signal's name, where it landed, every goroutine, exit status 2.  Go
+ * also dumps the registers of the thread that took the signal; gort does
+ * not (they belong to whichever thread the kernel picked). */
+void gort__sigquit(int sig, void *info, void *uc)
+{
+    (void)sig;
+    start_dying();
+    struct gort_trap t;
+    gort__trap_from_ucontext(&t, uc);
+    struct m *mp = gort__getm_raw();
+    char mid[24] = "nil";
+    if (mp)
+        snprintf(mid, sizeof mid, "%lld", (long long)mp->id);
+    gort__printf(2, "SIGQUIT: quit\nPC=0x%lx m=%s sigcode=%d\n\n",
+                 (unsigned long)t.pc, mid, ((siginfo_t *)info)->si_code);
+    gort__traceback_fatal(2, &t);
+    _exit(2);
 }
 
 void gort__throw(const char *fmt, ...)
@@ -354,9 +347,4 @@ int gort_sched_ticks(uint32_t *ticks, int n)
         ticks[i] = load_relaxed(&gort__allp[i]->schedtick);
     gort__unlock(&gort__allplock);
     return procs;
-}
-
-void gort_dump_goroutines(int fd)
-{
-    gort__dumpgoroutines(fd);
 }

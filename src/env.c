@@ -1,7 +1,7 @@
 /*
  * env.c - settings from the environment, and the default GOMAXPROCS.
  *
- * gort reads four things once, at start-up, before any other thread exists
+ * gort reads five things once, at start-up, before any other thread exists
  * (gort__read_env, called by gort_main):
  *
  *   GORTDEBUG      comma-separated key=value pairs, like Go's GODEBUG
@@ -9,6 +9,7 @@
  *                  stackguard, checkdeadoff, stackidle) into gort__debug;
  *   GORTMAXPROCS   the number of Ps, like GOMAXPROCS;
  *   GORTSTACKSIZE  the virtual size of goroutine stacks (suffixes k, m);
+ *   GORTTRACEBACK  what fatal errors and SIGQUIT print, like GOTRACEBACK;
  *   the machine    the CPUs in our affinity mask, capped by the cgroup CPU
  *                  limit, which makes the default GOMAXPROCS.
  *
@@ -244,6 +245,40 @@ size_t gort__parse_stacksize(const char *s, size_t dflt)
            "%d to %llu, optionally with suffix k or m); using %zu",
            show(s, strlen(s), shown), GORT_MIN_STACK_SIZE,
            (unsigned long long)MAX_STACK_SIZE, dflt);
+    return dflt;
+}
+
+/* ---------------------------------------------------------------------------
+ * GORTTRACEBACK.
+ * ------------------------------------------------------------------------- */
+
+/*
+ * GORTTRACEBACK: none, single, all or system (Go's GOTRACEBACK words;
+ * blanks around allowed), what fatal errors and SIGQUIT print.  NULL
+ * returns dflt silently; anything else is reported and returns dflt.
+ * Go's numeric levels and "crash" are not taken: a fatal error in gort
+ * always ends in abort() (a core dump where enabled).
+ */
+int32_t gort__parse_traceback(const char *s, int32_t dflt)
+{
+    static const char *const names[] = {
+        [TRACEBACK_NONE] = "none",
+        [TRACEBACK_SINGLE] = "single",
+        [TRACEBACK_ALL] = "all",
+        [TRACEBACK_SYSTEM] = "system",
+    };
+    if (s == NULL)
+        return dflt;
+    const char *v = s;
+    size_t n = strlen(s);
+    trim(&v, &n);
+    for (int32_t i = 0; i < (int32_t)(sizeof names / sizeof names[0]); i++)
+        if (slice_is(v, n, names[i]))
+            return i;
+    char shown[SHOW_MAX + 4];
+    report("GORTTRACEBACK=\"%s\" is not a valid traceback level (want "
+           "none, single, all or system); using %s",
+           show(s, strlen(s), shown), names[dflt]);
     return dflt;
 }
 
@@ -771,4 +806,6 @@ void gort__read_env(void)
     const char *ss = getenv("GORTSTACKSIZE");
     if (ss != NULL)
         gort__stack_size = gort__parse_stacksize(ss, gort__stack_size);
+    gort__traceback_level =
+        gort__parse_traceback(getenv("GORTTRACEBACK"), TRACEBACK_ALL);
 }

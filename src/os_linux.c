@@ -13,6 +13,10 @@
  * fault to the handler that was installed before gort (or to the default
  * action, by restoring it and returning so the instruction faults again).
  *
+ * SIGQUIT dumps every goroutine and exits with status 2, as in Go, unless
+ * the program had a handler of its own (or ignored SIGQUIT) when
+ * gort_main started; a handler it installs later replaces ours.
+ *
  * Invariants:
  *   - Signal handlers call only async-signal-safe functions until they
  *     decide the process is dying.
@@ -40,6 +44,7 @@
 
 static struct sigaction old_segv, old_bus;
 static bool signals_installed;
+static bool quit_installed;  /* our SIGQUIT handler is in place */
 static sigset_t initmask; /* the gort_main thread's mask at start */
 
 int32_t gort__gettid(void)
@@ -173,14 +178,53 @@ static void fault_handler(int sig, siginfo_t *info, void *uctx)
     uintptr_t addr = (uintptr_t)info->si_addr;
     if (gp && gort__stack_is_guard(gp, addr)) {
         gort__printf(2, "gort: fatal error: stack overflow in goroutine %lld"
-                        " (stack [%p, %p), fault at %p; raise GORTSTACKSIZE)\n",
+                        " (stack [%p, %p), fault at %p; raise GORTSTACKSIZE)\n\n",
                      (long long)gp->goid, (void *)gp->stack.lo,
                      (void *)gp->stack.hi, (void *)addr);
-        gort__dumpgoroutines(2);
+        /* The overflowing goroutine's frames, from where it faulted. */
+        struct gort_trap t;
+        gort__trap_from_ucontext(&t, uctx);
+        gort__traceback_fatal(2, &t);
         signal(SIGABRT, SIG_DFL);
         abort();
     }
     chain(sig, info, uctx);
+}
+
+/* SIGQUIT, as in Go: dump every goroutine and exit with status 2. */
+static void quit_handler(int sig, siginfo_t *info, void *uctx)
+{
+    gort__sigquit(sig, info, uctx);
+}
+
+/* Install the SIGQUIT handler unless the program has its own (or ignores
+ * SIGQUIT): a program's handler wins, as os/signal.Notify does in Go.  One
+ * installed later simply replaces ours. */
+static void quit_install(void)
+{
+    struct sigaction cur;
+    if (sigaction(SIGQUIT, NULL, &cur) != 0 || (cur.sa_flags & SA_SIGINFO) ||
+        cur.sa_handler != SIG_DFL)
+        return;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = quit_handler;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    quit_installed = sigaction(SIGQUIT, &sa, NULL) == 0;
+}
+
+/* Put back the default action, unless the program replaced our handler
+ * meanwhile (then its handler stays). */
+static void quit_restore(void)
+{
+    if (!quit_installed)
+        return;
+    quit_installed = false;
+    struct sigaction cur;
+    if (sigaction(SIGQUIT, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
+        cur.sa_sigaction == quit_handler)
+        signal(SIGQUIT, SIG_DFL);
 }
 
 int gort__signals_install(void)
@@ -198,6 +242,7 @@ int gort__signals_install(void)
         sigaction(SIGSEGV, &old_segv, NULL);
         return e;
     }
+    quit_install();
     signals_installed = true;
     return 0;
 }
@@ -208,5 +253,6 @@ void gort__signals_restore(void)
         return;
     sigaction(SIGSEGV, &old_segv, NULL);
     sigaction(SIGBUS, &old_bus, NULL);
+    quit_restore();
     signals_installed = false;
 }

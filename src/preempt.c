@@ -230,6 +230,10 @@ GORT_HIDDEN void gort__async_preempt(void); /* src/arch/<arch>.S */
 
 #define UC_PC(uc) ((uintptr_t)(uc)->uc_mcontext.gregs[REG_RIP])
 #define UC_SP(uc) ((uintptr_t)(uc)->uc_mcontext.gregs[REG_RSP])
+#define UC_FP(uc) ((uintptr_t)(uc)->uc_mcontext.gregs[REG_RBP])
+/* The return address of a function without a frame record (libc's system
+ * call wrappers): the word at sp, which is on the G's stack here. */
+#define UC_LEAFRET(uc) (*(const uintptr_t *)UC_SP(uc))
 #define REDZONE 128
 
 static bool at_syscall_insn(uintptr_t pc)
@@ -294,6 +298,10 @@ static bool inject(ucontext_t *uc)
 
 #define UC_PC(uc) ((uintptr_t)(uc)->uc_mcontext.pc)
 #define UC_SP(uc) ((uintptr_t)(uc)->uc_mcontext.sp)
+#define UC_FP(uc) ((uintptr_t)(uc)->uc_mcontext.regs[29])
+/* The return address of a function without a frame record: the link
+ * register. */
+#define UC_LEAFRET(uc) ((uintptr_t)(uc)->uc_mcontext.regs[30])
 #define REDZONE 128
 
 static bool at_syscall_insn(uintptr_t pc)
@@ -366,6 +374,11 @@ static void doSigPreempt(struct m *mp, ucontext_t *uc, siginfo_t *info)
             !(pc >= gort_text_lo && pc < gort_text_hi) &&
             at_syscall_insn(pc)) {
             store_relaxed(&mp->syscallwhen, gort_nanotime());
+            /* Dumps walk its stack from here while it blocks. */
+            gp->syscallpc = pc;
+            gp->syscallfp = UC_FP(uc);
+            gp->syscalltrap = true;
+            gp->syscallret = UC_LEAFRET(uc);
             gort__entersyscall_m(mp, gp, 2);
         }
         store_relaxed(&mp->preemptmiss, mp->preemptmiss + 1);
@@ -427,19 +440,22 @@ void gort__async_preempt2(void *ucopy)
     /* gort__getm finishes a signal-marked syscall first. */
     struct m *mp = gort__getm();
     struct g *gp = mp->curg;
-    store_relaxed(&gp->preempt, 0);
-    if (mp->p)
-        store_relaxed(&mp->p->preempt, 0);
-    gort__casgstatus(gp, G_RUNNING, G_PREEMPTED);
-    gort__mcall(preempt_m);
-    /* Running again, maybe on another thread: the context must restore
-     * this thread's signal mask and alternate stack. */
-    mp = gort__getm_raw();
 #if defined(__x86_64__)
     ucontext_t *uc = ucopy;
 #else
     ucontext_t *uc = (ucontext_t *)((char *)ucopy + sizeof(siginfo_t));
 #endif
+    store_relaxed(&gp->preempt, 0);
+    if (mp->p)
+        store_relaxed(&mp->p->preempt, 0);
+    /* Dumps walk on from the stub into the interrupted code through it. */
+    gp->preemptctx = (uintptr_t)uc;
+    gort__casgstatus(gp, G_RUNNING, G_PREEMPTED);
+    gort__mcall(preempt_m);
+    gp->preemptctx = 0;
+    /* Running again, maybe on another thread: the context must restore
+     * this thread's signal mask and alternate stack. */
+    mp = gort__getm_raw();
     pthread_sigmask(SIG_SETMASK, NULL, &uc->uc_sigmask);
     uc->uc_stack.ss_sp = mp->sigaltstack_mem;
     uc->uc_stack.ss_size = mp->sigaltstack_size;

@@ -1396,11 +1396,20 @@ static void allgadd(struct g *gp)
 {
     gort__lock(&gort__allglock);
     if (gort__allglen == allgcap) {
+        /* A copy, not realloc: a dump may be reading the old array
+         * without the lock, so it is retired (freed at shutdown). */
         uint32_t cap = allgcap ? allgcap * 2 : 1024;
-        struct g **na = realloc(gort__allgs, cap * sizeof *na);
+        struct g **na = malloc(cap * sizeof *na);
         if (!na)
             gort__fatal("out of memory growing allgs to %u", cap);
-        gort__allgs = na;
+        struct g **old = gort__allgs;
+        if (old) {
+            memcpy(na, old, gort__allglen * sizeof *na);
+            gort__retire(old);
+        }
+        /* Release: a dump that load-acquires the array sees the copied
+         * entries. */
+        store_rel(&gort__allgs, na);
         allgcap = cap;
     }
     gp->allgs_index = gort__allglen;
@@ -1526,13 +1535,14 @@ static int64_t newgoid(struct p *pp)
 
 /* Fill in a dead G's fields for running fn(arg). */
 static inline void gsetup(struct g *gp, void (*fn)(void *), void *arg,
-                          uintptr_t pc, int64_t goid)
+                          uintptr_t pc, int64_t goid, int64_t parent)
 {
     gp->sched_sp = NULL; /* made when it first runs (execute_prep) */
     gort__fpctl_save(gp->fpctl); /* it starts with its creator's FP modes */
     gp->fn = fn;
     gp->arg = arg;
     gp->gopc = pc;
+    gp->parentgoid = parent;
     gp->defers = NULL;
     gp->param = NULL;
     gp->waitreason = WAIT_ZERO;
@@ -1543,7 +1553,7 @@ static inline void gsetup(struct g *gp, void (*fn)(void *), void *arg,
  * Returns its goid, or -ENOMEM when no stack can be had (gp is then left
  * unchanged).  Mirrors newproc1 (proc.go). */
 static int64_t newproc1(struct p *pp, struct g *gp, void (*fn)(void *),
-                        void *arg, uintptr_t pc)
+                        void *arg, uintptr_t pc, int64_t parent)
 {
     /* A reservation, not a stack: the G takes one when it first runs
      * (execute_prep). */
@@ -1553,7 +1563,7 @@ static int64_t newproc1(struct p *pp, struct g *gp, void (*fn)(void *),
         pp->stackres = GORT_STACKRES_BATCH;
     }
     pp->stackres--;
-    gsetup(gp, fn, arg, pc, newgoid(pp));
+    gsetup(gp, fn, arg, pc, newgoid(pp), parent);
     int64_t goid = gp->goid;
     gort__casgstatus(gp, G_DEAD, G_RUNNABLE);
     gort__runqput(pp, gp, true);
@@ -1570,7 +1580,9 @@ int64_t gort__newproc_sys(void (*fn)(void *), void *arg)
         mp->locks--;
         return -ENOMEM;
     }
-    int64_t goid = newproc1(pp, newg, fn, arg, (uintptr_t)fn);
+    /* Created by the runtime (a timer's AfterFunc): no parent. */
+    int64_t goid = newproc1(pp, newg, fn, arg,
+                            (uintptr_t)__builtin_return_address(0), 0);
     if (goid < 0)
         gfput(pp, newg);
     else if (load_relaxed(&gort__main_started))
@@ -1597,7 +1609,8 @@ int64_t gort_go(void (*fn)(void *), void *arg)
         return -ENOMEM;
     }
     int64_t goid = newproc1(pp, newg, fn, arg,
-                            (uintptr_t)__builtin_return_address(0));
+                            (uintptr_t)__builtin_return_address(0),
+                            mp->curg->goid);
     if (goid < 0) {
         gfput(pp, newg);
         mp->locks--;
@@ -2011,7 +2024,8 @@ static int64_t newproc_foreign(void (*fn)(void *), void *arg, uintptr_t pc)
         mp->locks--;
         return -ENOMEM;
     }
-    gsetup(gp, fn, arg, pc, (int64_t)xadd_relaxed(&gort__sched.goidgen, 1));
+    gsetup(gp, fn, arg, pc, (int64_t)xadd_relaxed(&gort__sched.goidgen, 1),
+           mp->curg->goid);
     int64_t goid = gp->goid;
     mp->locks--;
     foreign_queue(mp, gp, G_DEAD);
@@ -2316,7 +2330,7 @@ static int boot(struct m *mp, void (*fn)(void *), void *arg)
         return -ENOMEM;
     gp->is_main = true;
     int64_t goid = newproc1(mp->p, gp, fn, arg,
-                            (uintptr_t)__builtin_return_address(0));
+                            (uintptr_t)__builtin_return_address(0), 0);
     return goid < 0 ? (int)goid : 0;
 }
 

@@ -289,6 +289,19 @@ struct g {
     void *tsan_fiber;       /* ThreadSanitizer fiber */
 #endif
     uint32_t allgs_index;   /* position in gort__allgs */
+    /* For dumps (traceback.c); owner writes, dumps read racily. */
+    int64_t parentgoid;     /* goid of the goroutine that created it, or 0 */
+    uintptr_t syscallfp;    /* in a syscall: the frame record of the
+                               function that called entersyscall, */
+    uintptr_t syscallpc;    /* and the return address into it; or, for a
+                               call found by the preemption signal
+                               (syscalltrap), the interrupted fp and pc */
+    uintptr_t syscallret;   /* with syscalltrap: where the interrupted
+                               function returns if it has no frame record
+                               (tbstart.leafret), or 0 */
+    bool syscalltrap;
+    uintptr_t preemptctx;   /* its signal context copied at an asynchronous
+                               preemption (a ucontext_t), while preempted */
 };
 
 GORT_HIDDEN extern const uint16_t gort__legal[16];
@@ -596,7 +609,10 @@ GORT_HIDDEN extern int32_t gort__ncpu;
 GORT_HIDDEN extern struct m *gort__allm;       /* atomic head, push-only */
 GORT_HIDDEN extern gort_lock gort__allglock;
 GORT_HIDDEN extern gort_lock gort__allplock;
-GORT_HIDDEN extern struct g **gort__allgs;     /* under allglock */
+GORT_HIDDEN extern struct g **gort__allgs;     /* under allglock; dumps
+                                                  read it racily (a grown
+                                                  array's old one is
+                                                  retired, not freed) */
 GORT_HIDDEN extern uint32_t gort__allglen;
 GORT_HIDDEN extern uint32_t gort__idlepmask[GORT_MAX_PROCS / 32];
 GORT_HIDDEN extern int64_t gort__runtime_init_time;
@@ -916,8 +932,25 @@ GORT_HIDDEN GORT_NORETURN void gort__fatal(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)));
 GORT_HIDDEN GORT_NORETURN void gort__throw_assert(const char *cond,
                                                    const char *file, int line);
-/* Print every goroutine (id, status, wait reason) to fd. */
-GORT_HIDDEN void gort__dumpgoroutines(int fd);
+/* Goroutine dumps with backtraces (traceback.c).  GORTTRACEBACK's levels:
+ * what fatal errors and SIGQUIT print (none, only the goroutine that hit
+ * it, all goroutines, all with gort's own frames). */
+enum { TRACEBACK_NONE, TRACEBACK_SINGLE, TRACEBACK_ALL, TRACEBACK_SYSTEM };
+GORT_HIDDEN extern int32_t gort__traceback_level;
+/* Where a signal interrupted a thread (from its ucontext). */
+struct gort_trap {
+    uintptr_t pc, sp, fp;
+    uintptr_t lr;   /* aarch64's link register; 0 on x86-64 */
+};
+GORT_HIDDEN void gort__trap_from_ucontext(struct gort_trap *t, const void *uc);
+/* The dump of a fatal error or signal, as GORTTRACEBACK says: the
+ * goroutine this thread runs (from trap when a signal handler calls, else
+ * NULL), then every other one. */
+GORT_HIDDEN void gort__traceback_fatal(int fd, const struct gort_trap *trap);
+/* Parse GORTTRACEBACK; on error print a message and return dflt. */
+GORT_HIDDEN int32_t gort__parse_traceback(const char *s, int32_t dflt);
+/* The SIGQUIT handler's work: report, dump every goroutine, exit 2. */
+GORT_HIDDEN GORT_NORETURN void gort__sigquit(int sig, void *info, void *uc);
 GORT_HIDDEN void gort__schedtrace(bool detail);
 /* Write a formatted string to fd without malloc (async-signal-safe use). */
 GORT_HIDDEN void gort__printf(int fd, const char *fmt, ...)

@@ -134,6 +134,9 @@ bool gort__syscall_watch(struct m *mp)
 void gort__entersyscall_m(struct m *mp, struct g *gp, uint32_t how)
 {
     struct p *pp = mp->p;
+    /* Relaxed: sysmon's coarse clock, as for parking (dumps show how long
+     * a syscall has lasted, as Go's). */
+    gp->waitsince = load_relaxed(&gort__sched.coarsenow);
     gort__casgstatus(gp, G_RUNNING, G_SYSCALL);
     uint32_t tick = pp->syscalltick + 1;
     /* Relaxed: sysmon reads it as a hint; the status word decides. */
@@ -162,22 +165,39 @@ void gort__entersyscall_m(struct m *mp, struct g *gp, uint32_t how)
         syscall_watch_start(mp, pp, word, began);
 }
 
-void gort_entersyscall(void)
+/* Record where the goroutine entered its syscall, for dumps: the caller
+ * of the function whose frame record is fp (gort_entersyscall's own,
+ * which the syscall's own frames overwrite once it returns): that
+ * caller's frame record and the return address into it.  Mirrors
+ * reentersyscall's save of syscallpc and syscallsp. */
+static inline void syscall_record(struct g *gp, uintptr_t fp)
+{
+    gp->syscallfp = ((const uintptr_t *)fp)[0];
+    gp->syscallpc = ((const uintptr_t *)fp)[1];
+    gp->syscalltrap = false;
+}
+
+/* Not inlined, so that the frame recorded is always its caller's:
+ * dumps show gort_read, or the program's function, on top. */
+GORT_NOINLINE void gort_entersyscall(void)
 {
     struct m *mp = gort__getm();
     struct g *gp = mp ? mp->curg : NULL;
     if (!gp || gp->foreign || mp->insyscall)
         return;
+    syscall_record(gp, (uintptr_t)__builtin_frame_address(0));
     gort__entersyscall_m(mp, gp, 1);
 }
 
-void gort_entersyscallblock(void)
+GORT_NOINLINE void gort_entersyscallblock(void)
 {
     struct m *mp = gort__getm();
     struct g *gp = mp ? mp->curg : NULL;
     if (!gp || gp->foreign || mp->insyscall)
         return;
     mp->locks++;
+    syscall_record(gp, (uintptr_t)__builtin_frame_address(0));
+    gp->waitsince = load_relaxed(&gort__sched.coarsenow);
     gort__casgstatus(gp, G_RUNNING, G_SYSCALL);
     struct p *pp = mp->p;
     store_relaxed(&pp->syscalltick, pp->syscalltick + 1);

@@ -1,6 +1,6 @@
 # Every test binary and its cases; each case is its own ctest entry.
 gort_test(test_ctx CASES pingpong entry_arg callee_saved fp_control stack_alignment)
-gort_test(test_env CASES maxprocs_valid maxprocs_bad debug_keys debug_bad stacksize cgroup_v2 cgroup_v1 cgroup_mount_root cgroup_long_lines cgroup_missing default_procs affinity read_env)
+gort_test(test_env CASES traceback maxprocs_valid maxprocs_bad debug_keys debug_bad stacksize cgroup_v2 cgroup_v1 cgroup_mount_root cgroup_long_lines cgroup_missing default_procs affinity read_env)
 gort_test(test_runq TIMEOUT 300 CASES put_get_order overflow_batch_129 runqempty_and_len globrunqget_batch steal_half steal_stress)
 gort_test(test_sched TIMEOUT 180 CASES runnext_order distribution fairness fairness_waitgroup no_early_preempt million park_100k park_million gomaxprocs_change gomaxprocs_concurrent gomaxprocs_no_self_preempt goexit_lifo main_goexit_others_run twice gomaxprocs_query_outside stack_scavenge)
 gort_test(test_fatal TIMEOUT 120 CASES deadlock negative_waitgroup stack_overflow stack_overflow_canary stack_overflow_mprotect thread_limit send_closed trysend_closed select_send_closed close_closed close_nil sender_woken_by_close deadlock_chan_recv deadlock_nil_chan deadlock_select_no_cases no_deadlock_timer)
@@ -15,6 +15,10 @@ gort_test(test_syscall TIMEOUT 120 CASES handoff_read_pipe handoff_entersyscallb
 gort_test(test_lockthread TIMEOUT 120 CASES tid_stable nesting exit_locked_ends_thread main_locked_on_main_thread)
 gort_test(test_foreign TIMEOUT 180 CASES foreign_send foreign_go foreign_mutex_select foreign_no_deadlock)
 gort_test(test_netpoll TIMEOUT 180 CASES pipe_readers echo_many echo_server read_deadline close_wakes_reader io_wait_dump bad_input short_reads deadline_moved)
+gort_test(test_dump TIMEOUT 120 CASES blocked_states wait_minutes locked_to_thread not_started running_and_preempted internal_frames grouped_leak sigquit sigquit_program_handler fatal_backtrace traceback_levels unwind_corrupt bad_fd)
+# The same against the shared library: gort's static functions named from
+# libgort.so's symbol table (no white-box cases).
+gort_test(test_dump_shared SOURCE test_dump LIBRARY gort_shared DEFINES GORT_TEST_SHARED TIMEOUT 120 CASES blocked_states not_started internal_frames grouped_leak sigquit fatal_backtrace)
 
 # The whole lifecycle under Valgrind: no leak, no error.
 find_program(VALGRIND valgrind)

@@ -257,6 +257,11 @@ gort__async_preempt:
         .cfi_undefined x30
         mov     x19, x0
         bl      gort__async_preempt2
+        /* The return address of that call: a stack walk that meets it
+         * continues in the interrupted code (traceback.c). */
+        .globl  gort__async_preempt_ret
+        .hidden gort__async_preempt_ret
+gort__async_preempt_ret:
         mov     sp, x19
         mov     x8, #139                /* __NR_rt_sigreturn */
         svc     #0

@@ -182,6 +182,11 @@ gort__async_preempt:
         .cfi_undefined rip
         movq    %rdi, %rbx
         call    gort__async_preempt2
+        /* The return address of that call: a stack walk that meets it
+         * continues in the interrupted code (traceback.c). */
+        .globl  gort__async_preempt_ret
+        .hidden gort__async_preempt_ret
+gort__async_preempt_ret:
         movq    %rbx, %rsp
         movl    $15, %eax               /* __NR_rt_sigreturn */
         syscall

@@ -140,6 +140,35 @@ static const char *const MI_V1 =
     "rw,cpu,cpuacct\n";
 
 /* ---------------------------------------------------------------------------
+ * GORTTRACEBACK.
+ * ------------------------------------------------------------------------- */
+
+TEST(traceback)
+{
+    cap_begin();
+    CHECK_EQ(gort__parse_traceback("none", TRACEBACK_ALL), TRACEBACK_NONE);
+    CHECK_EQ(gort__parse_traceback("single", TRACEBACK_ALL), TRACEBACK_SINGLE);
+    CHECK_EQ(gort__parse_traceback(" all\t", TRACEBACK_NONE), TRACEBACK_ALL);
+    CHECK_EQ(gort__parse_traceback("system", TRACEBACK_ALL), TRACEBACK_SYSTEM);
+    CHECK_EQ(gort__parse_traceback(NULL, TRACEBACK_SINGLE), TRACEBACK_SINGLE);
+    char *out = cap_end();
+    CHECK_EQ(strlen(out), 0);
+    free(out);
+    static const char *const bad[] = {"",  "crash", "ALL", "2",
+                                      "all,system", "sys", "none x"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cap_begin();
+        CHECK_EQ(gort__parse_traceback(bad[i], TRACEBACK_ALL), TRACEBACK_ALL);
+        out = cap_end();
+        char want[128];
+        snprintf(want, sizeof want, "GORTTRACEBACK=\"%s\"", bad[i]);
+        check_one_line(out, want, "want none, single, all or system",
+                       "; using all\n");
+        free(out);
+    }
+}
+
+/* ---------------------------------------------------------------------------
  * GORTMAXPROCS.
  * ------------------------------------------------------------------------- */
 

@@ -8,7 +8,8 @@
  *                            dump naming goroutine 1 [sync.WaitGroup.Wait]
  *   negative_waitgroup       "sync: negative WaitGroup counter"
  *   stack_overflow           unbounded recursion in a goroutine, default
- *                            guard: "stack overflow in goroutine N"
+ *                            guard: "stack overflow in goroutine N" and a
+ *                            backtrace from the faulting frame
  *   stack_overflow_canary    GORTDEBUG=stackguard=canary: a small overflow
  *                            into the guard region is caught at the next
  *                            switch
@@ -160,6 +161,16 @@ static void check_overflow(const char *const *env, const char *detail)
              child_goid(r.out));
     CHECK_STR_CONTAINS(r.err, want);
     CHECK_STR_CONTAINS(r.err, detail);
+    if (strcmp(detail, "fault at ") == 0) {
+        /* The backtrace starts where the goroutine faulted: the recursion,
+         * down to its start (unless that is past the 100-frame limit, as
+         * with the sanitizers' larger frames and stacks). */
+        snprintf(want, sizeof want, "\n\ngoroutine %lld [running]:\nrecurse",
+                 child_goid(r.out));
+        CHECK_STR_CONTAINS(r.err, want);
+        CHECK(strstr(r.err, "\noverflow_g(...)\n") ||
+              strstr(r.err, "\n...additional frames elided...\n"));
+    }
     test_child_free(&r);
 }
 
