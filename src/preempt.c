@@ -428,8 +428,10 @@ void gort__async_preempt2(void *ucopy)
     struct m *mp = gort__getm();
     struct g *gp = mp->curg;
     store_relaxed(&gp->preempt, 0);
-    if (mp->p)
+    if (mp->p) {
         store_relaxed(&mp->p->preempt, 0);
+        gort__stat_add(&mp->p->npreemptasync, 1);
+    }
     gort__casgstatus(gp, G_RUNNING, G_PREEMPTED);
     gort__mcall(preempt_m);
     /* Running again, maybe on another thread: the context must restore

@@ -15,6 +15,7 @@ gort_test(test_syscall TIMEOUT 120 CASES handoff_read_pipe handoff_entersyscallb
 gort_test(test_lockthread TIMEOUT 120 CASES tid_stable nesting exit_locked_ends_thread main_locked_on_main_thread)
 gort_test(test_foreign TIMEOUT 180 CASES foreign_send foreign_go foreign_mutex_select foreign_no_deadlock)
 gort_test(test_netpoll TIMEOUT 180 CASES pipe_readers echo_many echo_server read_deadline close_wakes_reader io_wait_dump bad_input)
+gort_test(test_metrics TIMEOUT 180 CASES table bad_input waiting running_runnable created threads latencies pauses counters prometheus read_cost)
 
 # The whole lifecycle under Valgrind: no leak, no error.
 find_program(VALGRIND valgrind)
