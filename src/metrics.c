@@ -155,34 +155,26 @@ static void th_init(void)
  * Sampling /sched/latencies.  Mirrors the tracking half of casgstatus.
  * ------------------------------------------------------------------------- */
 
+/* A tracked G (casgstatus set gp->tracking) becomes runnable or runs.
+ * Its other transitions (into waiting, a syscall, preemption, death) need
+ * nothing: a dead G's flag is reset when it is reused (gsetup). */
 void gort__gtrack(struct g *gp, uint32_t oldval, uint32_t newval)
 {
-    gp->tracking = true;
-    switch (newval) {
-    case G_RUNNABLE:
+    if (newval == G_RUNNABLE) {
         gp->trackingstamp = gort_nanotime();
-        break;
-    case G_RUNNING: {
-        /* From a syscall straight back to running the wait was 0 (Go
-         * records that too). */
-        int64_t d = oldval == G_RUNNABLE
-                        ? gort_nanotime() - gp->trackingstamp
-                        : 0;
-        gp->tracking = false;
-        /* The M making a G run holds the P it runs on; a foreign
-         * thread's stand-in G has none and is not scheduled: skipped. */
-        struct m *mp = gort__getm_raw();
-        struct p *pp = mp ? mp->p : NULL;
-        if (pp)
-            gort__timehist_record(&pp->latencies, d);
-        break;
+        return;
     }
-    case G_DEAD:
-        gp->tracking = false;
-        break;
-    default:
-        break; /* waiting, in a syscall, preempted: timed once runnable */
-    }
+    /* Running.  From a syscall straight back to running the wait was 0
+     * (Go records that too). */
+    int64_t d = oldval == G_RUNNABLE ? gort_nanotime() - gp->trackingstamp
+                                     : 0;
+    gp->tracking = false;
+    /* The M making a G run holds the P it runs on; a foreign thread's
+     * stand-in G has none and is not scheduled: not recorded. */
+    struct m *mp = gort__getm_raw();
+    struct p *pp = mp ? mp->p : NULL;
+    if (pp)
+        gort__timehist_record(&pp->latencies, d);
 }
 
 /* ---------------------------------------------------------------------------

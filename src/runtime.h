@@ -303,10 +303,11 @@ GORT_HIDDEN GORT_NORETURN void gort__casgstatus_fail(struct g *gp,
 
 /* One scheduling round in GORT_TRACKING_PERIOD is timed for
  * /sched/latencies (gTrackingPeriod in Go): the clock is read only for
- * those.  The cold half, in metrics.c, stamps the G when it becomes
+ * those.  The cold half, in metrics.c, stamps a tracked G when it becomes
  * runnable and records the wait in its P's histogram when it runs. */
 #define GORT_TRACKING_PERIOD 8
-GORT_HIDDEN void gort__gtrack(struct g *gp, uint32_t oldval, uint32_t newval);
+GORT_HIDDEN __attribute__((cold)) void gort__gtrack(struct g *gp, uint32_t oldval,
+                                                  uint32_t newval);
 
 /* Mirrors casgstatus (proc.go): change gp's status from old to new, fatal
  * (naming both states) if the transition is illegal or the current status
@@ -333,13 +334,15 @@ static inline void gort__casgstatus(struct g *gp, uint32_t oldval,
                       cur != oldval))
         gort__casgstatus_fail(gp, oldval, newval);
     /* Every GORT_TRACKING_PERIOD-th transition out of running starts a
-     * timed round (Go's casgstatus).  oldval is a constant at every call
-     * site, so this is one byte increment and one branch there, and one
-     * load and branch elsewhere. */
-    bool start = false;
+     * timed round (Go's casgstatus); the clock is read only in timed
+     * rounds, when the G becomes runnable and when it runs.  oldval and
+     * newval are constants at every call site, so each transition keeps
+     * only its half: a byte increment and flag update out of running, a
+     * load and a branch into runnable or running. */
     if (oldval == G_RUNNING)
-        start = gp->trackingseq++ % GORT_TRACKING_PERIOD == 0;
-    if (GORT_UNLIKELY(start || gp->tracking))
+        gp->tracking |= gp->trackingseq++ % GORT_TRACKING_PERIOD == 0;
+    if ((newval == G_RUNNABLE || newval == G_RUNNING) &&
+        GORT_UNLIKELY(gp->tracking))
         gort__gtrack(gp, oldval, newval);
     store_rel(&gp->atomicstatus, newval);
 }
