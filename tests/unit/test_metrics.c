@@ -501,9 +501,19 @@ static void threads_main(void *arg)
     }
 }
 
+static void *th_nothing(void *arg)
+{
+    return arg;
+}
+
 TEST(threads)
 {
-    /* ThreadSanitizer has a thread of its own, for instance. */
+    /* Threads that are not the runtime's: ThreadSanitizer's own, which it
+     * starts with the first pthread_create, for instance. */
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, th_nothing, NULL), 0);
+    CHECK_EQ(pthread_join(t, NULL), 0);
+    usleep(10 * 1000);
     th_before = count_threads();
     run_main(threads_main, NULL);
 }
@@ -996,10 +1006,13 @@ static void rc_main(void *arg)
     int parked = (int)(intptr_t)arg;
     rc_stop = make_chan(0, 0);
     int64_t idle = read_all_ns();
+    int64_t t_start = gort_nanotime();
     gort_waitgroup_add(&rc_wg, parked);
     for (int i = 0; i < parked; i++)
         CHECK(gort_go(rc_parker, NULL) > 0);
     await_metric("/sched/goroutines/waiting:goroutines", (uint64_t)parked);
+    say("%d goroutines parked in %lld ms\n", parked,
+        (long long)((gort_nanotime() - t_start) / MS));
     int64_t busy = read_all_ns();
     int64_t t0 = gort_nanotime();
     char *text;
@@ -1009,8 +1022,12 @@ static void rc_main(void *arg)
     say("reading all %d metrics: %lld ns with 1 goroutine, %lld ns with "
         "%d parked; the Prometheus text: %lld ns\n", 19, (long long)idle,
         (long long)busy, parked, (long long)prom);
-    /* A scan of the goroutines would cost ~1 ns-10 ns each. */
-    CHECK_LE(busy, 3 * idle + 100 * 1000);
+    /* A scan of the goroutines would cost 1-10 ns each: 0.1-1 ms here.
+     * Sanitizers make every atomic load slow and noisy: a looser bound. */
+    if (SANITIZED)
+        CHECK_LE(busy, 10 * idle + 1000 * 1000);
+    else
+        CHECK_LE(busy, 3 * idle + 100 * 1000);
     gort_chan_close(rc_stop);
     gort_waitgroup_wait(&rc_wg);
     free_chan(rc_stop);
@@ -1019,6 +1036,6 @@ static void rc_main(void *arg)
 TEST(read_cost)
 {
     /* ThreadSanitizer allows a few thousand fibers. */
-    run_main(rc_main, (void *)(intptr_t)(TSAN ? 4000 : SANITIZED ? 20000
+    run_main(rc_main, (void *)(intptr_t)(TSAN ? 1000 : SANITIZED ? 20000
                                                                  : 100000));
 }
