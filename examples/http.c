@@ -3,8 +3,10 @@
  *
  *   build/examples/http [-addr HOST:PORT] [-procs N] [-idle SECONDS]
  *
- * Routes: GET (or HEAD) / and /hello answer "Hello, World!\n"; anything
- * else is 404, a method other than GET/HEAD is 405.  Requests are parsed
+ * Routes: GET (or HEAD) / and /hello answer "Hello, World!\n"; /metrics
+ * answers the scheduler's metrics in the Prometheus text format
+ * (gort_metrics_prometheus); anything else is 404, a method other than
+ * GET/HEAD is 405.  Requests are parsed
  * as they come, several per read when the client pipelines them.  A
  * request body (Content-Length) is read and discarded; chunked bodies get
  * 501.  Header blocks over 16 KiB get 431 and bodies over 1 MiB 413, and
@@ -14,6 +16,7 @@
  * connections close after -idle seconds (default 60).
  *
  *     curl -i http://127.0.0.1:8080/
+ *     curl http://127.0.0.1:8080/metrics
  *     wrk -t2 -c100 -d3s http://127.0.0.1:8080/
  */
 #include "server.h"
@@ -28,25 +31,49 @@
 
 static const char hello[] = "Hello, World!\n";
 
-/* Write a whole response; false if the connection failed. */
-static bool respond(int fd, int status, const char *reason, const char *body,
-                    bool head, bool keep)
+/* Write a whole response with a body of blen bytes of the given type;
+ * false if the connection failed. */
+static bool respond_typed(int fd, int status, const char *reason,
+                          const char *type, const char *body, size_t blen,
+                          bool head, bool keep)
 {
     char hdr[512];
-    size_t blen = body ? strlen(body) : 0;
     int n = snprintf(hdr, sizeof hdr,
                      "HTTP/1.1 %d %s\r\n"
-                     "Content-Type: text/plain; charset=utf-8\r\n"
+                     "Content-Type: %s\r\n"
                      "Content-Length: %zu\r\n"
                      "%s"
                      "\r\n",
-                     status, reason, blen,
+                     status, reason, type, blen,
                      keep ? "" : "Connection: close\r\n");
     if (gort_write(fd, hdr, (size_t)n) != n)
         return false;
     if (!head && blen && gort_write(fd, body, blen) != (long)blen)
         return false;
     return true;
+}
+
+static bool respond(int fd, int status, const char *reason, const char *body,
+                    bool head, bool keep)
+{
+    return respond_typed(fd, status, reason, "text/plain; charset=utf-8",
+                         body, body ? strlen(body) : 0, head, keep);
+}
+
+/* GET /metrics: every metric in the Prometheus text format (0.0.4). */
+static bool respond_metrics(int fd, bool head, bool keep)
+{
+    char *text;
+    size_t len;
+    int err = gort_metrics_prometheus(&text, &len);
+    if (err)
+        return respond(fd, 500, "Internal Server Error",
+                       "cannot read the metrics\n", head, keep);
+    bool ok = respond_typed(fd, 200, "OK",
+                            "text/plain; version=0.0.4; charset=utf-8", text,
+                            len, head, keep);
+    free(text);
+    return ok;
 }
 
 /* Find a header's value in the block [h, end); NULL if absent.  Sets
@@ -188,6 +215,8 @@ static void serve(int fd)
                          "only GET and HEAD\n", false, keep);
         else if (!strcmp(target, "/") || !strcmp(target, "/hello"))
             ok = respond(fd, 200, "OK", hello, head, keep);
+        else if (!strcmp(target, "/metrics"))
+            ok = respond_metrics(fd, head, keep);
         else
             ok = respond(fd, 404, "Not Found", "not found\n", head, keep);
         if (!ok || !keep)

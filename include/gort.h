@@ -507,6 +507,103 @@ GORT_EXTERN int gort_dump_goroutines(int fd);
  * of a failed write. */
 GORT_EXTERN int gort_dump_goroutines_grouped(int fd);
 
+/* ---------------------------------------------------------------------------
+ * Metrics.  Mirrors Go's runtime/metrics: the scheduler metrics under Go's
+ * names and meanings (/sched/...), and gort's own under /gort/sched/....
+ * A name is a path and a unit, "/sched/goroutines:goroutines".
+ * ------------------------------------------------------------------------- */
+
+enum gort_metric_kind {
+    GORT_METRIC_BAD = 0,       /* no such metric (Go's KindBad) */
+    GORT_METRIC_UINT64 = 1,    /* value in u64 */
+    GORT_METRIC_FLOAT64 = 2,   /* value in f64 */
+    GORT_METRIC_HISTOGRAM = 3, /* value in hist (Go's KindFloat64Histogram) */
+};
+
+typedef struct gort_metric_desc {
+    const char *name;        /* "/sched/latencies:seconds" */
+    const char *description; /* one or more English sentences */
+    int kind;                /* enum gort_metric_kind */
+    bool cumulative;         /* only ever grows (each bucket, for a
+                                histogram): a rate makes sense */
+} gort_metric_desc;
+
+/* Every metric, sorted by name; *n gets the count (n may be NULL).  The
+ * table is static: callable at any time, from any thread. */
+GORT_EXTERN const gort_metric_desc *gort_metrics_all(size_t *n);
+
+/* The time histograms (every histogram gort has) have this many buckets:
+ * Go's timeHistogram layout, 160 buckets from 0 to 2^47 ns (four per power
+ * of two from 2^9 ns up) plus one for negative durations and one for
+ * longer ones. */
+#define GORT_METRIC_HIST_BUCKETS 162
+
+/*
+ * A histogram.  Bucket i counts samples in [buckets[i], buckets[i+1])
+ * seconds; buckets[0] is -infinity and buckets[n] +infinity.
+ *
+ * Memory: the caller owns counts (or leaves it NULL); gort owns buckets
+ * (static, valid for the whole process, never to be freed).  Reading
+ * writes min(cap, n) counts, like snprintf: n says how many there are, so
+ * an array of GORT_METRIC_HIST_BUCKETS always suffices.  Nothing is
+ * allocated, so nothing can leak.
+ */
+typedef struct gort_histogram {
+    uint64_t *counts;      /* in: where to put the counts, or NULL */
+    size_t cap;            /* in: entries counts can hold */
+    size_t n;              /* out: buckets of this histogram */
+    const double *buckets; /* out: the n + 1 boundaries, in seconds */
+    uint64_t total;        /* out: all samples (the sum of the counts) */
+} gort_histogram;
+
+typedef struct gort_metric_sample {
+    const char *name; /* in: the metric's name */
+    int kind;         /* out: enum gort_metric_kind; GORT_METRIC_BAD for an
+                         unknown (or NULL) name */
+    uint64_t u64;     /* out, GORT_METRIC_UINT64 */
+    double f64;       /* out, GORT_METRIC_FLOAT64 */
+    gort_histogram hist; /* in/out, GORT_METRIC_HISTOGRAM */
+} gort_metric_sample;
+
+/*
+ * Read the metrics named in samples[0..n) (Go's metrics.Read): each
+ * sample's kind and value are filled in; an unknown name gets
+ * GORT_METRIC_BAD and the others are still read.  Cheap enough to call
+ * every second: the cost depends on GOMAXPROCS and the number of threads,
+ * not on the number of goroutines (docs/design.md, "Metrics").
+ *
+ * Returns 0; -EINVAL when samples is NULL with n > 0; -EPERM when no
+ * gort_main is running (every kind is then GORT_METRIC_BAD).  Callable
+ * from any thread while gort_main runs.
+ */
+GORT_EXTERN int gort_metrics_read(gort_metric_sample *samples, size_t n);
+
+/* One metric: fills *s for `name` (s->hist's counts and cap are used as
+ * given).  Returns 0, -ENOENT for an unknown name (s->kind is then
+ * GORT_METRIC_BAD), -EINVAL for s NULL, -EPERM outside gort_main. */
+GORT_EXTERN int gort_metric_read(const char *name, gort_metric_sample *s);
+
+/*
+ * Every metric in the Prometheus text exposition format (version 0.0.4),
+ * with names mapped as the Prometheus Go client maps Go's:
+ * "/sched/goroutines-created:goroutines" becomes
+ * go_sched_goroutines_created_goroutines_total (path and unit joined with
+ * "_", "-" turned into "_", "_total" for cumulative counts), gort's own
+ * /gort/... metrics get the prefix gort_ instead of go_.  Histograms are
+ * written as _bucket lines (le is the bucket's upper bound, the next
+ * double below it since Go's buckets exclude it) and _count; Go's
+ * histograms keep no sum, so there is no _sum line.
+ *
+ * gort_metrics_prometheus stores a malloc'd, NUL-terminated text in *text
+ * (free it with free()) and its length in *len (len may be NULL); returns
+ * 0, -EINVAL for text NULL, -ENOMEM, or -EPERM outside gort_main.
+ * gort_metrics_write_prometheus writes it all to fd (with gort_write, so a
+ * goroutine writing to a socket parks rather than blocks); returns the
+ * bytes written or a negative errno.
+ */
+GORT_EXTERN int gort_metrics_prometheus(char **text, size_t *len);
+GORT_EXTERN long gort_metrics_write_prometheus(int fd);
+
 #ifdef __cplusplus
 }
 #endif

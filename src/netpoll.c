@@ -366,6 +366,13 @@ int32_t gort__netpoll(int64_t delay, struct gqueue *q)
         if (w && (gp = netpollunblock(&pd->wg, true)))
             netpoll_collect(gp, q, &cnt);
     }
+    if (cnt > 0) {
+        /* /gort/sched/netpoll-wakeups, on the polling M (a runtime M:
+         * findrunnable's, the poller's or sysmon's). */
+        struct m *mp = gort__getm_raw();
+        if (mp)
+            gort__stat_add(&mp->nnetpollwake, (uint64_t)cnt);
+    }
     return cnt;
 }
 

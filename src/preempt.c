@@ -446,8 +446,10 @@ void gort__async_preempt2(void *ucopy)
     ucontext_t *uc = (ucontext_t *)((char *)ucopy + sizeof(siginfo_t));
 #endif
     store_relaxed(&gp->preempt, 0);
-    if (mp->p)
+    if (mp->p) {
         store_relaxed(&mp->p->preempt, 0);
+        gort__stat_add(&mp->p->npreemptasync, 1);
+    }
     /* Dumps walk on from the stub into the interrupted code through it. */
     gp->preemptctx = (uintptr_t)uc;
     gort__casgstatus(gp, G_RUNNING, G_PREEMPTED);

@@ -972,10 +972,8 @@ static struct g *stealwork(struct m *mp, struct p *pp, bool *newwork)
             if (gort__isidlep((int32_t)pos))
                 continue;
             struct g *gp = gort__runqsteal(pp, p2, last);
-            if (gp) {
-                pp->nsteals++;
+            if (gp)
                 return gp;
-            }
         }
     }
     (void)mp;
@@ -1506,6 +1504,7 @@ static void gfree_stack_and_put(struct p *pp, struct g *gp)
     gort__stackcache_put(&pp->stackcache, &gp->stack);
     memset(&gp->stack, 0, sizeof gp->stack);
     gp->sched_sp = NULL;
+    gort__stat_add(&pp->ngexited, 1);
     gfput(pp, gp);
 }
 
@@ -1547,6 +1546,12 @@ static inline void gsetup(struct g *gp, void (*fn)(void *), void *arg,
     gp->param = NULL;
     gp->waitreason = WAIT_ZERO;
     gp->goid = goid;
+    /* Which of its scheduling rounds are timed for /sched/latencies: a
+     * hash of the goid places the first one anywhere in the period, as
+     * Go's random trackingSeq does, without a random draw per spawn. */
+    uint8_t seq = (uint8_t)(((uint64_t)goid * 0x9e3779b97f4a7c15ull) >> 56);
+    gp->trackingseq = seq;
+    gp->tracking = seq % GORT_TRACKING_PERIOD == 0;
 }
 
 /* Make gp (DEAD, stackless) ready to run fn(arg) and queue it on pp.
@@ -1565,6 +1570,7 @@ static int64_t newproc1(struct p *pp, struct g *gp, void (*fn)(void *),
     pp->stackres--;
     gsetup(gp, fn, arg, pc, newgoid(pp), parent);
     int64_t goid = gp->goid;
+    gort__stat_add(&pp->ngcreated, 1);
     gort__casgstatus(gp, G_DEAD, G_RUNNABLE);
     gort__runqput(pp, gp, true);
     return goid;
@@ -1968,6 +1974,10 @@ static void foreign_queue(struct m *mp, struct g *gp, uint32_t from)
     mp->locks++;
     gort__lock(&gort__sched.lock);
     gort__sched.nforeigninside++;
+    if (from == G_DEAD) /* a new goroutine (newproc_foreign); relaxed:
+                           metrics read it without the lock */
+        store_relaxed(&gort__sched.ngcreatednop,
+                      gort__sched.ngcreatednop + 1);
     gort__casgstatus(gp, from, G_RUNNABLE);
     gort__globrunqput_locked(gp);
     gort__unlock(&gort__sched.lock);
@@ -2117,6 +2127,7 @@ void gort__preempt_yield(struct m *mp, struct g *gp)
         return;
     store_relaxed(&gp->preempt, 0);
     store_relaxed(&mp->p->preempt, 0);
+    gort__stat_add(&mp->p->npreemptsync, 1);
     gosched(mp, gp);
 }
 

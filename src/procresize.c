@@ -22,6 +22,9 @@
 #include <string.h>
 
 int32_t gort__newprocs; /* GOMAXPROCS wanted by the next start; STW only */
+/* When the current stop-the-world began (nanotime), for the pause
+ * metrics.  Written by the stopper; relaxed: one stopper at a time. */
+static int64_t stw_began;
 
 /* Ask every running G to yield at its next runtime call. */
 static void preemptall(void)
@@ -62,6 +65,8 @@ static int32_t stop_syscall_ps_locked(void)
  * Mirrors stopTheWorldWithSema (proc.go). */
 void gort__stw_stop(struct m *mp)
 {
+    int64_t began = gort_nanotime();
+    store_relaxed(&stw_began, began);
     gort__lock(&gort__sched.lock);
     gort__sched.stopwait = gort__gomaxprocs;
     store_seqcst(&gort__sched.gcwaiting, 1); /* see stop_syscall_ps */
@@ -96,6 +101,7 @@ void gort__stw_stop(struct m *mp)
         if (gort__allp[i]->status != P_GCSTOP)
             gort__throw("stopTheWorld: P%d not stopped (status %u)", i,
                         gort__allp[i]->status);
+    gort__stw_record_stopping(began, gort_nanotime());
 }
 
 
@@ -112,6 +118,8 @@ void gort__stw_start(struct m *mp)
     store_seqcst(&gort__sched.gcwaiting, 0);
     gort__sysmon_wake();
     gort__unlock(&gort__sched.lock);
+    /* The world runs again (Ms are being woken for the Ps with work). */
+    gort__stw_record_total(load_relaxed(&stw_began), gort_nanotime());
     while (runnable) {
         struct p *pp = runnable;
         runnable = pp->link;

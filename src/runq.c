@@ -207,6 +207,7 @@ struct g *gort__runqsteal(struct p *pp, struct p *p2, bool stealnext)
     uint32_t n = runqgrab(p2, pp->runq, t, stealnext);
     if (n == 0)
         return NULL;
+    gort__stat_add(&pp->nsteals, n); /* /gort/sched/steals */
     n--;
     struct g *gp = load_relaxed(&pp->runq[SLOT(t + n)]);
     if (n == 0)

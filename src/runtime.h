@@ -254,6 +254,10 @@ struct g {
     struct gstack stack;
     uint32_t atomicstatus;  /* enum gstatus; changed only by casgstatus */
     uint32_t waitreason;    /* enum waitreason while WAITING; owner writes */
+    /* /sched/latencies sampling (Go's trackingSeq): written by whoever
+     * makes a status change, under the same hand-over as the status. */
+    uint8_t trackingseq;    /* transitions out of RUNNING, mod 256 */
+    bool tracking;          /* this scheduling round is being timed */
     int64_t goid;           /* 0 while dead */
     struct m *m;            /* M running it, or NULL; owner M writes */
     struct g *schedlink;    /* next in whatever list holds this G */
@@ -302,12 +306,21 @@ struct g {
     bool syscalltrap;
     uintptr_t preemptctx;   /* its signal context copied at an asynchronous
                                preemption (a ucontext_t), while preempted */
+    int64_t trackingstamp;  /* while tracking: when it became runnable */
 };
 
 GORT_HIDDEN extern const uint16_t gort__legal[16];
 GORT_HIDDEN GORT_NORETURN void gort__casgstatus_fail(struct g *gp,
                                                       uint32_t oldval,
                                                       uint32_t newval);
+
+/* One scheduling round in GORT_TRACKING_PERIOD is timed for
+ * /sched/latencies (gTrackingPeriod in Go): the clock is read only for
+ * those.  The cold half, in metrics.c, stamps a tracked G when it becomes
+ * runnable and records the wait in its P's histogram when it runs. */
+#define GORT_TRACKING_PERIOD 8
+GORT_HIDDEN __attribute__((cold)) void gort__gtrack(struct g *gp, uint32_t oldval,
+                                                  uint32_t newval);
 
 /* Mirrors casgstatus (proc.go): change gp's status from old to new, fatal
  * (naming both states) if the transition is illegal or the current status
@@ -333,6 +346,17 @@ static inline void gort__casgstatus(struct g *gp, uint32_t oldval,
     if (GORT_UNLIKELY(oldval >= 16 || !((gort__legal[oldval] >> newval) & 1) ||
                       cur != oldval))
         gort__casgstatus_fail(gp, oldval, newval);
+    /* Every GORT_TRACKING_PERIOD-th transition out of running starts a
+     * timed round (Go's casgstatus); the clock is read only in timed
+     * rounds, when the G becomes runnable and when it runs.  oldval and
+     * newval are constants at every call site, so each transition keeps
+     * only its half: a byte increment and flag update out of running, a
+     * load and a branch into runnable or running. */
+    if (oldval == G_RUNNING)
+        gp->tracking |= gp->trackingseq++ % GORT_TRACKING_PERIOD == 0;
+    if ((newval == G_RUNNABLE || newval == G_RUNNING) &&
+        GORT_UNLIKELY(gp->tracking))
+        gort__gtrack(gp, oldval, newval);
     store_rel(&gp->atomicstatus, newval);
 }
 static inline uint32_t gort__readgstatus(struct g *gp)
@@ -383,6 +407,33 @@ struct timers {
     struct timerwhen *heap;
     int64_t minwhen;       /* heap[0].when or 0; atomic (time.c) */
 };
+
+/* A histogram of durations with Go's timeHistogram layout (histogram.go),
+ * so that figures compare with Go's: durations below 2^9 ns fall in one
+ * range of 4 sub-buckets, then each power of two from 2^9 to 2^47 ns is
+ * cut into 4 linear sub-buckets; counts[0] holds negative durations and
+ * counts[GORT_TIMEHIST_N - 1] those of 2^47 ns or more (metrics.c).
+ * Written by one party at a time (the P's owner, the stopper) with
+ * relaxed loads and stores, read by anyone with relaxed loads. */
+#define GORT_TIMEHIST_MINBIT 9
+#define GORT_TIMEHIST_MAXBIT 48
+#define GORT_TIMEHIST_SUBBITS 2
+#define GORT_TIMEHIST_N                                                        \
+    ((GORT_TIMEHIST_MAXBIT - GORT_TIMEHIST_MINBIT + 1) *                       \
+         (1 << GORT_TIMEHIST_SUBBITS) + 2)
+struct gort_timehist {
+    uint64_t counts[GORT_TIMEHIST_N];
+};
+GORT_HIDDEN void gort__timehist_record(struct gort_timehist *h, int64_t ns);
+
+/* Add d to a statistics counter written only by its owner (a P's M, an
+ * M's own thread, a single stopper): a relaxed load and store, no
+ * read-modify-write, so no locked instruction on the paths that count.
+ * Readers sum such counters with relaxed loads (metrics.c). */
+static inline void gort__stat_add(uint64_t *c, uint64_t d)
+{
+    store_relaxed(c, load_relaxed(c) + d);
+}
 
 /* A queue of Gs linked through schedlink (gQueue in runtime2.go). */
 struct gqueue {
@@ -459,6 +510,9 @@ struct m {
     uint32_t npreemptsig;  /* signals sent and not yet seen; sysmon */
     uint32_t preemptmiss;  /* signals in a row that found no safe point;
                               relaxed: the handler writes, sysmon reads */
+    /* Metrics (gort__stat_add by this M's thread; metrics.c sums allm). */
+    uint64_t nhandoffs;    /* Ps it took from syscalls and handed on */
+    uint64_t nnetpollwake; /* goroutines its epoll waits made runnable */
 };
 
 /* ---------------------------------------------------------------------------
@@ -519,7 +573,17 @@ struct p {
     struct stackcache stackcache; /* free stacks; owner only */
     int32_t stackres;      /* stack reservations held for new Gs; owner */
     int64_t goidcache, goidcacheend; /* goids handed to this P */
-    uint64_t nsteals;      /* Gs this P's M has stolen (relaxed stats) */
+    /* Metrics: the owner counts with gort__stat_add; metrics.c sums them
+     * over every P ever made (a P removed by GOMAXPROCS keeps its
+     * counts, so sums never go down). */
+    uint64_t ngcreated;    /* goroutines created on this P */
+    uint64_t ngexited;     /* goroutines that ended on this P */
+    uint64_t nsteals;      /* Gs its M took from other Ps' queues */
+    uint64_t npreemptsync; /* yields at runtime calls asked by sysmon or
+                              a stop-the-world */
+    uint64_t npreemptasync;/* yields forced by the preemption signal */
+    struct gort_timehist latencies; /* time runnable before running, of
+                                       the timed rounds run here */
 };
 
 static inline uint32_t pstatus(uint32_t word)
@@ -568,6 +632,9 @@ struct schedt {
     int32_t nforeigninside;/* foreign threads blocked or waking a G inside
                               gort: running, for checkdead */
     int64_t nforeign;      /* extra Ms made (their ids are negative) */
+    uint64_t ngcreatednop; /* goroutines created by threads without a P
+                              (foreign threads); written under lock,
+                              read relaxed by metrics.c */
     int32_t nretaking;     /* atomic: Ps sysmon is handing off from
                               syscalls: running Ms, for checkdead */
     uint32_t watching;     /* atomic: an M is watching a syscall */
@@ -920,6 +987,16 @@ GORT_HIDDEN void gort__parse_debug(const char *s, struct gort_debugvars *dv);
 GORT_HIDDEN size_t gort__parse_stacksize(const char *s, size_t dflt);
 /* Read all settings from the environment (called by gort_main). */
 GORT_HIDDEN void gort__read_env(void);
+
+/* ---------------------------------------------------------------------------
+ * Metrics (metrics.c).
+ * ------------------------------------------------------------------------- */
+
+/* A stop-the-world that began at `began` (nanotime) has stopped every P
+ * (stopping) or restarted the world (total): one sample each for
+ * /sched/pauses/{stopping,total}/other.  Called by the stopper only. */
+GORT_HIDDEN void gort__stw_record_stopping(int64_t began, int64_t now);
+GORT_HIDDEN void gort__stw_record_total(int64_t began, int64_t now);
 
 /* ---------------------------------------------------------------------------
  * Debugging (debug.c).

@@ -122,8 +122,10 @@ bool gort__syscall_watch(struct m *mp)
         store_relaxed(&gort__sched.watchquiet,
                       gort_nanotime() + WATCH_QUIET_NS);
     store_rel(&gort__sched.watching, 0);
-    if (got)
+    if (got) {
+        gort__stat_add(&mp->nhandoffs, 1);
         gort__acquirep(mp, pp);
+    }
     return got;
 }
 
@@ -206,6 +208,7 @@ GORT_NOINLINE void gort_entersyscallblock(void)
     gort__releasep(mp);
     mp->locks--;
     /* Go's entersyscallblock_handoff. */
+    gort__stat_add(&mp->nhandoffs, 1);
     gort__handoffp(pp);
 }
 

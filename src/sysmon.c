@@ -111,6 +111,7 @@ static void preemptone(struct p *pp)
  * Mirrors retake (proc.go). */
 static int retake(int64_t now)
 {
+    struct m *self = gort__getm_raw(); /* sysmon's M: counts hand-offs */
     struct p *handoff[64];
     int nhandoff = 0, n_acted = 0;
     gort__lock(&gort__allplock);
@@ -152,6 +153,7 @@ static int retake(int64_t now)
              * exitsyscall's and stop-the-world's CAS). */
             if (cas_acqrel(&pp->status, w, P_IDLE)) {
                 handoff[nhandoff++] = pp;
+                gort__stat_add(&self->nhandoffs, 1);
                 n_acted++;
             } else {
                 xadd_seqcst(&gort__sched.nretaking, -1);

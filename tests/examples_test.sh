@@ -8,6 +8,9 @@
 #                  numbers: RESP errors, the server stays up and correct
 #   http_curl      curl: 200 with the body, 404, 405, keep-alive reuse
 #   http_wrk       wrk -d3s: requests done, no errors, no socket errors
+#   http_metrics   curl /metrics: the Prometheus text with Go's metric names,
+#                  GOMAXPROCS as set, a goroutine counted per connection,
+#                  every sample line well formed
 #
 # Each case starts the server on a free port, stops it with SIGTERM at the
 # end, and fails if it did not exit 0.
@@ -137,6 +140,31 @@ http_curl)
     expect 405 curl -sS -o /dev/null -w '%{http_code}' -X POST -d x "$url/"
     n=$(curl -sS -v "$url/" "$url/hello" 2>&1 | grep -ci "re-using\|reusing") || true
     [ "${n:-0}" -ge 1 ] || fail "curl did not reuse the connection (keep-alive)"
+    stop
+    ;;
+http_metrics)
+    start http
+    url=http://127.0.0.1:$port/metrics
+    curl -sS -D "$tmp/hdr" -o "$tmp/m1" "$url" || fail "curl $url"
+    grep -qi '^content-type: text/plain; version=0.0.4' "$tmp/hdr" || fail "content type: $(cat "$tmp/hdr")"
+    for line in '# TYPE go_sched_goroutines_goroutines gauge' \
+                '# TYPE go_sched_goroutines_created_goroutines_total counter' \
+                '# TYPE go_sched_latencies_seconds histogram' \
+                '# TYPE gort_sched_steals_goroutines_total counter' \
+                'go_sched_gomaxprocs_threads 2'; do
+        grep -qxF "$line" "$tmp/m1" || fail "no line '$line' in /metrics"
+    done
+    grep -q '^go_sched_latencies_seconds_bucket{le="+Inf"} [0-9]*$' "$tmp/m1" || fail "no +Inf bucket"
+    # Every line: a comment, or a name (with labels) and an integer.
+    bad=$(grep -v '^# \(HELP\|TYPE\) ' "$tmp/m1" | grep -cv '^[a-z_]*\({le="[^"]*"}\)\? [0-9]*$') || true
+    [ "$bad" -eq 0 ] || fail "$bad malformed lines"
+    # Each connection is a goroutine: three more requests, three more created.
+    c1=$(sed -n 's/^go_sched_goroutines_created_goroutines_total //p' "$tmp/m1")
+    for _ in 1 2 3; do curl -sS -o /dev/null "http://127.0.0.1:$port/"; done
+    curl -sS -o "$tmp/m2" "$url"
+    c2=$(sed -n 's/^go_sched_goroutines_created_goroutines_total //p' "$tmp/m2")
+    [ "$c2" -eq $((c1 + 4)) ] || fail "goroutines created: $c1 then $c2, want $((c1 + 4))"
+    expect 200 curl -sS -o /dev/null -w '%{http_code}' -I "$url"
     stop
     ;;
 http_wrk)

@@ -19,6 +19,7 @@ gort_test(test_dump TIMEOUT 120 CASES blocked_states wait_minutes locked_to_thre
 # The same against the shared library: gort's static functions named from
 # libgort.so's symbol table (no white-box cases).
 gort_test(test_dump_shared SOURCE test_dump LIBRARY gort_shared DEFINES GORT_TEST_SHARED TIMEOUT 120 CASES blocked_states not_started internal_frames grouped_leak sigquit fatal_backtrace)
+gort_test(test_metrics TIMEOUT 180 CASES table bad_input waiting running_runnable created threads latencies pauses counters prometheus read_cost)
 
 # The whole lifecycle under Valgrind: no leak, no error.
 find_program(VALGRIND valgrind)
