@@ -27,8 +27,11 @@
  *   pauses            a GOMAXPROCS change adds one sample to each "other"
  *                     pause histogram; the gc ones stay empty
  *   counters          netpoll wake-ups exact for 20 pipe readers; steals
- *                     and synchronous preemptions grow when they must;
- *                     asynchronous ones too where signals are on
+ *                     grow when a P idles beside a busy one; 5 wake-ups
+ *                     of a sleeper on a P shared with goroutines that
+ *                     never block take 5 preemptions: synchronous for
+ *                     callers of gort, asynchronous (where signals are
+ *                     on) for a loop without calls
  *   prometheus        the text format parsed line by line: HELP and TYPE
  *                     before samples, names, counters' _total, cumulative
  *                     buckets ending in +Inf equal to _count, values equal
@@ -664,13 +667,16 @@ static void short_burn(void *arg)
     gort_waitgroup_done(&ct_wg);
 }
 
-/* Calls into gort without ever blocking: a preemption request is seen at
- * the next call (synchronous preemption). */
+/* Calls into gort without ever blocking, with the preemption signal
+ * turned off for it: a preemption request can only be seen at the next
+ * call (synchronous preemption). */
 static void ct_caller(void *arg)
 {
     gort_chan *ch = arg;
+    gort_preempt_disable();
     while (!ATOMIC_LOAD(&ct_stop))
         gort_chan_tryrecv(ch, NULL, NULL);
+    gort_preempt_enable();
     gort_waitgroup_done(&ct_wg);
 }
 
@@ -722,7 +728,8 @@ static void counters_main(void *arg)
     say("steals: %llu\n", (unsigned long long)(s1 - s0));
     CHECK_GT(s1, s0);
 
-    /* Synchronous preemption: two callers share one P for 100 ms. */
+    /* Synchronous preemption: two callers share one P; each time this
+     * goroutine wakes from a sleep, one of them was made to yield. */
     gort_gomaxprocs(1);
     gort_chan *ch = make_chan(sizeof(int), 1);
     uint64_t p0 = mu64("/gort/sched/preemptions/sync:events");
@@ -730,12 +737,13 @@ static void counters_main(void *arg)
     gort_waitgroup_add(&ct_wg, 2);
     CHECK(gort_go(ct_caller, ch) > 0);
     CHECK(gort_go(ct_caller, ch) > 0);
-    gort_sleep(100 * MS);
+    for (int i = 0; i < 5; i++)
+        gort_sleep(1 * MS);
     ATOMIC_STORE(&ct_stop, 1);
     gort_waitgroup_wait(&ct_wg);
     uint64_t p1 = mu64("/gort/sched/preemptions/sync:events");
     say("synchronous preemptions: %llu\n", (unsigned long long)(p1 - p0));
-    CHECK_GE(p1 - p0, 2);
+    CHECK_GE(p1 - p0, 5);
     free_chan(ch);
 
     /* Asynchronous preemption: a loop without calls on the only P. */
