@@ -98,9 +98,9 @@ const char *gort__waitreason_name(uint32_t r)
     return r < WAIT_NREASONS && names[r] ? names[r] : "???";
 }
 
-/* Name a code address: "sym+0xoff" from the dynamic symbol table, or the
- * bare address when it has no exported symbol. */
-static void symbolize(uintptr_t pc, char *buf, size_t len)
+/* Name a code address: "sym+0xoff" from the dynamic symbol table, or "?"
+ * when it has no exported symbol.  Also names goroutines in traces. */
+void gort__symbolize(uintptr_t pc, char *buf, size_t len)
 {
     Dl_info info;
     if (pc && dladdr((void *)pc, &info) && info.dli_sname)
@@ -128,8 +128,8 @@ GORT_NO_TSAN static void dumpg(int fd, struct g *gp, int64_t now)
     if (s == G_WAITING && obj)
         gort__printf(fd, "waiting on %p\n", obj);
     char fnname[256], site[256];
-    symbolize((uintptr_t)gp->fn, fnname, sizeof fnname);
-    symbolize(gp->gopc, site, sizeof site);
+    gort__symbolize((uintptr_t)gp->fn, fnname, sizeof fnname);
+    gort__symbolize(gp->gopc, site, sizeof site);
     if (gp->is_main)
         gort__printf(fd, "main goroutine running %p (%s)\n\n",
                      (void *)(uintptr_t)gp->fn, fnname);

@@ -344,6 +344,8 @@ int32_t gort__netpoll(int64_t delay, struct gqueue *q)
         if (w && (gp = netpollunblock(&pd->wg, true)))
             netpoll_collect(gp, q, &cnt);
     }
+    if (cnt > 0)
+        gort__trace_netpoll(cnt);
     return cnt;
 }
 

@@ -122,8 +122,10 @@ bool gort__syscall_watch(struct m *mp)
         store_relaxed(&gort__sched.watchquiet,
                       gort_nanotime() + WATCH_QUIET_NS);
     store_rel(&gort__sched.watching, 0);
-    if (got)
+    if (got) {
+        gort__trace_procsteal(pp, TRACE_STEAL_WATCHER);
         gort__acquirep(mp, pp);
+    }
     return got;
 }
 
@@ -218,6 +220,7 @@ static struct g *exitsyscall0(struct g *gp)
 
 void gort__exitsyscall_m(struct m *mp, struct g *gp)
 {
+    gort__trace_syscall_exit(mp);
     mp->locks++;
     struct p *oldp = mp->oldp;
     mp->oldp = NULL;
