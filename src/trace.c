@@ -170,6 +170,7 @@ static struct {
     /* The writer. */
     uint32_t wgen GORT_CACHELINE; /* futex word: bumped to wake it */
     uint32_t wstop;          /* atomic: all buffers are queued; finish */
+    uint32_t began;          /* atomic: t0 is set (the writer samples) */
     int64_t stop_ts;         /* set before wstop (release) */
     uint64_t stop_dropped;   /* lost records no marker reported */
     int werr;                /* the writer's first error (-errno) */
@@ -1131,9 +1132,12 @@ static void conv(struct writer *w, const struct tev *e)
     }
 }
 
-/* Counters, sampled by the writer: racy reads of the scheduler's state
- * (relaxed), as schedtrace's. */
-static void sample(struct writer *w, int64_t now)
+/* Counters, sampled by the writer: racy reads of the scheduler's state,
+ * some of it written under sched.lock with plain stores; as schedtrace's
+ * (debug.c), excluded from ThreadSanitizer for that reason only.  Ps and
+ * Ms are never freed while the runtime runs, and the writer is joined
+ * before gort_main frees them. */
+GORT_NO_TSAN static void sample(struct writer *w, int64_t now)
 {
     struct out *o = &w->out;
     int32_t n = load_acq(&gort__gomaxprocs);
@@ -1154,7 +1158,8 @@ static void sample(struct writer *w, int64_t now)
     out_s(o, "}}");
     ev_open(w, 'C', PID_SCHED, 0, now);
     out_s(o, ",\"name\":\"threads\",\"args\":{\"total\":");
-    out_i64(o, gort__mcount());
+    out_i64(o, load_relaxed(&gort__sched.mnext) -
+                   load_relaxed(&gort__sched.nmfreed));
     out_s(o, ",\"idle\":");
     out_i64(o, load_relaxed(&gort__sched.nmidle));
     out_s(o, ",\"spinning\":");
@@ -1309,7 +1314,8 @@ static void *writer_main(void *arg)
         if (stop)
             break; /* everything was queued before wstop */
         int64_t now = gort_nanotime();
-        if (now - w->lastsample >= 1000 * 1000)
+        /* Acquire: t0, which the samples are relative to, was set first. */
+        if (load_acq(&tr.began) && now - w->lastsample >= 1000 * 1000)
             sample(w, now);
         gort__futexsleep(&tr.wgen, gen, 1000 * 1000);
     }
@@ -1374,6 +1380,7 @@ static int session_open(const char *path)
         tr.fdropped = 0;
         tr.wgen = 0;
         store_relaxed(&tr.wstop, 0);
+        store_relaxed(&tr.began, 0);
         tr.stop_ts = 0;
         tr.stop_dropped = 0;
         tr.werr = 0;
@@ -1403,6 +1410,7 @@ static void session_begin(struct m *mp)
     tr.session++;
     tr.t0 = gort_nanotime();
     tr.stw_begin = 0;
+    store_rel(&tr.began, 1); /* see writer_main */
     /* Seq-cst: after the session's state above (Ms without a P load the
      * flag seq-cst, foreign threads with acquire); see sink_open. */
     store_seqcst(&gort__trace_on, 1);

@@ -393,7 +393,7 @@ static char exit_path[256];
 
 void trace_forever_blocked(void *arg)
 {
-    recv_i64(arg); /* nobody ever sends */
+    gort_waitgroup_wait(arg); /* nobody ever calls done */
 }
 
 void trace_forever_spinning(void *arg)
@@ -409,8 +409,9 @@ static void exit_main(void *arg)
 {
     (void)arg;
     CHECK_EQ(gort_trace_start(exit_path), 0);
-    gort_chan *c = make_chan(sizeof(int64_t), 0);
-    gort_go(trace_forever_blocked, c);
+    static gort_waitgroup never;
+    gort_waitgroup_add(&never, 1);
+    gort_go(trace_forever_blocked, &never);
     gort_go(trace_forever_spinning, &exit_stop);
     gort_sleep(5 * MS);
     /* Return with both alive: gort_main stops the trace. */
@@ -425,7 +426,7 @@ TEST(stop_at_exit)
     check_trace(exit_path, "--expect goroutine,create,timers "
                            "--expect-fn trace_forever_spinning,"
                            "trace_forever_blocked "
-                           "--expect-end 'chan receive,yield,exit,sleep' "
+                           "--expect-end 'sync.WaitGroup.Wait,yield,exit,sleep' "
                            "--max-dropped 0");
     tmp_cleanup();
 }
@@ -575,7 +576,7 @@ TEST(foreign_threads)
 {
     tmp_path(foreign_path, sizeof foreign_path, "foreign.json");
     run_main(foreign_main, NULL);
-    check_trace(foreign_path, "--expect goroutine,create,unblock "
+    check_trace(foreign_path, "--expect goroutine,create "
                               "--expect-fn trace_foreign_child "
                               "--max-dropped 0 --min-goroutines 20");
     char *text = slurp(foreign_path);
