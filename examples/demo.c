@@ -40,7 +40,10 @@ static int isprime(uint64_t n)
     return 1;
 }
 
-static void count(void *arg)
+/* Not static, and the program is linked with -rdynamic (ENABLE_EXPORTS):
+ * goroutine dumps and execution traces name goroutines by the dynamic
+ * symbol of their start function. */
+void count(void *arg)
 {
     struct task *t = arg;
     uint64_t c = 0;
@@ -71,7 +74,7 @@ static void count(void *arg)
     gort_waitgroup_done(t->parent);
 }
 
-static void main_g(void *arg)
+void main_g(void *arg)
 {
     (void)arg;
     if (procs > 0)

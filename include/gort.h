@@ -603,6 +603,41 @@ GORT_EXTERN int gort_metric_read(const char *name, gort_metric_sample *s);
  */
 GORT_EXTERN int gort_metrics_prometheus(char **text, size_t *len);
 GORT_EXTERN long gort_metrics_write_prometheus(int fd);
+/* ---------------------------------------------------------------------------
+ * Execution trace
+ * ------------------------------------------------------------------------- */
+
+/*
+ * Record what the scheduler does into the file at path, as Chrome Trace
+ * Event JSON (open it in Perfetto, chrome://tracing or the bundled
+ * tools/traceview.html): a track per P with a slice for each stretch a
+ * goroutine ran ("G12 worker": its id and start function, and why it
+ * stopped), a track per thread (M) with the P it held and its syscalls,
+ * instants for goroutine creation and wake-up (with arrows to where the
+ * goroutine next ran), work stealing, preemption, Ps retaken from
+ * syscalls, the network poller and timers, stop-the-world slices, and
+ * counters of runnable goroutines and threads; nanosecond timestamps.
+ * Starting and stopping stop the world briefly.  Memory is bounded (a
+ * fixed pool of buffers); when the file cannot be written fast enough,
+ * events are dropped and counted ("dropped_events" in the metadata).
+ * Environment: GORTDEBUG=trace=path traces a whole gort_main.
+ *
+ * Call from a goroutine.  Returns 0; -EINVAL when path is NULL or empty;
+ * -EPERM when not called from a goroutine; -EBUSY when a trace is already
+ * running (path is left alone); the -errno of open(2) (-ENOENT, -EISDIR,
+ * -EACCES...: nothing is created); -ENOMEM or -EAGAIN.
+ */
+GORT_EXTERN int gort_trace_start(const char *path);
+
+/*
+ * Stop the trace: every event recorded so far is written, goroutines
+ * still running end their slices at the stop time, and the file is
+ * closed.  A trace still running when gort_main returns is stopped then.
+ * Returns 0; -EINVAL when no trace is running; -EPERM when not called
+ * from a goroutine; the -errno of a failed write (the trace is stopped
+ * all the same, the file incomplete).
+ */
+GORT_EXTERN int gort_trace_stop(void);
 
 #ifdef __cplusplus
 }

@@ -6,7 +6,8 @@
  *
  *   GORTDEBUG      comma-separated key=value pairs, like Go's GODEBUG
  *                  (schedtrace, scheddetail, asyncpreemptoff, randomize,
- *                  stackguard, checkdeadoff, stackidle) into gort__debug;
+ *                  stackguard, checkdeadoff, stackidle, trace) into
+ *                  gort__debug;
  *   GORTMAXPROCS   the number of Ps, like GOMAXPROCS;
  *   GORTSTACKSIZE  the virtual size of goroutine stacks (suffixes k, m);
  *   GORTTRACEBACK  what fatal errors and SIGQUIT print, like GOTRACEBACK;
@@ -291,6 +292,7 @@ enum dkind {
     D_MS,    /* milliseconds, 0 .. INT32_MAX */
     D_BOOL,  /* 0 or 1 */
     D_GUARD, /* auto | madvise | mprotect | canary */
+    D_PATH,  /* a file path: into the char array at the setting's offset */
 };
 
 /* What each kind wants, for the message about a bad value. */
@@ -298,9 +300,11 @@ static const char *const dkind_want[] = {
     [D_MS] = "a number of milliseconds >= 0",
     [D_BOOL] = "0 or 1",
     [D_GUARD] = "auto, madvise, mprotect or canary",
+    [D_PATH] = "a file path, without commas, shorter than 1024 bytes",
 };
 
-/* The settings, with the int32_t field of struct gort_debugvars each sets. */
+/* The settings, with the field of struct gort_debugvars each sets: an
+ * int32_t, or for D_PATH a char array of GORT_TRACE_PATH_MAX. */
 static const struct dsetting {
     const char *name;
     size_t off;
@@ -314,6 +318,7 @@ static const struct dsetting {
     {"stackguard", offsetof(struct gort_debugvars, stackguard), D_GUARD},
     {"checkdeadoff", offsetof(struct gort_debugvars, checkdeadoff), D_BOOL},
     {"stackidle", offsetof(struct gort_debugvars, stackidle), D_MS},
+    {"trace", offsetof(struct gort_debugvars, trace), D_PATH},
 };
 #define NDSETTINGS (sizeof dsettings / sizeof dsettings[0])
 
@@ -342,6 +347,8 @@ static bool debug_value(enum dkind k, const char *v, size_t n, int32_t *out)
                 return true;
             }
         return false;
+    case D_PATH:
+        return false; /* not a number: see debug_entry */
     }
     return false;
 }
@@ -377,7 +384,12 @@ static void debug_entry(const char *e, size_t n, struct gort_debugvars *dv)
         if (!slice_is(key, klen, ds->name))
             continue;
         int32_t v;
-        if (debug_value(ds->kind, val, vlen, &v))
+        if (ds->kind == D_PATH && vlen > 0 && vlen < GORT_TRACE_PATH_MAX) {
+            char *dst = (char *)dv + ds->off;
+            memcpy(dst, val, vlen);
+            dst[vlen] = '\0';
+        } else if (ds->kind != D_PATH &&
+                   debug_value(ds->kind, val, vlen, &v))
             *(int32_t *)((char *)dv + ds->off) = v;
         else
             report("GORTDEBUG: %s=\"%s\" is not valid (want %s); ignored",

@@ -373,6 +373,8 @@ int32_t gort__netpoll(int64_t delay, struct gqueue *q)
         if (mp)
             gort__stat_add(&mp->nnetpollwake, (uint64_t)cnt);
     }
+    if (cnt > 0)
+        gort__trace_netpoll(cnt);
     return cnt;
 }
 

@@ -280,6 +280,7 @@ void gort__acquirep(struct m *mp, struct p *pp)
     /* Release: sysmon load-acquires pp->m and then reads the M. */
     store_rel(&pp->m, mp);
     store_relaxed(&pp->status, P_RUNNING);
+    gort__trace_procstart(mp, pp);
     /* sysmon sleeps deeply while every P is idle; work has resumed.
      * (The npidle change that made this P busy was seq-cst: see
      * deep_sleep in sysmon.c.) */
@@ -295,6 +296,7 @@ struct p *gort__releasep(struct m *mp)
         gort__throw("releasep: M%lld has P%d whose M is %lld",
                     (long long)mp->id, pp ? pp->id : -1,
                     pp && pp->m ? (long long)pp->m->id : -1LL);
+    gort__trace_procstop(mp, pp);
     store_relaxed(&mp->p, NULL);
     store_relaxed(&pp->m, NULL);
     store_relaxed(&pp->status, P_IDLE);
@@ -518,6 +520,7 @@ static bool stopm(struct m *mp)
         gort__throw("stopm: holding P%d", mp->p->id);
     if (mp->spinning)
         gort__throw("stopm: spinning");
+    gort__trace_mpark(mp);
     gort__lock(&gort__sched.lock);
     if (load_relaxed(&gort__sched.exiting)) {
         /* Shutting down: main_exit_m may already have emptied the idle
@@ -972,11 +975,12 @@ static struct g *stealwork(struct m *mp, struct p *pp, bool *newwork)
             if (gort__isidlep((int32_t)pos))
                 continue;
             struct g *gp = gort__runqsteal(pp, p2, last);
-            if (gp)
+            if (gp) {
+                gort__trace_steal(mp, p2);
                 return gp;
+            }
         }
     }
-    (void)mp;
     return NULL;
 }
 
@@ -1245,7 +1249,7 @@ static void gostart(void *prev);
 /* Make gp, taken from a run queue, the M's current G.  Mirrors the first
  * half of execute (proc.go). */
 static inline __attribute__((always_inline)) void
-execute_prep(struct m *mp, struct g *gp, bool inherit)
+execute_prep(struct m *mp, struct g *gp, bool inherit, enum gtrace t)
 {
     if (!gp->sched_sp) {
         /* First run: take the hottest free stack of this P (stack.c,
@@ -1267,7 +1271,7 @@ execute_prep(struct m *mp, struct g *gp, bool inherit)
      * memory another thread may have initialised. */
     store_rel(&mp->curg, gp);
     store_relaxed(&gp->m, mp);
-    gort__casgstatus(gp, G_RUNNABLE, G_RUNNING);
+    gort__casgstatus_t(gp, G_RUNNABLE, G_RUNNING, t);
     gp->waitsince = 0;
     if (inherit) {
         /* Same time slice: a pending request for it holds for gp. */
@@ -1286,7 +1290,7 @@ execute_prep(struct m *mp, struct g *gp, bool inherit)
 static void run_g(struct m *mp, struct g *gp, bool inherit)
 {
     for (;;) {
-        execute_prep(mp, gp, inherit);
+        execute_prep(mp, gp, inherit, GT_CHECK);
         /* arg NULL: no handover work for the G to do (after_switch). */
         struct g *from = switch_to(mp->g0, gp, NULL, false);
         gort__stack_check(from);
@@ -1365,16 +1369,17 @@ static void schedule(void)
  * ------------------------------------------------------------------------- */
 
 /* Switch from the running gp (whose new status the caller has set) to
- * next; post(mp, gp) runs on next's stack.  Returns when gp runs again. */
+ * next; post(mp, gp) runs on next's stack.  Returns when gp runs again.
+ * t: whether next's start is traced (enum gtrace). */
 static inline __attribute__((always_inline)) void
 g_handoff(struct m *mp, struct g *gp, struct g *next, bool inherit,
-                      bool locked, void (*post)(struct m *, struct g *),
-                      bool dying)
+          bool locked, void (*post)(struct m *, struct g *), bool dying,
+          enum gtrace t)
 {
     store_relaxed(&gp->m, NULL);
     mp->post_locked = locked;
     mp->post_fn = post;
-    execute_prep(mp, next, inherit);
+    execute_prep(mp, next, inherit, t);
     g_switch(mp, gp, next, dying);
 }
 
@@ -1557,8 +1562,9 @@ static inline void gsetup(struct g *gp, void (*fn)(void *), void *arg,
 /* Make gp (DEAD, stackless) ready to run fn(arg) and queue it on pp.
  * Returns its goid, or -ENOMEM when no stack can be had (gp is then left
  * unchanged).  Mirrors newproc1 (proc.go). */
-static int64_t newproc1(struct p *pp, struct g *gp, void (*fn)(void *),
-                        void *arg, uintptr_t pc, int64_t parent)
+static inline __attribute__((always_inline)) int64_t
+newproc1(struct p *pp, struct g *gp, void (*fn)(void *), void *arg,
+         uintptr_t pc, int64_t parent, enum gtrace t)
 {
     /* A reservation, not a stack: the G takes one when it first runs
      * (execute_prep). */
@@ -1571,7 +1577,7 @@ static int64_t newproc1(struct p *pp, struct g *gp, void (*fn)(void *),
     gsetup(gp, fn, arg, pc, newgoid(pp), parent);
     int64_t goid = gp->goid;
     gort__stat_add(&pp->ngcreated, 1);
-    gort__casgstatus(gp, G_DEAD, G_RUNNABLE);
+    gort__casgstatus_t(gp, G_DEAD, G_RUNNABLE, t);
     gort__runqput(pp, gp, true);
     return goid;
 }
@@ -1588,7 +1594,8 @@ int64_t gort__newproc_sys(void (*fn)(void *), void *arg)
     }
     /* Created by the runtime (a timer's AfterFunc): no parent. */
     int64_t goid = newproc1(pp, newg, fn, arg,
-                            (uintptr_t)__builtin_return_address(0), 0);
+                            (uintptr_t)__builtin_return_address(0), 0,
+                            GT_CHECK);
     if (goid < 0)
         gfput(pp, newg);
     else if (load_relaxed(&gort__main_started))
@@ -1597,7 +1604,10 @@ int64_t gort__newproc_sys(void (*fn)(void *), void *arg)
     return goid;
 }
 
-int64_t gort_go(void (*fn)(void *), void *arg)
+/* gort_go's body; pc is the caller's return address, t says whether the
+ * creation is traced (see enum gtrace). */
+static inline __attribute__((always_inline)) int64_t
+go_impl(void (*fn)(void *), void *arg, uintptr_t pc, enum gtrace t)
 {
     struct m *mp = gort__getm();
     if (!fn)
@@ -1605,8 +1615,7 @@ int64_t gort_go(void (*fn)(void *), void *arg)
     if (!mp || !mp->curg)
         return -EPERM; /* the runtime is not running */
     if (GORT_UNLIKELY(!mp->p))
-        return newproc_foreign(fn, arg,
-                               (uintptr_t)__builtin_return_address(0));
+        return newproc_foreign(fn, arg, pc);
     mp->locks++; /* keep our P while we use its caches */
     struct p *pp = mp->p;
     struct g *newg = gfget(pp);
@@ -1614,9 +1623,7 @@ int64_t gort_go(void (*fn)(void *), void *arg)
         mp->locks--;
         return -ENOMEM;
     }
-    int64_t goid = newproc1(pp, newg, fn, arg,
-                            (uintptr_t)__builtin_return_address(0),
-                            mp->curg->goid);
+    int64_t goid = newproc1(pp, newg, fn, arg, pc, mp->curg->goid, t);
     if (goid < 0) {
         gfput(pp, newg);
         mp->locks--;
@@ -1629,6 +1636,21 @@ int64_t gort_go(void (*fn)(void *), void *arg)
     mp->locks--;
     gort__preempt_check_m(mp);
     return goid;
+}
+
+static GORT_NOINLINE int64_t go_traced(void (*fn)(void *), void *arg,
+                                       uintptr_t pc)
+{
+    return go_impl(fn, arg, pc, GT_ON);
+}
+
+int64_t gort_go(void (*fn)(void *), void *arg)
+{
+    uintptr_t pc = (uintptr_t)__builtin_return_address(0);
+    /* A goroutine calling this holds its P throughout: the flag stays. */
+    if (GORT_TRACE_ON())
+        return go_traced(fn, arg, pc);
+    return go_impl(fn, arg, pc, GT_OFF);
 }
 
 /* Forget what a dead G ran (gdestroy's field resets). */
@@ -1693,20 +1715,36 @@ static void post_goexit(struct m *mp, struct g *prev)
     gfree_stack_and_put(mp->p, prev);
 }
 
+/* goexit1's hand-off to the next G, traced or not (enum gtrace). */
+static inline __attribute__((always_inline)) GORT_NORETURN void
+goexit_handoff(struct m *mp, struct g *gp, enum gtrace t)
+{
+    bool inherit, locked;
+    struct g *next = pick_handoff(mp, mp->p, &inherit, &locked);
+    if (!next)
+        mcall(goexit0, true);
+    gort__casgstatus_t(gp, G_RUNNING, G_DEAD, t);
+    gclear(gp);
+    g_handoff(mp, gp, next, inherit, locked, post_goexit, true, t);
+    gort__throw("goexit: dead goroutine resumed");
+}
+
+static GORT_NOINLINE GORT_NORETURN void goexit_traced(struct m *mp,
+                                                      struct g *gp)
+{
+    goexit_handoff(mp, gp, GT_ON);
+}
+
 static GORT_NORETURN void goexit1(struct g *gp)
 {
     rundefers(gp);
     struct m *mp = gort__getm();
     if (gp->is_main && !load_relaxed(&gort__sched.main_goexited))
         mcall(main_exit_m, true);
-    bool inherit, locked;
-    struct g *next = pick_handoff(mp, mp->p, &inherit, &locked);
-    if (!next)
-        mcall(goexit0, true);
-    gort__casgstatus(gp, G_RUNNING, G_DEAD);
-    gclear(gp);
-    g_handoff(mp, gp, next, inherit, locked, post_goexit, true);
-    gort__throw("goexit: dead goroutine resumed");
+    /* From here on the G holds its P until it is gone. */
+    if (GORT_TRACE_ON())
+        goexit_traced(mp, gp);
+    goexit_handoff(mp, gp, GT_OFF);
 }
 
 int gort_defer(void (*fn)(void *), void *arg)
@@ -1796,8 +1834,10 @@ static void post_park(struct m *mp, struct g *prev)
     }
 }
 
-void gort__park(bool (*unlockf)(struct g *, void *), void *lock,
-                uint32_t reason)
+/* gort__park's body, traced or not (enum gtrace). */
+static inline __attribute__((always_inline)) void
+park_impl(bool (*unlockf)(struct g *, void *), void *lock, uint32_t reason,
+          enum gtrace t)
 {
     struct m *mp = gort__getm();
     struct g *gp = mp->curg;
@@ -1820,8 +1860,24 @@ void gort__park(bool (*unlockf)(struct g *, void *), void *lock,
         g_switch(mp, gp, mp->g0, false);
         return;
     }
-    gort__casgstatus(gp, G_RUNNING, G_WAITING);
-    g_handoff(mp, gp, next, inherit, locked, post_park, false);
+    gort__casgstatus_t(gp, G_RUNNING, G_WAITING, t);
+    g_handoff(mp, gp, next, inherit, locked, post_park, false, t);
+}
+
+static GORT_NOINLINE void park_traced(bool (*unlockf)(struct g *, void *),
+                                      void *lock, uint32_t reason)
+{
+    park_impl(unlockf, lock, reason, GT_ON);
+}
+
+void gort__park(bool (*unlockf)(struct g *, void *), void *lock,
+                uint32_t reason)
+{
+    /* The parking G holds its P until it switches away. */
+    if (GORT_TRACE_ON())
+        park_traced(unlockf, lock, reason);
+    else
+        park_impl(unlockf, lock, reason, GT_OFF);
 }
 
 /* ---------------------------------------------------------------------------
@@ -2047,18 +2103,36 @@ void gort__ready(struct g *gp, bool next)
     gort__ready_m(gort__getm(), gp, next);
 }
 
-void gort__ready_m(struct m *mp, struct g *gp, bool next)
+/* gort__ready_m's body, traced or not (enum gtrace). */
+static inline __attribute__((always_inline)) void
+ready_impl(struct m *mp, struct g *gp, bool next, enum gtrace t)
 {
     if (GORT_UNLIKELY(gp->foreign || !mp->p)) {
         ready_slow(mp, gp);
         return;
     }
     mp->locks++;
-    gort__casgstatus(gp, G_WAITING, G_RUNNABLE);
+    gort__casgstatus_t(gp, G_WAITING, G_RUNNABLE, t);
     gort__runqput(mp->p, gp, next);
     if (load_relaxed(&gort__sched.npidle) != 0) /* wakep's first test */
         gort__wakep();
     mp->locks--;
+}
+
+static GORT_NOINLINE void ready_traced(struct m *mp, struct g *gp,
+                                       bool next)
+{
+    ready_impl(mp, gp, next, GT_ON);
+}
+
+void gort__ready_m(struct m *mp, struct g *gp, bool next)
+{
+    /* A caller holding a P keeps it throughout (one without a P takes
+     * ready_slow, which looks at the flag itself). */
+    if (GORT_TRACE_ON())
+        ready_traced(mp, gp, next);
+    else
+        ready_impl(mp, gp, next, GT_OFF);
 }
 
 /* On g0: put the G at the tail of the global queue.  Mirrors goschedImpl,
@@ -2099,7 +2173,7 @@ static void gosched(struct m *mp, struct g *gp)
         return;
     }
     gort__casgstatus(gp, G_RUNNING, G_RUNNABLE);
-    g_handoff(mp, gp, next, inherit, locked, post_gosched, false);
+    g_handoff(mp, gp, next, inherit, locked, post_gosched, false, GT_CHECK);
 }
 
 void gort_gosched(void)
@@ -2128,6 +2202,7 @@ void gort__preempt_yield(struct m *mp, struct g *gp)
     store_relaxed(&gp->preempt, 0);
     store_relaxed(&mp->p->preempt, 0);
     gort__stat_add(&mp->p->npreemptsync, 1);
+    gort__trace_preempted(mp);
     gosched(mp, gp);
 }
 
@@ -2341,7 +2416,8 @@ static int boot(struct m *mp, void (*fn)(void *), void *arg)
         return -ENOMEM;
     gp->is_main = true;
     int64_t goid = newproc1(mp->p, gp, fn, arg,
-                            (uintptr_t)__builtin_return_address(0), 0);
+                            (uintptr_t)__builtin_return_address(0), 0,
+                            GT_CHECK);
     return goid < 0 ? (int)goid : 0;
 }
 
@@ -2367,10 +2443,13 @@ int gort_main(void (*fn)(void *), void *arg)
     if (!err)
         err = boot(mp, fn, arg); /* reads GORTDEBUG */
     if (!err)
+        gort__trace_boot(mp, gort__debug.trace);
+    if (!err)
         err = gort__preempt_init();
     if (!err)
         err = gort__sysmon_start();
     if (err) {
+        gort__trace_shutdown();
         gort__preempt_fini();
         gort__signals_restore();
         gort__unminit(mp);
@@ -2384,6 +2463,7 @@ int gort_main(void (*fn)(void *), void *arg)
     /* Every other M has been told to exit. */
     gort__sysmon_stop();
     join_ms(mp);
+    gort__trace_shutdown(); /* GORTDEBUG=trace, or a trace never stopped */
     gort__preempt_fini();
     gort__unminit(mp);
     gort__signals_restore();

@@ -53,8 +53,10 @@ static int32_t stop_syscall_ps_locked(void)
         /* Seq-cst: pairs with entersyscall's store of the word and its
          * load of gcwaiting (one of us sees the other). */
         uint32_t w = load_seqcst(&pp->status);
-        if (pstatus(w) == P_SYSCALL && cas_acqrel(&pp->status, w, P_GCSTOP))
+        if (pstatus(w) == P_SYSCALL && cas_acqrel(&pp->status, w, P_GCSTOP)) {
+            gort__trace_procsteal(pp, TRACE_STEAL_STW);
             n++;
+        }
     }
     gort__sched.stopwait -= n;
     return n;
@@ -144,8 +146,8 @@ uint32_t gort__worldsema = 1;
 
 void gort__stop_the_world(const char *why)
 {
-    (void)why;
     gort__semacquire(&gort__worldsema, WAIT_STOP_THE_WORLD);
+    gort__trace_stw_begin(why);
     struct m *mp = gort__getm(); /* after the park: maybe another M */
     mp->locks++; /* no preemption while the world is stopped */
     gort__stw_stop(mp);
@@ -155,6 +157,7 @@ void gort__start_the_world(void)
 {
     struct m *mp = gort__getm();
     gort__stw_start(mp);
+    gort__trace_stw_end(mp);
     mp->locks--;
     gort__semrelease(&gort__worldsema, false);
 }
@@ -238,6 +241,7 @@ struct p *gort__procresize(struct m *mp, int32_t nprocs)
         store_relaxed(&mp->p->status, P_RUNNING);
     } else {
         if (mp->p) {
+            gort__trace_procstop(mp, mp->p);
             store_relaxed(&mp->p->m, NULL);
             store_relaxed(&mp->p->status, P_IDLE);
             mp->p = NULL;

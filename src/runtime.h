@@ -39,6 +39,9 @@
  *     -  netpoll.c's poll cache lock is held with no other runtime lock
  *        but the retired-array lock (proc.c), a leaf below it
  *     -  the schedtrace print lock (debug.c) is taken before 2.
+ *     -  trace.c's buffer lock is a leaf, taken under any of the above
+ *        (an event is recorded wherever the scheduler is); trace.c's
+ *        session lock is taken by gort_trace_start/stop with no other.
  *
  *   A lock may be held across a context switch only on the same M: park
  *   hands its lock to g0 or to the next G, which releases it once the
@@ -93,6 +96,9 @@
 #define GORT_TSAN 1
 #endif
 #endif
+
+/* The execution tracer's hooks and per-P/per-M state. */
+#include "trace.h"
 
 /* ---------------------------------------------------------------------------
  * Constants from Go, with their reasons.
@@ -286,6 +292,9 @@ struct g {
                                signal handler reads it on the same thread) */
     bool foreign;           /* stands for a thread gort did not create
                                (extra M): parks on the M's note */
+    uint32_t traceseq;      /* trace.c: times it was made runnable by
+                               another G (<< 1), low bit set until it
+                               starts: links the two in the trace */
 #ifdef GORT_ASAN
     void *asan_fake_stack;  /* AddressSanitizer fake-stack save slot */
 #endif
@@ -321,6 +330,17 @@ GORT_HIDDEN GORT_NORETURN void gort__casgstatus_fail(struct g *gp,
 #define GORT_TRACKING_PERIOD 8
 GORT_HIDDEN __attribute__((cold)) void gort__gtrack(struct g *gp, uint32_t oldval,
                                                   uint32_t newval);
+/*
+ * Whether a status change goes into the execution trace (trace.c):
+ * GT_CHECK looks at gort__trace_on, one load and a predictable branch.
+ * The hottest paths (park, ready, goexit, gort_go in proc.c) look once on
+ * entry instead and run a body made with GT_OFF or GT_ON: the untraced
+ * body then has no call to keep registers around (measured: a call site
+ * in gort__ready_m cost 9 instructions a wake-up in saved registers).
+ * The flag cannot change meanwhile: it changes only while the world is
+ * stopped, and those paths hold their P throughout.
+ */
+enum gtrace { GT_CHECK = 0, GT_OFF, GT_ON };
 
 /* Mirrors casgstatus (proc.go): change gp's status from old to new, fatal
  * (naming both states) if the transition is illegal or the current status
@@ -334,8 +354,8 @@ GORT_HIDDEN __attribute__((cold)) void gort__gtrack(struct g *gp, uint32_t oldva
  * collector sets a scan bit concurrently; gort has no such party.  The
  * check still catches a double ready or a wake-up of a running G.  This
  * saves a locked instruction per transition, three per park/wake cycle. */
-static inline void gort__casgstatus(struct g *gp, uint32_t oldval,
-                                    uint32_t newval)
+static inline void gort__casgstatus_t(struct g *gp, uint32_t oldval,
+                                      uint32_t newval, enum gtrace t)
 {
     /* Relaxed load: the caller's right to the transition came through the
      * queue or lock that handed it the G; this only checks it.  Release
@@ -357,7 +377,14 @@ static inline void gort__casgstatus(struct g *gp, uint32_t oldval,
     if ((newval == G_RUNNABLE || newval == G_RUNNING) &&
         GORT_UNLIKELY(gp->tracking))
         gort__gtrack(gp, oldval, newval);
+    if (t == GT_ON || (t == GT_CHECK && GORT_TRACE_ON()))
+        gort__trace_gstatus_slow(gp, oldval, newval);
     store_rel(&gp->atomicstatus, newval);
+}
+static inline void gort__casgstatus(struct g *gp, uint32_t oldval,
+                                    uint32_t newval)
+{
+    gort__casgstatus_t(gp, oldval, newval, GT_CHECK);
 }
 static inline uint32_t gort__readgstatus(struct g *gp)
 {
@@ -513,6 +540,7 @@ struct m {
     /* Metrics (gort__stat_add by this M's thread; metrics.c sums allm). */
     uint64_t nhandoffs;    /* Ps it took from syscalls and handed on */
     uint64_t nnetpollwake; /* goroutines its epoll waits made runnable */
+    struct gort__mtrace trace; /* execution trace (trace.c) */
 };
 
 /* ---------------------------------------------------------------------------
@@ -584,6 +612,7 @@ struct p {
     uint64_t npreemptasync;/* yields forced by the preemption signal */
     struct gort_timehist latencies; /* time runnable before running, of
                                        the timed rounds run here */
+    struct gort__ptrace trace; /* execution trace (trace.c) */
 };
 
 static inline uint32_t pstatus(uint32_t word)
@@ -685,7 +714,9 @@ GORT_HIDDEN extern uint32_t gort__idlepmask[GORT_MAX_PROCS / 32];
 GORT_HIDDEN extern int64_t gort__runtime_init_time;
 GORT_HIDDEN extern uint32_t gort__main_started; /* atomic */
 
-/* Debug settings parsed from GORTDEBUG (env.c). */
+/* Debug settings parsed from GORTDEBUG (env.c).  A trace path is at most
+ * this long, its NUL included. */
+#define GORT_TRACE_PATH_MAX 1024
 struct gort_debugvars {
     int32_t schedtrace;      /* ms between SCHED lines; 0 off */
     int32_t scheddetail;     /* 1: P, M and G lines too */
@@ -695,6 +726,7 @@ struct gort_debugvars {
     int32_t checkdeadoff;    /* 1: no deadlock detection */
     int32_t stackidle;       /* ms a free stack stays committed in the
                                 pool before sysmon returns its pages */
+    char trace[GORT_TRACE_PATH_MAX]; /* trace=path: trace file, "" off */
 };
 GORT_HIDDEN extern struct gort_debugvars gort__debug;
 
@@ -1029,6 +1061,9 @@ GORT_HIDDEN int32_t gort__parse_traceback(const char *s, int32_t dflt);
 /* The SIGQUIT handler's work: report, dump every goroutine, exit 2. */
 GORT_HIDDEN GORT_NORETURN void gort__sigquit(int sig, void *info, void *uc);
 GORT_HIDDEN void gort__schedtrace(bool detail);
+/* Name a code address: "symbol+0xoffset" from the dynamic symbol table,
+ * or "?" (debug.c). */
+GORT_HIDDEN void gort__symbolize(uintptr_t pc, char *buf, size_t len);
 /* Write a formatted string to fd without malloc (async-signal-safe use). */
 GORT_HIDDEN void gort__printf(int fd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -124,6 +124,7 @@ bool gort__syscall_watch(struct m *mp)
     store_rel(&gort__sched.watching, 0);
     if (got) {
         gort__stat_add(&mp->nhandoffs, 1);
+        gort__trace_procsteal(pp, TRACE_STEAL_WATCHER);
         gort__acquirep(mp, pp);
     }
     return got;
@@ -241,6 +242,7 @@ static struct g *exitsyscall0(struct g *gp)
 
 void gort__exitsyscall_m(struct m *mp, struct g *gp)
 {
+    gort__trace_syscall_exit(mp);
     mp->locks++;
     struct p *oldp = mp->oldp;
     mp->oldp = NULL;

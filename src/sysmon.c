@@ -101,6 +101,7 @@ static void preemptone(struct p *pp)
     /* On the P too: if gp parks before it looks, the G that inherits its
      * time slice through runnext must yield instead (Go's pp.preempt). */
     store_relaxed(&pp->preempt, 1);
+    gort__trace_preempt_request(pp);
     if (gp) {
         store_relaxed(&gp->preempt, 1);
         gort__preempt_signal(mp);
@@ -152,6 +153,7 @@ static int retake(int64_t now)
             /* Acq-rel: the winner of this CAS owns the P (against
              * exitsyscall's and stop-the-world's CAS). */
             if (cas_acqrel(&pp->status, w, P_IDLE)) {
+                gort__trace_procsteal(pp, TRACE_STEAL_SYSMON);
                 handoff[nhandoff++] = pp;
                 gort__stat_add(&self->nhandoffs, 1);
                 n_acted++;

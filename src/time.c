@@ -181,6 +181,7 @@ int64_t gort__timers_check(struct p *pp, int64_t now)
     if (now < next)
         return next;
     gort__lock(&ts->lock);
+    int32_t fired = 0;
     while (ts->len > 0 && ts->heap[0].when <= now) {
         struct gtimer *t = ts->heap[0].t;
         if (t->when > now) {
@@ -192,6 +193,7 @@ int64_t gort__timers_check(struct p *pp, int64_t now)
             continue;
         }
         heap_delete(ts, 0);
+        fired++;
         if (t->selfonly) {
             /* Its G may run and return (freeing t) as soon as f readies
              * it: forget it first.  Nobody stops such a timer. */
@@ -206,6 +208,7 @@ int64_t gort__timers_check(struct p *pp, int64_t now)
     }
     next = ts->len ? ts->heap[0].when : 0;
     gort__unlock(&ts->lock);
+    gort__trace_timers(pp, fired);
     flush_woken(gort__getm());
     return next;
 }

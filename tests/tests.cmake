@@ -20,8 +20,23 @@ gort_test(test_dump TIMEOUT 120 CASES blocked_states wait_minutes locked_to_thre
 # libgort.so's symbol table (no white-box cases).
 gort_test(test_dump_shared SOURCE test_dump LIBRARY gort_shared DEFINES GORT_TEST_SHARED TIMEOUT 120 CASES blocked_states not_started internal_frames grouped_leak sigquit fatal_backtrace)
 gort_test(test_metrics TIMEOUT 180 CASES table bad_input waiting running_runnable created threads latencies pauses counters prometheus read_cost)
+gort_test(test_trace TIMEOUT 180 CASES full bad_args twice stop_at_exit gortdebug gortdebug_bad drops foreign_threads)
+# Goroutine functions are named in the trace through the dynamic symbol
+# table; the checker is tests/trace_check.py.
+set_target_properties(test_trace PROPERTIES ENABLE_EXPORTS ON)
+target_compile_definitions(test_trace PRIVATE
+  GORT_TRACE_CHECK="${CMAKE_CURRENT_SOURCE_DIR}/trace_check.py")
 
 # The whole lifecycle under Valgrind: no leak, no error.
+# Tracing off costs at most 2% of the instructions of spawn and
+# chanpingpong (GORT_NO_TRACE build as the baseline, see the script).
+if(TARGET gort_notrace)
+  add_test(NAME trace.overhead COMMAND ${PYTHON3_EXE}
+    ${CMAKE_CURRENT_SOURCE_DIR}/trace_overhead.py ${CMAKE_BINARY_DIR}/bench
+    ${CMAKE_BINARY_DIR}/bench)
+  set_tests_properties(trace.overhead PROPERTIES TIMEOUT 900
+    SKIP_RETURN_CODE 77)
+endif()
 find_program(VALGRIND valgrind)
 if(VALGRIND AND NOT GORT_SANITIZE AND NOT CMAKE_CROSSCOMPILING)
   add_test(NAME valgrind.lifecycle COMMAND ${VALGRIND} --leak-check=full --errors-for-leak-kinds=definite,indirect,possible --error-exitcode=1 $<TARGET_FILE:test_lifecycle> lifecycle)

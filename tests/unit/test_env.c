@@ -241,6 +241,10 @@ TEST(debug_keys)
     CHECK_EQ(dv.stackguard, STACK_GUARD_MPROTECT);
     CHECK_EQ(dv.checkdeadoff, 1);
 
+    /* A path: taken whole (blanks around it trimmed), the last wins. */
+    gort__parse_debug("trace=/tmp/a.json, trace = /tmp/dir/b c.json ", &dv);
+    CHECK(strcmp(dv.trace, "/tmp/dir/b c.json") == 0);
+
     gort__parse_debug("stackguard=madvise", &dv);
     CHECK_EQ(dv.stackguard, STACK_GUARD_MADVISE);
     gort__parse_debug("stackguard=canary", &dv);
@@ -315,6 +319,25 @@ TEST(debug_bad)
     CHECK_EQ(dv.stackguard, -1);
     CHECK_EQ(dv.asyncpreemptoff, 0);
     CHECK_EQ(dv.checkdeadoff, 1);
+    free(out);
+
+    /* A trace path: empty, or too long for the buffer, is refused and the
+     * previous one kept. */
+    strcpy(dv.trace, "/tmp/kept.json");
+    char longpath[GORT_TRACE_PATH_MAX + 16];
+    memset(longpath, 'a', sizeof longpath);
+    memcpy(longpath, "trace=", 6);
+    longpath[sizeof longpath - 1] = 0;
+    cap_begin();
+    gort__parse_debug("trace=", &dv);
+    gort__parse_debug(longpath, &dv);
+    out = cap_end();
+    CHECK_EQ(count_lines(out), 2);
+    CHECK_STR_CONTAINS(out, "gort: GORTDEBUG: trace=\"\" is not valid (want a "
+                            "file path, without commas, shorter than 1024 "
+                            "bytes); ignored\n");
+    CHECK_STR_CONTAINS(out, "trace=\"aaaa");
+    CHECK(strcmp(dv.trace, "/tmp/kept.json") == 0);
     free(out);
 
     /* Too large for an int32. */
