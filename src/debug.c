@@ -67,43 +67,53 @@ void gort__printf(int fd, const char *fmt, ...)
     }
 }
 
+/* Go's names for G statuses and wait reasons.  tools/gort-gdb.py reads
+ * these two tables from the program (see runtime.h). */
+const char gort__gstatus_names[GORT_GSTATUS_NAMES][GORT_NAME_MAX] = {
+    [G_IDLE] = "idle",
+    [G_RUNNABLE] = "runnable",
+    [G_RUNNING] = "running",
+    [G_SYSCALL] = "syscall",
+    [G_WAITING] = "waiting",
+    [G_DEAD] = "dead",
+    [G_PREEMPTED] = "preempted",
+};
+
+const char gort__waitreason_names[WAIT_NREASONS][GORT_NAME_MAX] = {
+    [WAIT_ZERO] = "",
+    [WAIT_SYNC_WAITGROUP_WAIT] = "sync.WaitGroup.Wait",
+    [WAIT_SEMACQUIRE] = "semacquire",
+    [WAIT_STOP_THE_WORLD] = "stop-the-world",
+    [WAIT_GOEXIT_MAIN] = "main called Goexit",
+    [WAIT_TEST_PARK] = "test park",
+    [WAIT_CHAN_RECV_NIL] = "chan receive (nil chan)",
+    [WAIT_CHAN_SEND_NIL] = "chan send (nil chan)",
+    [WAIT_SELECT] = "select",
+    [WAIT_SELECT_NO_CASES] = "select (no cases)",
+    [WAIT_CHAN_RECV] = "chan receive",
+    [WAIT_CHAN_SEND] = "chan send",
+    [WAIT_SLEEP] = "sleep",
+    [WAIT_SYNC_MUTEX_LOCK] = "sync.Mutex.Lock",
+    [WAIT_SYNC_RWMUTEX_RLOCK] = "sync.RWMutex.RLock",
+    [WAIT_SYNC_RWMUTEX_LOCK] = "sync.RWMutex.Lock",
+    [WAIT_SYNC_COND_WAIT] = "sync.Cond.Wait",
+    [WAIT_IO] = "IO wait",
+};
+
 const char *gort__gstatus_name(uint32_t s)
 {
-    switch (s) {
-    case G_IDLE: return "idle";
-    case G_RUNNABLE: return "runnable";
-    case G_RUNNING: return "running";
-    case G_SYSCALL: return "syscall";
-    case G_WAITING: return "waiting";
-    case G_DEAD: return "dead";
-    case G_PREEMPTED: return "preempted";
-    default: return "???";
-    }
+    return s < GORT_GSTATUS_NAMES && gort__gstatus_names[s][0]
+               ? gort__gstatus_names[s]
+               : "???";
 }
 
 const char *gort__waitreason_name(uint32_t r)
 {
-    static const char *const names[WAIT_NREASONS] = {
-        [WAIT_ZERO] = "",
-        [WAIT_SYNC_WAITGROUP_WAIT] = "sync.WaitGroup.Wait",
-        [WAIT_SEMACQUIRE] = "semacquire",
-        [WAIT_STOP_THE_WORLD] = "stop-the-world",
-        [WAIT_GOEXIT_MAIN] = "main called Goexit",
-        [WAIT_TEST_PARK] = "test park",
-        [WAIT_CHAN_RECV_NIL] = "chan receive (nil chan)",
-        [WAIT_CHAN_SEND_NIL] = "chan send (nil chan)",
-        [WAIT_SELECT] = "select",
-        [WAIT_SELECT_NO_CASES] = "select (no cases)",
-        [WAIT_CHAN_RECV] = "chan receive",
-        [WAIT_CHAN_SEND] = "chan send",
-        [WAIT_SLEEP] = "sleep",
-        [WAIT_SYNC_MUTEX_LOCK] = "sync.Mutex.Lock",
-        [WAIT_SYNC_RWMUTEX_RLOCK] = "sync.RWMutex.RLock",
-        [WAIT_SYNC_RWMUTEX_LOCK] = "sync.RWMutex.Lock",
-        [WAIT_SYNC_COND_WAIT] = "sync.Cond.Wait",
-        [WAIT_IO] = "IO wait",
-    };
-    return r < WAIT_NREASONS && names[r] ? names[r] : "???";
+    if (r == WAIT_ZERO)
+        return "";
+    return r < WAIT_NREASONS && gort__waitreason_names[r][0]
+               ? gort__waitreason_names[r]
+               : "???";
 }
 
 /*

@@ -394,6 +394,16 @@ static inline uint32_t gort__readgstatus(struct g *gp)
 }
 GORT_HIDDEN const char *gort__gstatus_name(uint32_t s);
 GORT_HIDDEN const char *gort__waitreason_name(uint32_t r);
+/* The names behind those two, indexed by value ("" for a value without
+ * one).  Character arrays, not pointers: tools/gort-gdb.py reads them by
+ * name from a live process or a core file, so they hold no relocation
+ * and the debugger never keeps a copy that could drift from the enums. */
+#define GORT_GSTATUS_NAMES 16
+#define GORT_NAME_MAX 32
+GORT_HIDDEN extern const char gort__gstatus_names[GORT_GSTATUS_NAMES]
+                                                [GORT_NAME_MAX];
+GORT_HIDDEN extern const char gort__waitreason_names[WAIT_NREASONS]
+                                                   [GORT_NAME_MAX];
 
 /* A P's cache of free stacks (stack.c): a double-ended ring.  The top
  * holds the most recently freed, hot in the cache; the bottom the

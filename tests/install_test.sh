@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # install_test.sh SRC_DIR BUILD_DIR - `cmake --install` into a temporary
 # prefix, then build and run a program against it with pkg-config, once
-# with the shared library and once with the static one.
+# with the shared library and once with the static one; and, with gdb
+# installed, check that gdb auto-loads tools/gort-gdb.py with the library.
 set -euo pipefail
 src=$1 build=$2
 tmp=$(mktemp -d)
@@ -29,4 +30,16 @@ libdir=$(pkg-config --variable=libdir gort)
 cc -o "$tmp/hello_static" "$tmp/hello.c" $(pkg-config --cflags gort) "$libdir/libgort.a" -lpthread
 out=$("$tmp/hello_static")
 [ "$out" = "sum=5050" ] || { echo "static: got '$out', want sum=5050"; exit 1; }
+[ -f "$tmp/prefix/share/gort/gort-gdb.py" ] || { echo "share/gort/gort-gdb.py not installed"; exit 1; }
+# gdb auto-loads the installed script with the shared library once its
+# auto-load directory is trusted.
+if command -v gdb >/dev/null 2>&1; then
+    auto=$tmp/prefix/share/gdb/auto-load
+    out=$(LD_LIBRARY_PATH=$libdir gdb -nx -batch \
+        -iex "add-auto-load-scripts-directory $auto" \
+        -iex "add-auto-load-safe-path $auto" \
+        -ex 'break main' -ex run -ex 'help info goroutines' "$tmp/hello" 2>&1)
+    echo "$out" | grep -q '^List the goroutines' ||
+        { echo "gdb did not auto-load the installed script:"; echo "$out"; exit 1; }
+fi
 echo "install test passed"
