@@ -54,7 +54,7 @@ check() {
     local opts=() out=$tmp/check.txt rc=0
     while [ "$1" != -- ]; do opts+=("$1"); shift; done
     shift
-    timeout 300 "${gdbx[@]}" "${opts[@]}" -x "$src/tests/gdb_check.py" "$@" \
+    timeout 240 "${gdbx[@]}" "${opts[@]}" -x "$src/tests/gdb_check.py" "$@" \
         >"$out" 2>&1 </dev/null || rc=$?
     cat "$out"
     if [ "$rc" -ne 0 ] || ! grep -q '^gdb_check: .* as expected$' "$out"; then
@@ -134,7 +134,13 @@ abort)
     GORT_GDB_STOP=abort $emu "$target" target >prog.txt 2>&1 </dev/null ||
         true
     await_stopped
-    core=$(ls -t | grep -i 'core' | head -n1 || true)
+    # qemu names its core qemu_<program>_<date>_<pid>.core (the kernel may
+    # write qemu's own core beside it, named by core_pattern).
+    if [ -n "$emu" ]; then
+        core=$(ls -t | grep '^qemu_.*\.core$' | head -n1 || true)
+    else
+        core=$(ls -t | grep -i 'core' | head -n1 || true)
+    fi
     [ -n "$core" ] || skip "no core file was written (core_pattern or" \
                            "the emulator's policy)"
     check -- "$target" "$core"

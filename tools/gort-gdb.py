@@ -41,9 +41,12 @@
 #     through gort__async_preempt, which holds the interrupted registers in
 #     a ucontext_t copy (rbx / x19 point at it).  The same unwinder gives
 #     that frame's caller those registers, so the backtrace goes on into
-#     the interrupted code.  gdb looks up the interrupted frame as if its pc
-#     were a return address (pc - 1): a function interrupted at its very
-#     first instruction is named after the code just before it.
+#     the interrupted code.  gdb looks a caller frame's code up at pc - 1,
+#     right for a return address but not for an interrupted pc (a function
+#     interrupted at its first instruction, or in a prologue, would be
+#     misnamed or misunwound), and the unwinder API cannot mark the frame
+#     as a signal frame; so the interrupted pc is given as pc + 1, and
+#     `goroutine N bt` prints it back as pc (other commands show pc + 1).
 #   - A goroutine that never ran has no stack yet: its start function is
 #     printed instead.
 #
@@ -201,7 +204,13 @@ class GortUnwinder(gdb.unwinder.Unwinder):
         sp = int(pending_frame.read_register(arch.sp))
         info = pending_frame.create_unwind_info(_FrameId(sp, self.stub_start))
         for name, off in arch.uc_regs:
-            info.add_saved_register(name, _read_u64(uc + off))
+            value = _read_u64(uc + off)
+            if name == arch.pc:
+                # gdb takes a caller's pc for a return address and looks
+                # its code up at pc - 1; the interrupted pc is exact, so
+                # it is given as pc + 1 (see the header).
+                value = gdb.Value(int(value) + 1).cast(_u64())
+            info.add_saved_register(name, value)
         return info
 
     def find_stub(self):
@@ -428,21 +437,37 @@ def _bt_skipping(cmd, skip):
     out = gdb.execute(" ".join(words), to_string=True)
     lines = []
     skipping = False
+    interrupted = False  # this frame is the one preemption interrupted
     for line in out.splitlines(True):
         m = re.match(r"#(\d+)(\s+)", line)
         if m:
             level = int(m.group(1))
             skipping = level < skip
+            after_stub = interrupted
+            interrupted = " gort__async_preempt " in line
             if skipping:
                 continue
             width = len(m.group(1)) + len(m.group(2))
             new = str(level - skip)
-            line = "#" + new + " " * max(1, width - len(new)) + \
-                line[m.end():]
+            rest = line[m.end():]
+            if after_stub:
+                rest = _minus_one(rest)
+            line = "#" + new + " " * max(1, width - len(new)) + rest
         elif skipping:
             continue
         lines.append(line)
     return "".join(lines)
+
+
+def _minus_one(rest):
+    """The frame line `rest` ("0x... in f (...) at ...") with its address
+    made one less: the exact pc of a frame the preemption unwinder gave as
+    pc + 1."""
+    m = re.match(r"0x([0-9a-f]+)", rest)
+    if not m:
+        return rest
+    digits = m.group(1)
+    return "0x%0*x" % (len(digits), int(digits, 16) - 1) + rest[m.end():]
 
 
 def _saved_regs(arch, sched_sp):

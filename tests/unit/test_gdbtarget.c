@@ -101,6 +101,14 @@ __attribute__((noinline)) static void spin_pinned(void *arg)
 {
     record_goid(PINNED);
     gort_preempt_disable();
+    /* It never leaves this thread now, and the preemption signal sysmon
+     * keeps sending would only find preemption off: block it, so that
+     * the stop never catches the thread inside the handler (gdb cannot
+     * unwind through qemu-user's signal frames). */
+    sigset_t urg;
+    sigemptyset(&urg);
+    sigaddset(&urg, SIGURG);
+    CHECK_EQ(pthread_sigmask(SIG_BLOCK, &urg, NULL), 0);
     for (;;)
         ATOMIC_INC(&pinned_loops);
 }
