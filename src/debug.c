@@ -340,6 +340,7 @@ void gort__schedtrace(bool detail)
 
 void gort_schedtrace(int detail)
 {
+    GORT_SAN_SCOPE();
     if (load_relaxed(&gort__main_started))
         gort__schedtrace(detail != 0);
 }
@@ -358,5 +359,6 @@ int gort_sched_ticks(uint32_t *ticks, int n)
 
 void gort_dump_goroutines(int fd)
 {
+    GORT_SAN_SCOPE();
     gort__dumpgoroutines(fd);
 }

@@ -164,6 +164,7 @@ void gort__entersyscall_m(struct m *mp, struct g *gp, uint32_t how)
 
 void gort_entersyscall(void)
 {
+    GORT_SAN_SCOPE();
     struct m *mp = gort__getm();
     struct g *gp = mp ? mp->curg : NULL;
     if (!gp || gp->foreign || mp->insyscall)
@@ -173,6 +174,7 @@ void gort_entersyscall(void)
 
 void gort_entersyscallblock(void)
 {
+    GORT_SAN_SCOPE();
     struct m *mp = gort__getm();
     struct g *gp = mp ? mp->curg : NULL;
     if (!gp || gp->foreign || mp->insyscall)
@@ -252,6 +254,7 @@ void gort__exitsyscall_m(struct m *mp, struct g *gp)
 
 void gort_exitsyscall(void)
 {
+    GORT_SAN_SCOPE();
     struct m *mp = gort__getm();
     struct g *gp = mp ? mp->curg : NULL;
     if (!gp || !mp->insyscall)
@@ -281,6 +284,7 @@ void gort_exitsyscall(void)
 
 long gort_read(int fd, void *buf, size_t n)
 {
+    GORT_SAN_SCOPE();
     struct polldesc *pd = gort__fd_pd(fd);
     if (pd)
         return gort__fd_read(pd, buf, n);
@@ -289,6 +293,7 @@ long gort_read(int fd, void *buf, size_t n)
 
 long gort_write(int fd, const void *buf, size_t n)
 {
+    GORT_SAN_SCOPE();
     struct polldesc *pd = gort__fd_pd(fd);
     if (pd)
         return gort__fd_write(pd, buf, n);
@@ -297,16 +302,19 @@ long gort_write(int fd, const void *buf, size_t n)
 
 long gort_pread(int fd, void *buf, size_t n, int64_t off)
 {
+    GORT_SAN_SCOPE();
     SYSCALL_RETRY(ssize_t, pread(fd, buf, n, (off_t)off));
 }
 
 long gort_pwrite(int fd, const void *buf, size_t n, int64_t off)
 {
+    GORT_SAN_SCOPE();
     SYSCALL_RETRY(ssize_t, pwrite(fd, buf, n, (off_t)off));
 }
 
 int gort_open(const char *path, int flags, ...)
 {
+    GORT_SAN_SCOPE();
     mode_t mode = 0;
     if (flags & (O_CREAT | O_TMPFILE)) {
         va_list ap;
@@ -319,6 +327,7 @@ int gort_open(const char *path, int flags, ...)
 
 int gort_close(int fd)
 {
+    GORT_SAN_SCOPE();
     int pr = gort__fd_close(fd);
     if (pr != 1)
         return pr; /* it was the poller's */
@@ -332,11 +341,13 @@ int gort_close(int fd)
 
 int gort_fsync(int fd)
 {
+    GORT_SAN_SCOPE();
     SYSCALL_RETRY(int, fsync(fd));
 }
 
 int gort_nanosleep(const struct timespec *req, struct timespec *rem)
 {
+    GORT_SAN_SCOPE();
     /* A sleep of known length blocks: hand the P off at once. */
     gort_entersyscallblock();
     int r = nanosleep(req, rem);
@@ -348,6 +359,7 @@ int gort_nanosleep(const struct timespec *req, struct timespec *rem)
 int gort_getaddrinfo(const char *node, const char *service,
                      const struct addrinfo *hints, struct addrinfo **res)
 {
+    GORT_SAN_SCOPE();
     gort_entersyscall();
     int r = getaddrinfo(node, service, hints, res);
     gort_exitsyscall();
@@ -356,11 +368,13 @@ int gort_getaddrinfo(const char *node, const char *service,
 
 int gort_waitpid(int pid, int *status, int options)
 {
+    GORT_SAN_SCOPE();
     SYSCALL_RETRY(pid_t, waitpid(pid, status, options));
 }
 
 int gort_poll(struct pollfd *fds, unsigned long nfds, int timeout_ms)
 {
+    GORT_SAN_SCOPE();
     /* Not retried on EINTR: the caller's timeout would restart. */
     gort_entersyscall();
     int r = poll(fds, (nfds_t)nfds, timeout_ms);
