@@ -101,11 +101,13 @@ int gort__chan_alloc(gort_chan **chp, size_t elemsize, size_t cap)
 
 int gort_chan_make(gort_chan **chp, size_t elemsize, size_t cap)
 {
+    GORT_SAN_SCOPE();
     return gort__chan_alloc(chp, elemsize, cap);
 }
 
 int gort_chan_free(gort_chan *c)
 {
+    GORT_SAN_SCOPE();
     if (!c)
         return 0;
     if (c->timer) {
@@ -156,10 +158,10 @@ static bool chanparkcommit(struct g *gp, void *lock)
 /* Queue the running G on q (c's sendq or recvq, c locked) with a sudog on
  * this stack pointing at the caller's element, and park; c's lock is
  * released once the G is parked.  Returns whether a value moved (false:
- * the channel was closed). */
+ * the channel was closed).  san: tell ThreadSanitizer (san.c). */
 static inline __attribute__((always_inline)) bool
 chan_block(struct m *mp, struct gort_chan *c, struct waitq *q, void *ep,
-           uint32_t reason)
+           uint32_t reason, bool san)
 {
     struct g *gp = mp->curg;
     struct sudog mysg = {0};
@@ -173,6 +175,8 @@ chan_block(struct m *mp, struct gort_chan *c, struct waitq *q, void *ep,
     gort__park(chanparkcommit, &c->lock, reason);
     gp->waiting = NULL;
     gp->waitobj = NULL;
+    if (san) /* the operation that woke us, or the close */
+        gort__san_acquire(c);
     return mysg.success;
 }
 
@@ -183,12 +187,15 @@ static GORT_NORETURN void block_forever(uint32_t reason)
     gort__throw("unreachable: woke from a permanent block");
 }
 
-/* The bodies are inlined into the public entry points, where block is a
- * constant and the unused half folds away; select.c and time.c call the
- * out-of-line copies below. */
+/* The bodies are inlined into the public entry points, where block and
+ * san are constants and the unused parts fold away; select.c and time.c
+ * call the out-of-line copies below.  With san (ThreadSanitizer in the
+ * process), every operation on c is ordered after the earlier ones and
+ * before the later ones (san.c): gort__san_sync under c's lock, and an
+ * acquire after a park. */
 static inline __attribute__((always_inline)) bool
 chansend(struct m *mp, struct gort_chan *c, const void *ep, bool block,
-         uint32_t reason)
+         uint32_t reason, bool san)
 {
     if (!c) {
         if (!block)
@@ -206,6 +213,8 @@ chansend(struct m *mp, struct gort_chan *c, const void *ep, bool block,
         return false;
 
     gort__spinlock_m(mp, &c->lock);
+    if (san)
+        gort__san_sync(c);
     if (c->closed) {
         gort__spinunlock_m(mp, &c->lock);
         gort__fatal("send on closed channel");
@@ -225,7 +234,7 @@ chansend(struct m *mp, struct gort_chan *c, const void *ep, bool block,
         return false;
     }
 
-    if (!chan_block(mp, c, &c->sendq, (void *)ep, reason))
+    if (!chan_block(mp, c, &c->sendq, (void *)ep, reason, san))
         gort__fatal("send on closed channel");
     return true;
 }
@@ -261,7 +270,7 @@ void gort__chan_recv_direct(struct m *mp, struct gort_chan *c,
  * whether it was a value (false: closed and drained). */
 static inline __attribute__((always_inline)) bool
 chanrecv(struct m *mp, struct gort_chan *c, void *ep, bool block, bool *ok,
-         uint32_t reason)
+         uint32_t reason, bool san)
 {
     *ok = false;
     if (!c) {
@@ -280,12 +289,16 @@ chanrecv(struct m *mp, struct gort_chan *c, void *ep, bool block, bool *ok,
             return false;
         if (c->dataqsiz == 0 ? load_relaxed(&c->sendq.first) == NULL
                              : load_relaxed(&c->qcount) == 0) {
+            if (san) /* the close */
+                gort__san_acquire(c);
             gort__elemzero(c, ep);
             return true;
         }
     }
 
     gort__spinlock_m(mp, &c->lock);
+    if (san)
+        gort__san_sync(c);
     if (c->closed) {
         if (c->qcount == 0) {
             gort__spinunlock_m(mp, &c->lock);
@@ -312,7 +325,7 @@ chanrecv(struct m *mp, struct gort_chan *c, void *ep, bool block, bool *ok,
         return false;
     }
 
-    *ok = chan_block(mp, c, &c->recvq, ep, reason);
+    *ok = chan_block(mp, c, &c->recvq, ep, reason, san);
     return true;
 }
 
@@ -322,9 +335,11 @@ chanrecv(struct m *mp, struct gort_chan *c, void *ep, bool block, bool *ok,
 
 void gort_chan_close(gort_chan *c)
 {
+    GORT_SAN_SCOPE();
     if (!c)
         gort__fatal("close of nil channel");
     gort__spinlock(&c->lock);
+    gort__san_sync(c);
     if (c->closed) {
         gort__spinunlock(&c->lock);
         gort__fatal("close of closed channel");
@@ -360,15 +375,19 @@ void gort_chan_close(gort_chan *c)
  * ------------------------------------------------------------------------- */
 
 bool gort__chansend(struct m *mp, struct gort_chan *c, const void *ep,
-                    bool block)
+                    bool block, bool san)
 {
-    return chansend(mp, c, ep, block, WAIT_SELECT);
+    if (san)
+        return chansend(mp, c, ep, block, WAIT_SELECT, true);
+    return chansend(mp, c, ep, block, WAIT_SELECT, false);
 }
 
 bool gort__chanrecv(struct m *mp, struct gort_chan *c, void *ep, bool block,
-                    bool *ok)
+                    bool *ok, bool san)
 {
-    return chanrecv(mp, c, ep, block, ok, WAIT_SELECT);
+    if (san)
+        return chanrecv(mp, c, ep, block, ok, WAIT_SELECT, true);
+    return chanrecv(mp, c, ep, block, ok, WAIT_SELECT, false);
 }
 
 /* The M of a goroutine, or a fatal error naming the caller. */
@@ -384,29 +403,75 @@ static inline struct m *chan_m(const char *who)
     return mp;
 }
 
+/* The public operations, each in two copies: the plain one, and one for
+ * a process with ThreadSanitizer (inside gort's ignored region, telling
+ * it the happens-before), chosen by one branch. */
+
+static GORT_NOINLINE void chan_send_san(gort_chan *c, const void *elem)
+{
+    GORT_SAN_SCOPE();
+    chansend(chan_m("gort_chan_send"), c, elem, true, WAIT_CHAN_SEND, true);
+}
+
 void gort_chan_send(gort_chan *c, const void *elem)
 {
-    chansend(chan_m("gort_chan_send"), c, elem, true, WAIT_CHAN_SEND);
+    if (GORT_UNLIKELY(gort__san & GORT_SAN_TSAN)) {
+        chan_send_san(c, elem);
+        return;
+    }
+    chansend(chan_m("gort_chan_send"), c, elem, true, WAIT_CHAN_SEND, false);
+}
+
+static GORT_NOINLINE bool chan_recv_san(gort_chan *c, void *elem)
+{
+    GORT_SAN_SCOPE();
+    bool ok;
+    chanrecv(chan_m("gort_chan_recv"), c, elem, true, &ok, WAIT_CHAN_RECV,
+             true);
+    return ok;
 }
 
 bool gort_chan_recv(gort_chan *c, void *elem)
 {
+    if (GORT_UNLIKELY(gort__san & GORT_SAN_TSAN))
+        return chan_recv_san(c, elem);
     bool ok;
-    chanrecv(chan_m("gort_chan_recv"), c, elem, true, &ok, WAIT_CHAN_RECV);
+    chanrecv(chan_m("gort_chan_recv"), c, elem, true, &ok, WAIT_CHAN_RECV,
+             false);
     return ok;
+}
+
+static GORT_NOINLINE bool chan_trysend_san(gort_chan *c, const void *elem)
+{
+    GORT_SAN_SCOPE();
+    return chansend(chan_m("gort_chan_trysend"), c, elem, false,
+                    WAIT_CHAN_SEND, true);
 }
 
 bool gort_chan_trysend(gort_chan *c, const void *elem)
 {
+    if (GORT_UNLIKELY(gort__san & GORT_SAN_TSAN))
+        return chan_trysend_san(c, elem);
     return chansend(chan_m("gort_chan_trysend"), c, elem, false,
-                    WAIT_CHAN_SEND);
+                    WAIT_CHAN_SEND, false);
+}
+
+static GORT_NOINLINE bool chan_tryrecv_san(gort_chan *c, void *elem,
+                                           bool *got)
+{
+    GORT_SAN_SCOPE();
+    return chanrecv(chan_m("gort_chan_tryrecv"), c, elem, false, got,
+                    WAIT_CHAN_RECV, true);
 }
 
 bool gort_chan_tryrecv(gort_chan *c, void *elem, bool *ok)
 {
-    bool got;
-    bool sel = chanrecv(chan_m("gort_chan_tryrecv"), c, elem, false, &got,
-                        WAIT_CHAN_RECV);
+    bool got, sel;
+    if (GORT_UNLIKELY(gort__san & GORT_SAN_TSAN))
+        sel = chan_tryrecv_san(c, elem, &got);
+    else
+        sel = chanrecv(chan_m("gort_chan_tryrecv"), c, elem, false, &got,
+                       WAIT_CHAN_RECV, false);
     if (ok)
         *ok = got;
     return sel;

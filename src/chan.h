@@ -48,11 +48,11 @@ GORT_HIDDEN int gort__chan_alloc(gort_chan **chp, size_t elemsize,
 GORT_HIDDEN int gort__chan_release(gort_chan *c);
 /* Send / receive for a goroutine on mp (or g0 with a P, non-blocking);
  * a blocking call waits as a select case ("select" in dumps), as the one
- * live case of a gort_select does. */
+ * live case of a gort_select does.  san: tell ThreadSanitizer (chan.c). */
 GORT_HIDDEN bool gort__chansend(struct m *mp, struct gort_chan *c,
-                                const void *ep, bool block);
+                                const void *ep, bool block, bool san);
 GORT_HIDDEN bool gort__chanrecv(struct m *mp, struct gort_chan *c, void *ep,
-                                bool block, bool *ok);
+                                bool block, bool *ok, bool san);
 GORT_HIDDEN void gort__waitq_enqueue(struct waitq *q, struct sudog *sg);
 GORT_HIDDEN struct sudog *gort__waitq_dequeue_slow(struct waitq *q);
 /* Unlink sg from q; c->lock held. */

@@ -356,6 +356,7 @@ void gort__schedtrace(bool detail)
 
 void gort_schedtrace(int detail)
 {
+    GORT_SAN_SCOPE();
     if (load_relaxed(&gort__main_started))
         gort__schedtrace(detail != 0);
 }

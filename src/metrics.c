@@ -560,6 +560,7 @@ static void sample_fill(struct readstate *rs, int id, gort_metric_sample *s)
 
 int gort_metrics_read(gort_metric_sample *samples, size_t n)
 {
+    GORT_SAN_SCOPE();
     if (n > 0 && !samples)
         return -EINVAL;
     pthread_once(&th_once, th_init);
@@ -578,6 +579,7 @@ int gort_metrics_read(gort_metric_sample *samples, size_t n)
 
 int gort_metric_read(const char *name, gort_metric_sample *s)
 {
+    GORT_SAN_SCOPE();
     if (!s)
         return -EINVAL;
     s->name = name;
@@ -723,6 +725,7 @@ static void prom_metric(struct sbuf *b, struct readstate *rs, int id)
 
 int gort_metrics_prometheus(char **text, size_t *len)
 {
+    GORT_SAN_SCOPE();
     if (!text)
         return -EINVAL;
     *text = NULL;
@@ -748,6 +751,7 @@ int gort_metrics_prometheus(char **text, size_t *len)
 
 long gort_metrics_write_prometheus(int fd)
 {
+    GORT_SAN_SCOPE();
     char *text;
     size_t len;
     int err = gort_metrics_prometheus(&text, &len);

@@ -57,10 +57,8 @@
 /* The kernel orders epoll_ctl before the events it reports, so the
  * pollDesc an event names is fully set up; ThreadSanitizer cannot see
  * that ordering, and is told (release at registration, acquire per
- * event). */
+ * event).  Only gort's own accesses need it: in a gort built with TSan. */
 #ifdef GORT_TSAN
-void __tsan_acquire(void *addr);
-void __tsan_release(void *addr);
 #define TSAN_RELEASE(p) __tsan_release(p)
 #define TSAN_ACQUIRE(p) __tsan_acquire(p)
 #else
@@ -99,6 +97,11 @@ static struct {
 } pollcache;
 
 static int epfd = -1, breakfd = -1;
+/* epoll_pwait2 (Linux 5.11) is missing: use epoll_wait's milliseconds.
+ * Set on ENOSYS, and from the start under Valgrind, which does not know
+ * the call and would warn on every use.  Relaxed: a flag that only saves
+ * a failing system call. */
+static uint32_t no_pwait2;
 static uint32_t inited;          /* atomic: epoll set up */
 static uint32_t wakesig;         /* atomic: a break is pending */
 static uint32_t nwaiters;        /* atomic: goroutines parked in IO wait */
@@ -213,8 +216,11 @@ static bool netpollblockcommit(struct g *gp, void *arg)
 /* The error that ends a wait in direction mode (0 none). */
 static int netpollcheckerr(struct polldesc *pd, int mode)
 {
-    if (load_acq(&pd->closing))
+    if (load_acq(&pd->closing)) {
+        /* ThreadSanitizer (san.c): the close happens before this. */
+        gort__san_acquire(&pd->closing);
         return -EBADF;
+    }
     int64_t d = load_relaxed(mode == 'r' ? &pd->rd : &pd->wd);
     if (d < 0)
         return -ETIMEDOUT;
@@ -325,8 +331,16 @@ int32_t gort__netpoll(int64_t delay, struct gqueue *q)
             n = epoll_wait(epfd, evs, 128, 0);
         } else {
             struct timespec ts = {delay / 1000000000, delay % 1000000000};
-            n = (int)syscall(SYS_epoll_pwait2, epfd, evs, 128, &ts, NULL, 0);
-            if (n < 0 && errno == ENOSYS) {
+            bool pwait2 = !load_relaxed(&no_pwait2) && !gort__valgrind;
+            if (pwait2) {
+                n = (int)syscall(SYS_epoll_pwait2, epfd, evs, 128, &ts, NULL,
+                                 0);
+                if (n < 0 && errno == ENOSYS) {
+                    store_relaxed(&no_pwait2, 1);
+                    pwait2 = false;
+                }
+            }
+            if (!pwait2) {
                 int64_t ms = (delay + 999999) / 1000000;
                 n = epoll_wait(epfd, evs, 128, ms > 1000000 ? 1000000 : (int)ms);
             }
@@ -474,6 +488,7 @@ static int set_nonblock(int fd)
 
 int gort_fd_register(int fd)
 {
+    GORT_SAN_SCOPE();
     if (fd < 0)
         return -EBADF;
     if (!load_acq(&gort__main_started))
@@ -567,6 +582,7 @@ out:
  * runtime_pollUnblock and runtime_pollClose. */
 static int fd_close(int fd, struct polldesc *pd)
 {
+    gort__san_release(&pd->closing);
     store_rel(&pd->closing, 1);
     struct g *r = netpollunblock(&pd->rg, false);
     struct g *w = netpollunblock(&pd->wg, false);
@@ -601,6 +617,7 @@ int gort__fd_close(int fd)
 
 int gort_fd_set_deadline(int fd, int mode, int64_t when)
 {
+    GORT_SAN_SCOPE();
     struct polldesc *pd = load_acq(&inited) ? pd_get(fd) : NULL;
     if (!pd)
         return -EBADF;
@@ -759,16 +776,19 @@ static long vec_io(int fd, const struct iovec *iov, int iovcnt, int mode)
 
 long gort_readv(int fd, const struct iovec *iov, int iovcnt)
 {
+    GORT_SAN_SCOPE();
     return vec_io(fd, iov, iovcnt, 'r');
 }
 
 long gort_writev(int fd, const struct iovec *iov, int iovcnt)
 {
+    GORT_SAN_SCOPE();
     return vec_io(fd, iov, iovcnt, 'w');
 }
 
 int gort_socket(int domain, int type, int protocol)
 {
+    GORT_SAN_SCOPE();
     int fd = socket(domain, type | SOCK_NONBLOCK | SOCK_CLOEXEC, protocol);
     if (fd < 0)
         return -errno;
@@ -782,6 +802,7 @@ int gort_socket(int domain, int type, int protocol)
 
 int gort_pipe(int fds[2])
 {
+    GORT_SAN_SCOPE();
     if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) < 0)
         return -errno;
     int err = gort_fd_register(fds[0]);
@@ -798,6 +819,7 @@ int gort_pipe(int fds[2])
 
 int gort_accept(int fd, struct sockaddr *addr, unsigned *addrlen)
 {
+    GORT_SAN_SCOPE();
     struct polldesc *pd = gort__fd_pd(fd);
     if (!pd)
         return -EBADF;
@@ -829,6 +851,7 @@ int gort_accept(int fd, struct sockaddr *addr, unsigned *addrlen)
 int gort_connect(int fd, const struct sockaddr *addr, unsigned addrlen,
                  int64_t timeout_ns)
 {
+    GORT_SAN_SCOPE();
     struct polldesc *pd = gort__fd_pd(fd);
     if (!pd)
         return -EBADF;
@@ -865,6 +888,7 @@ int gort_connect(int fd, const struct sockaddr *addr, unsigned addrlen,
 long gort_sendto(int fd, const void *buf, size_t n, int flags,
                  const struct sockaddr *to, unsigned tolen)
 {
+    GORT_SAN_SCOPE();
     struct polldesc *pd = gort__fd_pd(fd);
     if (!pd)
         return -EBADF;
@@ -875,6 +899,7 @@ long gort_sendto(int fd, const void *buf, size_t n, int flags,
 long gort_recvfrom(int fd, void *buf, size_t n, int flags,
                    struct sockaddr *from, unsigned *fromlen)
 {
+    GORT_SAN_SCOPE();
     struct polldesc *pd = gort__fd_pd(fd);
     if (!pd)
         return -EBADF;
@@ -900,5 +925,6 @@ long gort_recvfrom(int fd, void *buf, size_t n, int flags,
 
 int gort_shutdown(int fd, int how)
 {
+    GORT_SAN_SCOPE();
     return shutdown(fd, how) < 0 ? -errno : 0;
 }

@@ -61,15 +61,6 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#if defined(__has_include)
-#if __has_include(<valgrind/valgrind.h>)
-#include <valgrind/valgrind.h>
-#endif
-#endif
-#ifndef RUNNING_ON_VALGRIND
-#define RUNNING_ON_VALGRIND 0
-#endif
-
 /* gort's own text in a program linked with the static library (the
  * section comes from cmake/gort_text.ld); absent in the shared library,
  * which is a shared object and so never a safe point anyway. */
@@ -176,6 +167,7 @@ static int allow_object(struct dl_phdr_info *info, size_t size, void *arg)
 
 int gort_preempt_allow_object(const void *addr)
 {
+    GORT_SAN_SCOPE();
     struct find_obj f = {(uintptr_t)addr, false, false};
     gort__lock(&ranges_lock);
     dl_iterate_phdr(allow_object, &f);
@@ -204,6 +196,7 @@ void gort_preempt_disable(void)
 
 void gort_preempt_enable(void)
 {
+    GORT_SAN_SCOPE();
     struct m *mp = gort__getm();
     struct g *gp = mp ? mp->curg : NULL;
     if (!gp || gp->preemptoff == 0)
@@ -469,10 +462,10 @@ int gort__preempt_init(void)
     store_relaxed(&exe_ranges.n, 0);
     gort_text_lo = (uintptr_t)__start_gort_text;
     gort_text_hi = (uintptr_t)__stop_gort_text;
-    async_on = !gort__debug.asyncpreemptoff && !RUNNING_ON_VALGRIND;
-#ifdef GORT_TSAN
-    async_on = false;
-#endif
+    /* Off under ThreadSanitizer, in gort or in the program (see the file
+     * comment), and under Valgrind. */
+    async_on = !gort__debug.asyncpreemptoff && !gort__valgrind &&
+               !(gort__san & GORT_SAN_TSAN);
     if (!async_on)
         return 0;
     dl_iterate_phdr(main_exe_ranges, NULL);

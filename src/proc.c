@@ -39,16 +39,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#ifdef GORT_ASAN
-#include <sanitizer/asan_interface.h>
-#include <sanitizer/common_interface_defs.h>
-#endif
-#ifdef GORT_TSAN
-void *__tsan_get_current_fiber(void);
-void *__tsan_create_fiber(unsigned flags);
-void __tsan_destroy_fiber(void *fiber);
-void __tsan_switch_to_fiber(void *fiber, unsigned flags);
-#endif
 
 struct schedt gort__sched;
 struct p **gort__allp;
@@ -170,27 +160,16 @@ void gort__casgstatus_fail(struct g *gp, uint32_t oldval, uint32_t newval)
  * Context switching with the sanitizers told about it.
  * ------------------------------------------------------------------------- */
 
-/* Switch from `from` (the running context) to `to`, passing arg.  When
- * `from` will never run again (it is exiting), dying tells ASan to drop
- * its fake stack.  Returns the arg of whoever switches back to `from`. */
+/* Switch from `from` (the running context) to `to`, passing arg; dying
+ * says `from` will never run again (it is exiting).  Returns the arg of
+ * whoever switches back to `from`.  With a sanitizer in the process the
+ * switch is announced to it (san.c). */
 static inline void *switch_to(struct g *from, struct g *to, void *arg,
                               bool dying)
 {
-#ifdef GORT_ASAN
-    __sanitizer_start_switch_fiber(dying ? NULL : &from->asan_fake_stack,
-                                   (void *)to->stack.lo,
-                                   to->stack.hi - to->stack.lo);
-#else
-    (void)dying;
-#endif
-#ifdef GORT_TSAN
-    __tsan_switch_to_fiber(to->tsan_fiber, 0);
-#endif
-    void *ret = gort__ctx_switch(&from->sched_sp, to->sched_sp, arg);
-#ifdef GORT_ASAN
-    __sanitizer_finish_switch_fiber(from->asan_fake_stack, NULL, NULL);
-#endif
-    return ret;
+    if (GORT_UNLIKELY(gort__san))
+        return gort__san_switch(from, to, arg, dying);
+    return gort__ctx_switch(&from->sched_sp, to->sched_sp, arg);
 }
 
 /* First thing a G does when it resumes (or starts): finish the switch
@@ -433,7 +412,9 @@ struct m *gort__allocm_sys(void)
     return mp;
 }
 
-/* Set up the current thread as mp: TLS, signal stack, sanitizer fiber. */
+/* Set up the current thread as mp: TLS, signal stack, sanitizer fiber
+ * (M0 is the program's thread, inside gort_main; the others are gort's
+ * own). */
 static int mstart_common(struct m *mp)
 {
     gort__setm(mp);
@@ -441,9 +422,8 @@ static int mstart_common(struct m *mp)
     int err = gort__minit(mp);
     if (err)
         return err;
-#ifdef GORT_TSAN
-    mp->g0->tsan_fiber = __tsan_get_current_fiber();
-#endif
+    if (GORT_UNLIKELY(gort__san))
+        gort__san_thread_start(mp->g0, !mp->is_m0);
     return 0;
 }
 
@@ -462,6 +442,8 @@ static void *mstart(void *arg)
     schedule();
     gort__unminit(mp);
     gort__setm(NULL);
+    if (GORT_UNLIKELY(gort__san))
+        gort__san_thread_end(1);
     return NULL;
 }
 
@@ -769,6 +751,7 @@ static struct g *lock_to_m0(struct g *gp)
 
 void gort_lock_os_thread(void)
 {
+    GORT_SAN_SCOPE();
     struct m *mp = gort__getm();
     struct g *gp = mp ? mp->curg : NULL;
     if (!gp || gp->foreign)
@@ -1457,9 +1440,6 @@ static struct g *malg(void)
     gort__unlock(&gort__allglock);
     if (!gp)
         return NULL;
-#ifdef GORT_TSAN
-    gp->tsan_fiber = __tsan_create_fiber(0);
-#endif
     allgadd(gp);
     gort__casgstatus(gp, G_IDLE, G_DEAD);
     return gp;
@@ -1501,11 +1481,8 @@ static void goexit1(struct g *gp);
  * of the P's stack cache, the G to the free list. */
 static void gfree_stack_and_put(struct p *pp, struct g *gp)
 {
-#ifdef GORT_ASAN
-    /* Frames that never returned left their redzones poisoned. */
-    ASAN_UNPOISON_MEMORY_REGION((void *)gp->stack.lo,
-                                gp->stack.hi - gp->stack.lo);
-#endif
+    if (GORT_UNLIKELY(gort__san))
+        gort__san_g_dead(gp); /* its fiber; its stack cleaned for reuse */
     gort__stackcache_put(&pp->stackcache, &gp->stack);
     memset(&gp->stack, 0, sizeof gp->stack);
     gp->sched_sp = NULL;
@@ -1513,12 +1490,23 @@ static void gfree_stack_and_put(struct p *pp, struct g *gp)
     gfput(pp, gp);
 }
 
+/* gostart with a sanitizer in the process (san.c). */
+static GORT_NOINLINE GORT_NORETURN void gostart_san(void *prev)
+{
+    gort__san_gostart();
+    after_switch(prev);
+    struct g *gp = gort__getg();
+    *errno_ptr() = 0;
+    gort__san_acquire(gp); /* gort_go happens before the body (san.c) */
+    gort__san_callback(gp->fn, gp->arg);
+    goexit1(gp);
+}
+
 /* First code of every goroutine, on its own stack. */
 static void gostart(void *prev)
 {
-#ifdef GORT_ASAN
-    __sanitizer_finish_switch_fiber(NULL, NULL, NULL);
-#endif
+    if (GORT_UNLIKELY(gort__san))
+        gostart_san(prev);
     after_switch(prev);
     struct g *gp = gort__getg();
     *errno_ptr() = 0;
@@ -1561,10 +1549,11 @@ static inline void gsetup(struct g *gp, void (*fn)(void *), void *arg,
 
 /* Make gp (DEAD, stackless) ready to run fn(arg) and queue it on pp.
  * Returns its goid, or -ENOMEM when no stack can be had (gp is then left
- * unchanged).  Mirrors newproc1 (proc.go). */
+ * unchanged).  san: ThreadSanitizer is in the process (gp gets a fiber,
+ * san.c).  Mirrors newproc1 (proc.go). */
 static inline __attribute__((always_inline)) int64_t
 newproc1(struct p *pp, struct g *gp, void (*fn)(void *), void *arg,
-         uintptr_t pc, int64_t parent, enum gtrace t)
+         uintptr_t pc, int64_t parent, enum gtrace t, bool san)
 {
     /* A reservation, not a stack: the G takes one when it first runs
      * (execute_prep). */
@@ -1575,6 +1564,8 @@ newproc1(struct p *pp, struct g *gp, void (*fn)(void *), void *arg,
     }
     pp->stackres--;
     gsetup(gp, fn, arg, pc, newgoid(pp), parent);
+    if (san)
+        gort__san_g_new(gp);
     int64_t goid = gp->goid;
     gort__stat_add(&pp->ngcreated, 1);
     gort__casgstatus_t(gp, G_DEAD, G_RUNNABLE, t);
@@ -1595,7 +1586,7 @@ int64_t gort__newproc_sys(void (*fn)(void *), void *arg)
     /* Created by the runtime (a timer's AfterFunc): no parent. */
     int64_t goid = newproc1(pp, newg, fn, arg,
                             (uintptr_t)__builtin_return_address(0), 0,
-                            GT_CHECK);
+                            GT_CHECK, gort__san & GORT_SAN_TSAN);
     if (goid < 0)
         gfput(pp, newg);
     else if (load_relaxed(&gort__main_started))
@@ -1605,9 +1596,10 @@ int64_t gort__newproc_sys(void (*fn)(void *), void *arg)
 }
 
 /* gort_go's body; pc is the caller's return address, t says whether the
- * creation is traced (see enum gtrace). */
+ * creation is traced (see enum gtrace), san whether ThreadSanitizer is in
+ * the process. */
 static inline __attribute__((always_inline)) int64_t
-go_impl(void (*fn)(void *), void *arg, uintptr_t pc, enum gtrace t)
+go_impl(void (*fn)(void *), void *arg, uintptr_t pc, enum gtrace t, bool san)
 {
     struct m *mp = gort__getm();
     if (!fn)
@@ -1623,7 +1615,7 @@ go_impl(void (*fn)(void *), void *arg, uintptr_t pc, enum gtrace t)
         mp->locks--;
         return -ENOMEM;
     }
-    int64_t goid = newproc1(pp, newg, fn, arg, pc, mp->curg->goid, t);
+    int64_t goid = newproc1(pp, newg, fn, arg, pc, mp->curg->goid, t, san);
     if (goid < 0) {
         gfput(pp, newg);
         mp->locks--;
@@ -1641,16 +1633,25 @@ go_impl(void (*fn)(void *), void *arg, uintptr_t pc, enum gtrace t)
 static GORT_NOINLINE int64_t go_traced(void (*fn)(void *), void *arg,
                                        uintptr_t pc)
 {
-    return go_impl(fn, arg, pc, GT_ON);
+    return go_impl(fn, arg, pc, GT_ON, false);
+}
+
+static GORT_NOINLINE int64_t go_san(void (*fn)(void *), void *arg,
+                                    uintptr_t pc)
+{
+    GORT_SAN_SCOPE();
+    return go_impl(fn, arg, pc, GT_CHECK, true);
 }
 
 int64_t gort_go(void (*fn)(void *), void *arg)
 {
     uintptr_t pc = (uintptr_t)__builtin_return_address(0);
+    if (GORT_UNLIKELY(gort__san & GORT_SAN_TSAN))
+        return go_san(fn, arg, pc);
     /* A goroutine calling this holds its P throughout: the flag stays. */
     if (GORT_TRACE_ON())
         return go_traced(fn, arg, pc);
-    return go_impl(fn, arg, pc, GT_OFF);
+    return go_impl(fn, arg, pc, GT_OFF, false);
 }
 
 /* Forget what a dead G ran (gdestroy's field resets). */
@@ -1699,7 +1700,7 @@ static void rundefers(struct g *gp)
             continue;
         }
         d->started = true;
-        d->fn(d->arg);
+        gort__san_callback(d->fn, d->arg);
         struct gort_defer_rec **pp = &gp->defers;
         while (*pp != d)
             pp = &(*pp)->next; /* handlers deferred by d sit above it */
@@ -1739,8 +1740,12 @@ static GORT_NORETURN void goexit1(struct g *gp)
 {
     rundefers(gp);
     struct m *mp = gort__getm();
-    if (gp->is_main && !load_relaxed(&gort__sched.main_goexited))
+    if (gp->is_main && !load_relaxed(&gort__sched.main_goexited)) {
+        /* ThreadSanitizer: what main did happens before gort_main
+         * returns. */
+        gort__san_release(&main_status);
         mcall(main_exit_m, true);
+    }
     /* From here on the G holds its P until it is gone. */
     if (GORT_TRACE_ON())
         goexit_traced(mp, gp);
@@ -1749,6 +1754,7 @@ static GORT_NORETURN void goexit1(struct g *gp)
 
 int gort_defer(void (*fn)(void *), void *arg)
 {
+    GORT_SAN_SCOPE();
     struct g *gp = gort__getg();
     if (!gp || !fn)
         return gp ? -EINVAL : -EPERM;
@@ -1765,9 +1771,13 @@ int gort_defer(void (*fn)(void *), void *arg)
 
 void gort_goexit(void)
 {
+    /* Never left: the goroutine's last switch leaves it (san.c). */
+    gort__san_enter();
     struct g *gp = gort__getg();
     if (!gp)
         gort__fatal("gort_goexit called outside a goroutine");
+    if (gort__san & GORT_SAN_TSAN)
+        gp->tsan_stale = true; /* frames that never return (san.c) */
     if (gp->is_main)
         /* Go: the main goroutine ends but the program goes on; when no
          * goroutine is left, checkdead reports it. */
@@ -1990,6 +2000,7 @@ static struct m *needm(void)
 
 static struct m *getm_slow(struct m *mp)
 {
+    GORT_SAN_SCOPE(); /* needm allocates */
     if (mp && mp->foreign) {
         if (mp->foreign_gen == load_acq(&runtime_gen) &&
             load_acq(&gort__main_started))
@@ -2092,6 +2103,8 @@ static int64_t newproc_foreign(void (*fn)(void *), void *arg, uintptr_t pc)
     }
     gsetup(gp, fn, arg, pc, (int64_t)xadd_relaxed(&gort__sched.goidgen, 1),
            mp->curg->goid);
+    if (gort__san & GORT_SAN_TSAN)
+        gort__san_g_new(gp);
     int64_t goid = gp->goid;
     mp->locks--;
     foreign_queue(mp, gp, G_DEAD);
@@ -2176,7 +2189,7 @@ static void gosched(struct m *mp, struct g *gp)
     g_handoff(mp, gp, next, inherit, locked, post_gosched, false, GT_CHECK);
 }
 
-void gort_gosched(void)
+static inline __attribute__((always_inline)) void gosched_common(void)
 {
     struct m *mp = gort__getm();
     if (!mp || !mp->curg || mp->curg->foreign) {
@@ -2184,6 +2197,21 @@ void gort_gosched(void)
         return;
     }
     gosched(mp, mp->curg);
+}
+
+static GORT_NOINLINE void gosched_san(void)
+{
+    GORT_SAN_SCOPE();
+    gosched_common();
+}
+
+void gort_gosched(void)
+{
+    if (GORT_UNLIKELY(gort__san & GORT_SAN_TSAN)) {
+        gosched_san();
+        return;
+    }
+    gosched_common();
 }
 
 void gort__preempt_check(void)
@@ -2357,10 +2385,8 @@ static void teardown(void)
             free(d);
             d = next;
         }
-#ifdef GORT_TSAN
-        if (gp->tsan_fiber)
-            __tsan_destroy_fiber(gp->tsan_fiber);
-#endif
+        if (gort__san & GORT_SAN_TSAN)
+            gort__san_g_teardown(gp);
         gort__stackfree(&gp->stack); /* no-op for stackless Gs */
     }
     for (int32_t i = 0; i < gort__allp_len; i++) {
@@ -2417,12 +2443,13 @@ static int boot(struct m *mp, void (*fn)(void *), void *arg)
     gp->is_main = true;
     int64_t goid = newproc1(mp->p, gp, fn, arg,
                             (uintptr_t)__builtin_return_address(0), 0,
-                            GT_CHECK);
+                            GT_CHECK, gort__san & GORT_SAN_TSAN);
     return goid < 0 ? (int)goid : 0;
 }
 
 int gort_main(void (*fn)(void *), void *arg)
 {
+    GORT_SAN_SCOPE();
     if (!fn)
         return -EINVAL;
     if (!cas_acqrel(&gort_running, 0, 1))
@@ -2438,6 +2465,8 @@ int gort_main(void (*fn)(void *), void *arg)
     mp->thread = 0;
     m0 = mp;
     int err = mstart_common(mp);
+    if (!err && GORT_UNLIKELY(gort__san))
+        gort__san_main_start();
     if (!err)
         err = gort__signals_install();
     if (!err)
@@ -2460,6 +2489,7 @@ int gort_main(void (*fn)(void *), void *arg)
     }
     store_rel(&gort__main_started, 1);
     schedule();
+    gort__san_acquire(&main_status);
     /* Every other M has been told to exit. */
     gort__sysmon_stop();
     join_ms(mp);

@@ -278,6 +278,7 @@ struct p *gort__procresize(struct m *mp, int32_t nprocs)
 
 int gort_gomaxprocs(int n)
 {
+    GORT_SAN_SCOPE();
     int32_t cur = load_relaxed(&gort__gomaxprocs);
     if (n <= 0 || !gort__getg())
         return cur;

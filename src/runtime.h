@@ -58,6 +58,7 @@
 
 #include "../include/gort.h"
 #include "atomic.h"
+#include "san.h"
 
 #define GORT_HIDDEN __attribute__((visibility("hidden")))
 #define GORT_LIKELY(x) __builtin_expect(!!(x), 1)
@@ -81,7 +82,8 @@
 #define GORT_DASSERT(cond) ((void)0)
 #endif
 
-/* Which sanitizer is on: the G keeps fiber state for it (proc.c). */
+/* gort itself is built with a sanitizer (-DGORT_SANITIZE=...).  Whether
+ * the program has one is found at run time (san.h). */
 #if defined(__SANITIZE_ADDRESS__)
 #define GORT_ASAN 1
 #elif defined(__has_feature)
@@ -295,12 +297,11 @@ struct g {
     uint32_t traceseq;      /* trace.c: times it was made runnable by
                                another G (<< 1), low bit set until it
                                starts: links the two in the trace */
-#ifdef GORT_ASAN
     void *asan_fake_stack;  /* AddressSanitizer fake-stack save slot */
-#endif
-#ifdef GORT_TSAN
-    void *tsan_fiber;       /* ThreadSanitizer fiber */
-#endif
+    void *tsan_fiber;       /* ThreadSanitizer fiber, or NULL (san.c) */
+    bool tsan_stale;        /* its last goroutine ended in gort_goexit:
+                               the fiber holds frames that never
+                               returned (san.c) */
     uint32_t allgs_index;   /* position in gort__allgs */
     /* For dumps (traceback.c); owner writes, dumps read racily. */
     int64_t parentgoid;     /* goid of the goroutine that created it, or 0 */
@@ -981,6 +982,9 @@ GORT_HIDDEN void gort__stackcache_put(struct stackcache *c,
                                       const struct gstack *st);
 /* Return every cached stack to the global pool. */
 GORT_HIDDEN void gort__stackcache_flush(struct stackcache *c);
+/* Give a stack's usable part fresh zero pages, keeping its guard (for
+ * ThreadSanitizer, san.c).  Fatal if the kernel refuses. */
+GORT_HIDDEN void gort__stack_renew(struct gstack *st);
 /* Fatal if an unguarded stack's canary was overwritten. */
 GORT_HIDDEN void gort__stack_check_canary(struct g *gp);
 static inline void gort__stack_check(struct g *gp)

@@ -14,6 +14,11 @@
  * Locking several channels always follows address order and skips
  * repeats of a channel that appears in several cases; that is what makes
  * two selects over the same channels deadlock-free.
+ *
+ * With ThreadSanitizer in the process (san), a case taken in pass 1 is a
+ * channel operation like chan.c's (gort__san_sync on its channel); a
+ * parked select is ordered after everything before it on each of its
+ * channels, and when it wakes, after the operation that chose its case.
  */
 #include "chan.h"
 
@@ -106,21 +111,22 @@ static void sort_lockorder(const gort_case *cases, const uint16_t *pollorder,
 
 /* One ready case (or a default) needs none of the machinery: the plain
  * channel operations do it, blocking or not. */
-static int select_one(gort_case *cs, int casei, int dflt)
+static int select_one(gort_case *cs, int casei, int dflt, bool san)
 {
     bool block = dflt < 0;
     if (cs->dir == GORT_CASE_SEND)
-        return gort__chansend(gort__getm(), cs->ch, cs->elem, block) ? casei
-                                                                    : dflt;
+        return gort__chansend(gort__getm(), cs->ch, cs->elem, block, san)
+                   ? casei
+                   : dflt;
     bool ok;
-    if (!gort__chanrecv(gort__getm(), cs->ch, cs->elem, block, &ok))
+    if (!gort__chanrecv(gort__getm(), cs->ch, cs->elem, block, &ok, san))
         return dflt;
     cs->ok = ok;
     return casei;
 }
 
 static int selectgo(gort_case *cases, int ncases, int dflt, uint16_t *order,
-                    struct sudog *sgs)
+                    struct sudog *sgs, bool san)
 {
     uint16_t *pollorder = order, *lockorder = order + ncases;
 
@@ -146,6 +152,8 @@ static int selectgo(gort_case *cases, int ncases, int dflt, uint16_t *order,
         struct sudog *sg;
         if (cs->dir == GORT_CASE_RECV) {
             if ((sg = gort__waitq_dequeue(&c->sendq))) {
+                if (san)
+                    gort__san_sync(c);
                 /* As chan.c's recv, but all channels are unlocked. */
                 if (c->dataqsiz == 0) {
                     if (cs->elem && c->elemsize)
@@ -162,12 +170,16 @@ static int selectgo(gort_case *cases, int ncases, int dflt, uint16_t *order,
                 return casei;
             }
             if (c->qcount > 0) {
+                if (san)
+                    gort__san_sync(c);
                 gort__chan_bufrecv(c, cs->elem);
                 selunlock(cases, lockorder, norder);
                 cs->ok = true;
                 return casei;
             }
             if (c->closed) {
+                if (san)
+                    gort__san_sync(c);
                 selunlock(cases, lockorder, norder);
                 if (cs->elem && c->elemsize)
                     memset(cs->elem, 0, c->elemsize);
@@ -180,6 +192,8 @@ static int selectgo(gort_case *cases, int ncases, int dflt, uint16_t *order,
                 gort__fatal("send on closed channel");
             }
             if ((sg = gort__waitq_dequeue(&c->recvq))) {
+                if (san)
+                    gort__san_sync(c);
                 if (sg->elem && c->elemsize)
                     memcpy(sg->elem, cs->elem, c->elemsize);
                 sg->success = true;
@@ -189,6 +203,8 @@ static int selectgo(gort_case *cases, int ncases, int dflt, uint16_t *order,
                 return casei;
             }
             if (c->qcount < c->dataqsiz) {
+                if (san)
+                    gort__san_sync(c);
                 gort__chan_bufsend(c, cs->elem);
                 selunlock(cases, lockorder, norder);
                 return casei;
@@ -215,6 +231,8 @@ static int selectgo(gort_case *cases, int ncases, int dflt, uint16_t *order,
         sg->casei = casei;
         *nextp = sg;
         nextp = &sg->waitlink;
+        if (san)
+            gort__san_release(sg->c);
         gort__waitq_enqueue(cs->dir == GORT_CASE_SEND ? &cs->ch->sendq
                                                       : &cs->ch->recvq,
                             sg);
@@ -250,6 +268,8 @@ static int selectgo(gort_case *cases, int ncases, int dflt, uint16_t *order,
     }
     if (casei < 0)
         gort__throw("select: bad wake-up");
+    if (san)
+        gort__san_acquire(won->c);
     selunlock(cases, lockorder, norder);
     if (cases[casei].dir == GORT_CASE_SEND) {
         if (!won->success)
@@ -260,7 +280,8 @@ static int selectgo(gort_case *cases, int ncases, int dflt, uint16_t *order,
     return casei;
 }
 
-int gort_select(gort_case *cases, int ncases)
+static inline __attribute__((always_inline)) int
+select_common(gort_case *cases, int ncases, bool san)
 {
     if (ncases < 0 || ncases > 65536 || (!cases && ncases > 0))
         return -EINVAL;
@@ -289,7 +310,7 @@ int gort_select(gort_case *cases, int ncases)
     if (nlive == 0 && dflt >= 0)
         return dflt;
     if (nlive == 1)
-        return select_one(&cases[live], live, dflt);
+        return select_one(&cases[live], live, dflt, san);
 
     uint16_t order_small[2 * SELECT_STACK_CASES];
     struct sudog sgs_small[SELECT_STACK_CASES];
@@ -304,7 +325,20 @@ int gort_select(gort_case *cases, int ncases)
         order = heap;
         sgs = (struct sudog *)((char *)heap + osz);
     }
-    int r = selectgo(cases, ncases, dflt, order, sgs);
+    int r = selectgo(cases, ncases, dflt, order, sgs, san);
     free(heap);
     return r;
+}
+
+static GORT_NOINLINE int select_san(gort_case *cases, int ncases)
+{
+    GORT_SAN_SCOPE();
+    return select_common(cases, ncases, true);
+}
+
+int gort_select(gort_case *cases, int ncases)
+{
+    if (GORT_UNLIKELY(gort__san & GORT_SAN_TSAN))
+        return select_san(cases, ncases);
+    return select_common(cases, ncases, false);
 }

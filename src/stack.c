@@ -63,9 +63,6 @@
 #define GORT_HAVE_VALGRIND 1
 #endif
 #endif
-#ifdef GORT_ASAN
-#include <sanitizer/asan_interface.h>
-#endif
 
 #ifndef MADV_GUARD_INSTALL
 #define MADV_GUARD_INSTALL 102
@@ -160,11 +157,10 @@ int gort__stackinit(void)
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     size_t usable = gort__stack_size;
-#ifdef GORT_ASAN
-    /* AddressSanitizer's redzones roughly triple frame sizes. */
-    if (usable == GORT_DEFAULT_STACK_SIZE)
+    /* AddressSanitizer's redzones roughly triple frame sizes, in gort
+     * built with it and in a program built with it alike. */
+    if (usable == GORT_DEFAULT_STACK_SIZE && (gort__san & GORT_SAN_ASAN))
         usable *= 4;
-#endif
     usable = (usable + page - 1) & ~(page - 1);
     memset(&pool, 0, sizeof pool);
     pool.usable = usable;
@@ -172,7 +168,11 @@ int gort__stackinit(void)
     pool.mode = gort__debug.stackguard >= 0 ? gort__debug.stackguard
                                             : STACK_GUARD_MADVISE;
     pool.mprotect_budget = read_max_map_count() / 4;
-    pool.pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+    /* Not under Valgrind, which knows neither pidfd_open nor
+     * process_madvise (and warns on each call): each slot is then
+     * prepared on its own. */
+    pool.pidfd = gort__valgrind ? -1
+                                : (int)syscall(SYS_pidfd_open, getpid(), 0);
     if (pool.mode == STACK_GUARD_MADVISE && !madvise_guard_works())
         pool.mode = STACK_GUARD_MPROTECT;
     return 0;
@@ -395,10 +395,25 @@ static void unfill(struct gstack *st)
 #ifdef GORT_HAVE_VALGRIND
     VALGRIND_STACK_DEREGISTER(st->valgrind_id);
 #endif
-#ifdef GORT_ASAN
-    ASAN_UNPOISON_MEMORY_REGION((void *)st->lo, st->hi - st->lo);
-#endif
-    (void)st;
+    if (gort__san & GORT_SAN_ASAN)
+        __asan_unpoison_memory_region((void *)st->lo, st->hi - st->lo);
+}
+
+void gort__stack_renew(struct gstack *st)
+{
+    /* Over the usable part only: the guard below lo (an madvise guard in
+     * the page tables, or an mprotect mapping) is not touched.  The new
+     * mapping has the arena's flags, so the kernel merges it back into
+     * the arena's: no mapping is added. */
+    uintptr_t end = st->base + st->size;
+    void *p = mmap((void *)st->lo, end - st->lo, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED,
+                   -1, 0);
+    if (p == MAP_FAILED)
+        gort__throw("stack: cannot map fresh pages over a stack (%s)",
+                    strerror(errno));
+    if (st->guard == STACK_GUARD_CANARY)
+        *(uint64_t *)st->lo = STACK_CANARY;
 }
 
 /* Make room for n more entries on the free list.  pool.lock held. */

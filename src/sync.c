@@ -70,6 +70,16 @@
  * before unlocking c->l, so a signal between the unlock and the park is
  * not lost; waiters wake in ticket order.
  *
+ * ThreadSanitizer (san.c): each public operation has a plain body and,
+ * chosen by one branch, a variant that runs it inside gort's ignored
+ * region and announces the happens-before the operation gives, on the
+ * object's address (Go's sync package does the same with its race
+ * annotations): Unlock -> Lock; a writer's Unlock -> RLock (on
+ * &reader_count) and RUnlock -> a writer's Lock (on &reader_wait), so
+ * readers stay unordered among themselves; Done -> Wait's return; Once's
+ * function -> every return of gort_once_do; Signal/Broadcast -> the
+ * woken Wait.
+ *
  * Invariants:
  *   - The WaitGroup counter never goes negative (fatal, as Go panics);
  *     waiters are only added while the counter is positive.
@@ -83,7 +93,8 @@
  */
 #include "runtime.h"
 
-void gort_waitgroup_add(gort_waitgroup *wg, int delta)
+static inline __attribute__((always_inline)) void
+waitgroup_add(gort_waitgroup *wg, int delta)
 {
     /* Acq-rel: Done's release pairs with Wait's acquire, so a waiter
      * sees everything the finished goroutines wrote. */
@@ -110,12 +121,30 @@ void gort_waitgroup_add(gort_waitgroup *wg, int delta)
     gort__preempt_check();
 }
 
+static GORT_NOINLINE void waitgroup_add_san(gort_waitgroup *wg, int delta)
+{
+    GORT_SAN_SCOPE();
+    if (delta < 0)
+        gort__san_release(wg);
+    waitgroup_add(wg, delta);
+}
+
+void gort_waitgroup_add(gort_waitgroup *wg, int delta)
+{
+    if (GORT_UNLIKELY(gort__san & GORT_SAN_TSAN)) {
+        waitgroup_add_san(wg, delta);
+        return;
+    }
+    waitgroup_add(wg, delta);
+}
+
 void gort_waitgroup_done(gort_waitgroup *wg)
 {
     gort_waitgroup_add(wg, -1);
 }
 
-void gort_waitgroup_wait(gort_waitgroup *wg)
+static inline __attribute__((always_inline)) void
+waitgroup_wait(gort_waitgroup *wg)
 {
     for (;;) {
         uint64_t state = load_acq(&wg->state);
@@ -132,6 +161,22 @@ void gort_waitgroup_wait(gort_waitgroup *wg)
             return;
         }
     }
+}
+
+static GORT_NOINLINE void waitgroup_wait_san(gort_waitgroup *wg)
+{
+    GORT_SAN_SCOPE();
+    waitgroup_wait(wg);
+    gort__san_acquire(wg);
+}
+
+void gort_waitgroup_wait(gort_waitgroup *wg)
+{
+    if (GORT_UNLIKELY(gort__san & GORT_SAN_TSAN)) {
+        waitgroup_wait_san(wg);
+        return;
+    }
+    waitgroup_wait(wg);
 }
 
 /* ---------------------------------------------------------------------------
@@ -265,7 +310,7 @@ static GORT_NOINLINE void mutex_lock_slow(gort_mutex *m)
     }
 }
 
-void gort_mutex_lock(gort_mutex *m)
+static inline __attribute__((always_inline)) void mutex_lock(gort_mutex *m)
 {
     gort__preempt_check();
     /* Acquire: pairs with the release in gort_mutex_unlock. */
@@ -274,7 +319,24 @@ void gort_mutex_lock(gort_mutex *m)
     mutex_lock_slow(m);
 }
 
-bool gort_mutex_trylock(gort_mutex *m)
+static GORT_NOINLINE void mutex_lock_san(gort_mutex *m)
+{
+    GORT_SAN_SCOPE();
+    mutex_lock(m);
+    gort__san_acquire(m);
+}
+
+void gort_mutex_lock(gort_mutex *m)
+{
+    if (GORT_UNLIKELY(gort__san & GORT_SAN_TSAN)) {
+        mutex_lock_san(m);
+        return;
+    }
+    mutex_lock(m);
+}
+
+static inline __attribute__((always_inline)) bool
+mutex_trylock(gort_mutex *m)
 {
     /* Relaxed: the CAS below checks the value. */
     int32_t old = load_relaxed(&m->state);
@@ -283,6 +345,22 @@ bool gort_mutex_trylock(gort_mutex *m)
     /* A waiter may be about to wake, but we run now and may take the
      * mutex first, as in Go.  Acquire: pairs with Unlock's release. */
     return cas_acq(&m->state, old, old | MUTEX_LOCKED);
+}
+
+static GORT_NOINLINE bool mutex_trylock_san(gort_mutex *m)
+{
+    GORT_SAN_SCOPE();
+    if (!mutex_trylock(m))
+        return false;
+    gort__san_acquire(m);
+    return true;
+}
+
+bool gort_mutex_trylock(gort_mutex *m)
+{
+    if (GORT_UNLIKELY(gort__san & GORT_SAN_TSAN))
+        return mutex_trylock_san(m);
+    return mutex_trylock(m);
 }
 
 /* Mirrors Mutex.unlockSlow (mutex.go); new_ is the state after the
@@ -317,13 +395,30 @@ static GORT_NOINLINE void mutex_unlock_slow(gort_mutex *m, int32_t new_)
     }
 }
 
-void gort_mutex_unlock(gort_mutex *m)
+static inline __attribute__((always_inline)) void
+mutex_unlock(gort_mutex *m)
 {
     /* Acq-rel (release is what matters): publishes the critical section
      * to the next owner, whose CAS or add on state acquires it. */
     int32_t new_ = xadd_acqrel(&m->state, -MUTEX_LOCKED);
     if (GORT_UNLIKELY(new_ != 0))
         mutex_unlock_slow(m, new_);
+}
+
+static GORT_NOINLINE void mutex_unlock_san(gort_mutex *m)
+{
+    GORT_SAN_SCOPE();
+    gort__san_release(m);
+    mutex_unlock(m);
+}
+
+void gort_mutex_unlock(gort_mutex *m)
+{
+    if (GORT_UNLIKELY(gort__san & GORT_SAN_TSAN)) {
+        mutex_unlock_san(m);
+        return;
+    }
+    mutex_unlock(m);
 }
 
 /* ---------------------------------------------------------------------------
@@ -334,26 +429,34 @@ void gort_mutex_unlock(gort_mutex *m)
  * readers than this at once is not supported. */
 #define RWMUTEX_MAX_READERS (1 << 30)
 
+/* RWMutex is no hot path: its operations take GORT_SAN_SCOPE and the
+ * plain annotation helpers (one branch each when no sanitizer is there). */
+
 void gort_rwmutex_rlock(gort_rwmutex *rw)
 {
+    GORT_SAN_SCOPE();
     gort__preempt_check();
     /* Acq-rel: acquire pairs with the writer's release in unlock (the
      * add of 2^30), so a reader that enters sees the writer's critical
      * section; a reader that parks is ordered by the semaphore. */
     if (xadd_acqrel(&rw->reader_count, 1) < 0)
         gort__semacquire1(&rw->reader_sem, false, WAIT_SYNC_RWMUTEX_RLOCK);
+    gort__san_acquire(&rw->reader_count);
 }
 
 bool gort_rwmutex_tryrlock(gort_rwmutex *rw)
 {
+    GORT_SAN_SCOPE();
     for (;;) {
         /* Relaxed: the CAS checks it. */
         int32_t c = load_relaxed(&rw->reader_count);
         if (c < 0)
             return false; /* a writer holds or waits */
         /* Acquire: as in rlock. */
-        if (cas_acq(&rw->reader_count, c, c + 1))
+        if (cas_acq(&rw->reader_count, c, c + 1)) {
+            gort__san_acquire(&rw->reader_count);
             return true;
+        }
     }
 }
 
@@ -370,6 +473,8 @@ static GORT_NOINLINE void rwmutex_runlock_slow(gort_rwmutex *rw, int32_t r)
 
 void gort_rwmutex_runlock(gort_rwmutex *rw)
 {
+    GORT_SAN_SCOPE();
+    gort__san_release(&rw->reader_wait);
     /* Acq-rel (release is what matters): publishes the read-side section
      * to a writer whose add on reader_count comes later. */
     int32_t r = xadd_acqrel(&rw->reader_count, -1);
@@ -379,6 +484,7 @@ void gort_rwmutex_runlock(gort_rwmutex *rw)
 
 void gort_rwmutex_lock(gort_rwmutex *rw)
 {
+    GORT_SAN_SCOPE();
     /* One writer at a time (it also honours preemption). */
     gort_mutex_lock(&rw->w);
     /* Let readers released by the previous writer take their units before
@@ -396,10 +502,13 @@ void gort_rwmutex_lock(gort_rwmutex *rw)
      * (then this add acquires their departures). */
     if (r != 0 && xadd_acqrel(&rw->reader_wait, r) != 0)
         gort__semacquire1(&rw->writer_sem, false, WAIT_SYNC_RWMUTEX_LOCK);
+    gort__san_acquire(&rw->reader_count);
+    gort__san_acquire(&rw->reader_wait);
 }
 
 bool gort_rwmutex_trylock(gort_rwmutex *rw)
 {
+    GORT_SAN_SCOPE();
     if (!gort_mutex_trylock(&rw->w))
         return false;
     /* Acquire: pairs with the release of departed readers. */
@@ -407,11 +516,15 @@ bool gort_rwmutex_trylock(gort_rwmutex *rw)
         gort_mutex_unlock(&rw->w);
         return false;
     }
+    gort__san_acquire(&rw->reader_count);
+    gort__san_acquire(&rw->reader_wait);
     return true;
 }
 
 void gort_rwmutex_unlock(gort_rwmutex *rw)
 {
+    GORT_SAN_SCOPE();
+    gort__san_release(&rw->reader_count);
     /* Let readers in again.  Acq-rel (release is what matters): readers
      * that enter from now acquire our critical section with their add;
      * r is the number of readers that arrived meanwhile (parked, or
@@ -437,13 +550,17 @@ void gort_rwmutex_unlock(gort_rwmutex *rw)
 static GORT_NOINLINE void once_do_slow(gort_once *o, void (*fn)(void *),
                                        void *arg)
 {
+    GORT_SAN_SCOPE();
     gort_mutex_lock(&o->m);
     /* Relaxed: every store of done is made under the mutex we hold. */
     if (!load_relaxed(&o->done)) {
-        fn(arg);
+        gort__san_callback(fn, arg);
+        gort__san_release(o);
         /* Release: pairs with the fast path's acquire, so a caller that
          * sees done sees everything fn did. */
         store_rel(&o->done, 1);
+    } else {
+        gort__san_acquire(o);
     }
     gort_mutex_unlock(&o->m);
 }
@@ -451,8 +568,10 @@ static GORT_NOINLINE void once_do_slow(gort_once *o, void (*fn)(void *),
 void gort_once_do(gort_once *o, void (*fn)(void *), void *arg)
 {
     /* Acquire: pairs with the store-release after fn. */
-    if (GORT_LIKELY(load_acq(&o->done)))
+    if (GORT_LIKELY(load_acq(&o->done))) {
+        gort__san_acquire(o);
         return;
+    }
     once_do_slow(o, fn, arg);
 }
 
@@ -462,21 +581,27 @@ void gort_once_do(gort_once *o, void (*fn)(void *), void *arg)
 
 void gort_cond_wait(gort_cond *c)
 {
+    GORT_SAN_SCOPE();
     gort__preempt_check();
     /* The ticket is taken while c->l is held, so any signal made after
      * the unlock below counts us. */
     uint32_t t = gort__notifylistadd(c);
     gort_mutex_unlock(c->l);
     gort__notifylistwait(c, t);
+    gort__san_acquire(c);
     gort_mutex_lock(c->l);
 }
 
 void gort_cond_signal(gort_cond *c)
 {
+    GORT_SAN_SCOPE();
+    gort__san_release(c);
     gort__notifylistnotifyone(c);
 }
 
 void gort_cond_broadcast(gort_cond *c)
 {
+    GORT_SAN_SCOPE();
+    gort__san_release(c);
     gort__notifylistnotifyall(c);
 }

@@ -184,6 +184,7 @@ static inline void syscall_record(struct g *gp, uintptr_t fp)
  * dumps show gort_read, or the program's function, on top. */
 GORT_NOINLINE void gort_entersyscall(void)
 {
+    GORT_SAN_SCOPE();
     struct m *mp = gort__getm();
     struct g *gp = mp ? mp->curg : NULL;
     if (!gp || gp->foreign || mp->insyscall)
@@ -194,6 +195,7 @@ GORT_NOINLINE void gort_entersyscall(void)
 
 GORT_NOINLINE void gort_entersyscallblock(void)
 {
+    GORT_SAN_SCOPE();
     struct m *mp = gort__getm();
     struct g *gp = mp ? mp->curg : NULL;
     if (!gp || gp->foreign || mp->insyscall)
@@ -277,6 +279,7 @@ void gort__exitsyscall_m(struct m *mp, struct g *gp)
 
 void gort_exitsyscall(void)
 {
+    GORT_SAN_SCOPE();
     struct m *mp = gort__getm();
     struct g *gp = mp ? mp->curg : NULL;
     if (!gp || !mp->insyscall)
@@ -306,6 +309,7 @@ void gort_exitsyscall(void)
 
 long gort_read(int fd, void *buf, size_t n)
 {
+    GORT_SAN_SCOPE();
     struct polldesc *pd = gort__fd_pd(fd);
     if (pd)
         return gort__fd_read(pd, buf, n);
@@ -314,6 +318,7 @@ long gort_read(int fd, void *buf, size_t n)
 
 long gort_write(int fd, const void *buf, size_t n)
 {
+    GORT_SAN_SCOPE();
     struct polldesc *pd = gort__fd_pd(fd);
     if (pd)
         return gort__fd_write(pd, buf, n);
@@ -322,16 +327,19 @@ long gort_write(int fd, const void *buf, size_t n)
 
 long gort_pread(int fd, void *buf, size_t n, int64_t off)
 {
+    GORT_SAN_SCOPE();
     SYSCALL_RETRY(ssize_t, pread(fd, buf, n, (off_t)off));
 }
 
 long gort_pwrite(int fd, const void *buf, size_t n, int64_t off)
 {
+    GORT_SAN_SCOPE();
     SYSCALL_RETRY(ssize_t, pwrite(fd, buf, n, (off_t)off));
 }
 
 int gort_open(const char *path, int flags, ...)
 {
+    GORT_SAN_SCOPE();
     mode_t mode = 0;
     if (flags & (O_CREAT | O_TMPFILE)) {
         va_list ap;
@@ -344,6 +352,7 @@ int gort_open(const char *path, int flags, ...)
 
 int gort_close(int fd)
 {
+    GORT_SAN_SCOPE();
     int pr = gort__fd_close(fd);
     if (pr != 1)
         return pr; /* it was the poller's */
@@ -357,11 +366,13 @@ int gort_close(int fd)
 
 int gort_fsync(int fd)
 {
+    GORT_SAN_SCOPE();
     SYSCALL_RETRY(int, fsync(fd));
 }
 
 int gort_nanosleep(const struct timespec *req, struct timespec *rem)
 {
+    GORT_SAN_SCOPE();
     /* A sleep of known length blocks: hand the P off at once. */
     gort_entersyscallblock();
     int r = nanosleep(req, rem);
@@ -373,6 +384,7 @@ int gort_nanosleep(const struct timespec *req, struct timespec *rem)
 int gort_getaddrinfo(const char *node, const char *service,
                      const struct addrinfo *hints, struct addrinfo **res)
 {
+    GORT_SAN_SCOPE();
     gort_entersyscall();
     int r = getaddrinfo(node, service, hints, res);
     gort_exitsyscall();
@@ -381,11 +393,13 @@ int gort_getaddrinfo(const char *node, const char *service,
 
 int gort_waitpid(int pid, int *status, int options)
 {
+    GORT_SAN_SCOPE();
     SYSCALL_RETRY(pid_t, waitpid(pid, status, options));
 }
 
 int gort_poll(struct pollfd *fds, unsigned long nfds, int timeout_ms)
 {
+    GORT_SAN_SCOPE();
     /* Not retried on EINTR: the caller's timeout would restart. */
     gort_entersyscall();
     int r = poll(fds, (nfds_t)nfds, timeout_ms);

@@ -208,6 +208,8 @@ static void *sysmon(void *arg)
     struct m *mp = arg;
     gort__setm(mp);
     mp->procid = gort__gettid();
+    if (GORT_UNLIKELY(gort__san))
+        gort__san_thread_start(NULL, 1); /* runs only gort's code */
     /* Precise short sleeps (see the file comment).  Best effort. */
     prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
     int64_t delay_us = GORT_SYSMON_MIN_US, lasttrace = 0, lastscavenge = 0;
@@ -276,6 +278,8 @@ static void *sysmon(void *arg)
         }
     }
     gort__setm(NULL);
+    if (GORT_UNLIKELY(gort__san))
+        gort__san_thread_end(1);
     return NULL;
 }
 

@@ -449,7 +449,7 @@ static bool sleep_commit(struct g *gp, void *arg)
     return true;
 }
 
-void gort_sleep(int64_t ns)
+static inline __attribute__((always_inline)) void sleep_common(int64_t ns)
 {
     gort__preempt_check();
     if (ns <= 0)
@@ -469,6 +469,21 @@ void gort_sleep(int64_t ns)
     gort__park(sleep_commit, &t, WAIT_SLEEP);
 }
 
+static GORT_NOINLINE void sleep_san(int64_t ns)
+{
+    GORT_SAN_SCOPE();
+    sleep_common(ns);
+}
+
+void gort_sleep(int64_t ns)
+{
+    if (GORT_UNLIKELY(gort__san & GORT_SAN_TSAN)) {
+        sleep_san(ns);
+        return;
+    }
+    sleep_common(ns);
+}
+
 /* ---------------------------------------------------------------------------
  * User timers: channel timers (NewTimer, After) and function timers
  * (AfterFunc).
@@ -481,17 +496,22 @@ struct gort_timer {
     void *arg;
 };
 
+/* ThreadSanitizer (san.c): making or resetting a timer happens before
+ * its firing: the value on its channel, its function's goroutine. */
 static void chan_fire(struct gtimer *t, int64_t now)
 {
     struct gort_timer *ut = (struct gort_timer *)t;
+    gort__san_acquire(ut);
     /* Non-blocking, as Go's sendTime: a value nobody took is dropped. */
-    gort__chansend(gort__getm(), ut->ch, &now, false);
+    gort__chansend(gort__getm(), ut->ch, &now, false,
+                   gort__san & GORT_SAN_TSAN);
 }
 
 static void func_fire(struct gtimer *t, int64_t now)
 {
     (void)now;
     struct gort_timer *ut = (struct gort_timer *)t;
+    gort__san_acquire(ut);
     if (gort__newproc_sys(ut->fn, ut->arg) < 0)
         gort__throw("timer: out of memory starting its function");
 }
@@ -524,6 +544,7 @@ static bool chan_drain(struct gort_timer *ut)
 int gort_timer_make(gort_timer **tp, int64_t ns, void (*fn)(void *),
                     void *arg)
 {
+    GORT_SAN_SCOPE();
     if (!tp)
         return -EINVAL;
     struct m *mp = gort__getm();
@@ -548,6 +569,7 @@ int gort_timer_make(gort_timer **tp, int64_t ns, void (*fn)(void *),
     }
     ut->t.idx = -1;
     ut->t.when = deadline(ns);
+    gort__san_release(ut);
     gort__lock(&ut->t.mu);
     timer_add(current_p("gort_timer_make"), &ut->t);
     gort__unlock(&ut->t.mu);
@@ -562,6 +584,7 @@ gort_chan *gort_timer_chan(gort_timer *t)
 
 bool gort_timer_stop(gort_timer *ut)
 {
+    GORT_SAN_SCOPE();
     if (!ut)
         return false;
     gort__lock(&ut->t.mu);
@@ -574,9 +597,11 @@ bool gort_timer_stop(gort_timer *ut)
 
 bool gort_timer_reset(gort_timer *ut, int64_t ns)
 {
+    GORT_SAN_SCOPE();
     if (!ut)
         return false;
     current_p("gort_timer_reset"); /* fatal outside a goroutine */
+    gort__san_release(ut);
     gort__lock(&ut->t.mu);
     bool pending = timer_remove(&ut->t);
     pending |= chan_drain(ut);
@@ -610,11 +635,13 @@ static int timer_free(struct gort_timer *ut)
 
 int gort_timer_free(gort_timer *ut)
 {
+    GORT_SAN_SCOPE();
     return ut ? timer_free(ut) : 0;
 }
 
 gort_chan *gort_after(int64_t ns)
 {
+    GORT_SAN_SCOPE();
     gort_timer *ut;
     if (gort_timer_make(&ut, ns, NULL, NULL) < 0)
         return NULL;

@@ -1556,6 +1556,7 @@ static struct m *caller_m(void)
 
 int gort_trace_start(const char *path)
 {
+    GORT_SAN_SCOPE();
 #ifdef GORT_NO_TRACE
     /* The baseline build for the overhead measurement: no hooks. */
     if (path)
@@ -1581,6 +1582,7 @@ int gort_trace_start(const char *path)
 
 int gort_trace_stop(void)
 {
+    GORT_SAN_SCOPE();
     if (!caller_m())
         return -EPERM;
     if (!cas_acqrel(&tr.state, T_RUNNING, T_STOPPING))

@@ -602,6 +602,7 @@ static void dump_leave(struct m *mp)
 
 int gort_dump_goroutines(int fd)
 {
+    GORT_SAN_SCOPE();
     if (fd < 0)
         return -EBADF;
     struct m *mp = dump_enter();
@@ -817,6 +818,7 @@ GORT_NO_TSAN static bool group_gs(struct dumper *d, struct groups *t,
 
 int gort_dump_goroutines_grouped(int fd)
 {
+    GORT_SAN_SCOPE();
     if (fd < 0)
         return -EBADF;
     /* Acquire: as in dump_gs. */
