@@ -69,9 +69,10 @@
  *   - A buffer is in exactly one place: the free list, a P or M (being
  *     filled), the shared foreign slot, or the writer's queue (under the
  *     buffer lock), or with the writer (being converted).
- *   - tr.state goes IDLE -> STARTING -> RUNNING -> STOPPING -> IDLE by
- *     CAS, so one start or stop runs at a time and a second start gets
- *     -EBUSY without touching its path.
+ *   - tr.state goes IDLE -> STARTING -> RUNNING -> STOPPING -> IDLE, the
+ *     first three steps by CAS, so one start or stop runs at a time and a
+ *     second start gets -EBUSY without touching its path; the last step
+ *     is made by whoever waited for the writer (session_close).
  */
 #include "runtime.h"
 
