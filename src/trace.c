@@ -370,7 +370,7 @@ static inline void put(struct sink *s, int kind, int reason, int16_t p,
 
 static inline int64_t flow_id(int64_t goid, uint32_t n)
 {
-    return (goid << 20) | (int64_t)(n & 0xfffff);
+    return (goid << 23) | (int64_t)(n & 0x7fffff);
 }
 
 static int64_t flow_give(struct g *gp)
