@@ -40,8 +40,7 @@
  *        but the retired-array lock (proc.c), a leaf below it
  *     -  the schedtrace print lock (debug.c) is taken before 2.
  *     -  trace.c's buffer lock is a leaf, taken under any of the above
- *        (an event is recorded wherever the scheduler is); trace.c's
- *        session lock is taken by gort_trace_start/stop with no other.
+ *        (an event is recorded wherever the scheduler is).
  *
  *   A lock may be held across a context switch only on the same M: park
  *   hands its lock to g0 or to the next G, which releases it once the

@@ -69,9 +69,10 @@
  *   - A buffer is in exactly one place: the free list, a P or M (being
  *     filled), the shared foreign slot, or the writer's queue (under the
  *     buffer lock), or with the writer (being converted).
- *   - tr.state goes IDLE -> STARTING -> RUNNING -> STOPPING -> IDLE by
- *     CAS, so one start or stop runs at a time and a second start gets
- *     -EBUSY without touching its path.
+ *   - tr.state goes IDLE -> STARTING -> RUNNING -> STOPPING -> IDLE, the
+ *     first three steps by CAS, so one start or stop runs at a time and a
+ *     second start gets -EBUSY without touching its path; the last step
+ *     is made by whoever waited for the writer (session_close).
  */
 #include "runtime.h"
 
@@ -369,7 +370,7 @@ static inline void put(struct sink *s, int kind, int reason, int16_t p,
 
 static inline int64_t flow_id(int64_t goid, uint32_t n)
 {
-    return (goid << 20) | (int64_t)(n & 0xfffff);
+    return (goid << 23) | (int64_t)(n & 0x7fffff);
 }
 
 static int64_t flow_give(struct g *gp)

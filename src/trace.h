@@ -24,7 +24,7 @@
  *     the runtime starts and after it ends), so an M holding a P sees it
  *     change only across a P hand-off.
  *   - Compiled with GORT_NO_TRACE, every hook is empty (the baseline for
- *     the overhead measurement, tests/trace_overhead.sh).
+ *     the overhead measurement, tests/trace_overhead.py).
  */
 #ifndef GORT_TRACE_H
 #define GORT_TRACE_H

@@ -20,7 +20,7 @@ Checks, each failing with a message naming the offending event:
   - a goroutine is created at most once, and never runs before it is;
   - flow arrows: with no events dropped, every flow end ("f") has its
     start ("s"); each end lies at the start of a slice of goroutine
-    id >> 20 on the same track, each start on a create or unblock instant
+    id >> 23 on the same track, each start on a create or unblock instant
     of that goroutine;
   - every track used has a thread_name, every process a process_name;
   - with --expect, an event of each category is present (for counters:
@@ -160,13 +160,13 @@ def check(doc, opts):
         for s, _, t in runs:
             starts[(t, s)].append(g)
     for fid, f in flow_f.items():
-        g = fid >> 20
+        g = fid >> 23
         if g not in starts.get(((f["pid"], f["tid"]), ns(f["ts"])), []):
             raise Fail("flow end %s is not at a start of goroutine %d" % (describe(f), g))
         if dropped == 0 and fid not in flow_s:
             raise Fail("flow end without a start: %s" % describe(f))
     for fid, s in flow_s.items():
-        g = fid >> 20
+        g = fid >> 23
         at = instants.get(((s["pid"], s["tid"]), ns(s["ts"])), [])
         if not any(i.get("cat") in ("create", "unblock") and i["args"]["g"] == g for i in at):
             raise Fail("flow start %s is not at a create/unblock of goroutine %d" % (describe(s), g))
