@@ -558,6 +558,9 @@ static void es_watch(void *arg)
 static void es_main(void *arg)
 {
     (void)arg;
+    /* A connection the server dropped must count as a failed round trip
+     * (reported below), not kill this process on its next write. */
+    signal(SIGPIPE, SIG_IGN);
     gort_waitgroup_add(&em_wg, es_conns);
     CHECK(gort_go(es_watch, NULL) > 0);
     for (int i = 0; i < es_conns; i++) {
