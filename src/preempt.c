@@ -355,7 +355,9 @@ static void doSigPreempt(struct m *mp, ucontext_t *uc, siginfo_t *info)
                      sp <= gp->stack.hi;
     uint32_t insys = load_relaxed(&mp->insyscall);
     uint32_t st = gort__readgstatus(gp);
-    if (!on_gstack || mp->locks || insys == 1 ||
+    /* A pending post_fn: the G has not finished the switch that brought
+     * it here (a sanitizer's fiber call runs outside gort's text first). */
+    if (!on_gstack || mp->locks || mp->post_fn || insys == 1 ||
         st != (insys == 2 ? G_SYSCALL : G_RUNNING)) {
         store_relaxed(&mp->preemptmiss, mp->preemptmiss + 1);
         return;
