@@ -15,6 +15,9 @@ gort_test(test_syscall TIMEOUT 120 CASES handoff_read_pipe handoff_entersyscallb
 gort_test(test_lockthread TIMEOUT 120 CASES tid_stable nesting exit_locked_ends_thread main_locked_on_main_thread)
 gort_test(test_foreign TIMEOUT 180 CASES foreign_send foreign_go foreign_mutex_select foreign_no_deadlock)
 gort_test(test_netpoll TIMEOUT 180 CASES pipe_readers echo_many echo_server read_deadline close_wakes_reader io_wait_dump bad_input short_reads deadline_moved)
+# Each opens thousands of loopback connections: not at the same time.
+set_tests_properties(test_netpoll.echo_many test_netpoll.echo_server
+  PROPERTIES RESOURCE_LOCK loopback_connections)
 gort_test(test_dump TIMEOUT 120 CASES blocked_states wait_minutes locked_to_thread not_started running_and_preempted internal_frames grouped_leak sigquit sigquit_program_handler fatal_backtrace traceback_levels unwind_corrupt bad_fd)
 # The same against the shared library: gort's static functions named from
 # libgort.so's symbol table (no white-box cases).
