@@ -12,12 +12,16 @@
 #           output joined into one line with "|" between lines).
 #
 # The environment (ASAN_OPTIONS, TSAN_OPTIONS, GORTMAXPROCS...) comes from
-# ctest.  On failure the whole output is printed.
+# ctest.  On failure the whole output is printed.  A program still running
+# after SAN_RUN_LIMIT seconds (default 200, under ctest's 300) gets SIGQUIT,
+# so that gort prints every goroutine's stack before it ends: a hang fails
+# with the place it waited instead of a bare ctest timeout.
 set -u
 mode=$1 want=$2
 shift 2
 cmd="$*"
-out=$("$@" 2>&1)
+limit=${SAN_RUN_LIMIT:-200}
+out=$(timeout -s QUIT -k 20 "$limit" "$@" 2>&1)
 rc=$?
 flat=$(printf '%s' "$out" | tr '\n' '|')
 fail() {
@@ -25,6 +29,8 @@ fail() {
         "$1" "$rc" "$cmd" "$out"
     exit 1
 }
+[ "$rc" -ne 124 ] && [ "$rc" -ne 137 ] ||
+    fail "still running after ${limit}s: stopped with SIGQUIT (the goroutine dump, if any, is at the end)"
 case $mode in
 clean)
     [ "$rc" -eq 0 ] || fail "expected exit status 0"
