@@ -58,6 +58,8 @@
 #define xadd_seqcst(p, d) __atomic_add_fetch((p), (d), __ATOMIC_SEQ_CST)
 #define xchg_seqcst(p, v) __atomic_exchange_n((p), (v), __ATOMIC_SEQ_CST)
 #define store_seqcst(p, v) __atomic_store_n((p), (v), __ATOMIC_SEQ_CST)
+#define cas_seqcst(p, old, new_)                                               \
+    gort__cas_impl((p), (old), (new_), __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)
 
 /* Spin-wait hint: PAUSE on x86-64, YIELD on aarch64.  Mirrors procyield. */
 static inline void gort__cpu_relax(void)

@@ -186,7 +186,9 @@ uint32_t gort__netpoll_waiters(void)
 static struct g *netpollunblock(uintptr_t *gpp, bool ioready)
 {
     for (;;) {
-        uintptr_t old = load_acq(gpp);
+        /* Seq-cst: the second half of the handshake with netpollwait (a
+         * close or deadline stored its flag with seq-cst just before). */
+        uintptr_t old = load_seqcst(gpp);
         if (old == PD_READY)
             return NULL;
         if (old == PD_NIL && !ioready)
@@ -213,15 +215,24 @@ static bool netpollblockcommit(struct g *gp, void *arg)
     return ok;
 }
 
-/* The error that ends a wait in direction mode (0 none). */
+/* The error that ends a wait in direction mode (0 none).
+ *
+ * Closing and deadlines against a parking waiter are a store-buffer
+ * handshake: the waiter stores PD_WAIT in rg/wg and then loads closing and
+ * rd/wd; a closer or an expired deadline stores its flag and then loads
+ * rg/wg (netpollunblock).  With acquire/release alone both loads may read
+ * the old values (on x86-64 a plain store waits in the store buffer while
+ * the next load goes ahead), the waiter parks, nobody wakes it.  So all
+ * four accesses are sequentially consistent, as Go's atomics are: one of
+ * the two sides sees the other.  (On x86-64 the loads stay plain moves.) */
 static int netpollcheckerr(struct polldesc *pd, int mode)
 {
-    if (load_acq(&pd->closing)) {
+    if (load_seqcst(&pd->closing)) {
         /* ThreadSanitizer (san.c): the close happens before this. */
         gort__san_acquire(&pd->closing);
         return -EBADF;
     }
-    int64_t d = load_relaxed(mode == 'r' ? &pd->rd : &pd->wd);
+    int64_t d = load_seqcst(mode == 'r' ? &pd->rd : &pd->wd);
     if (d < 0)
         return -ETIMEDOUT;
     return 0;
@@ -272,7 +283,8 @@ static int netpollwait(struct polldesc *pd, int mode)
         if (old != PD_NIL)
             gort__fatal("netpoll: two goroutines wait to %s fd %d at once",
                         mode == 'r' ? "read" : "write", pd->fd);
-        if (!cas_acqrel(gpp, PD_NIL, PD_WAIT))
+        /* Seq-cst: the waiter's half of the handshake (netpollcheckerr). */
+        if (!cas_seqcst(gpp, PD_NIL, PD_WAIT))
             continue;
         /* Re-check after publishing PD_WAIT: a deadline or close that
          * came in between saw nobody to wake. */
@@ -440,7 +452,8 @@ static void deadline_fire(struct gtimer *t, int64_t now)
     int64_t d = load_relaxed(dp);
     if (d <= 0 || d > now)
         return; /* moved or cleared since the timer was set */
-    store_relaxed(dp, -1);
+    /* Seq-cst: the deadline's half of the handshake (netpollcheckerr). */
+    store_seqcst(dp, -1);
     struct g *gp = netpollunblock(read ? &pd->rg : &pd->wg, false);
     if (gp) {
         xadd_acqrel(&nwaiters, -1);
@@ -583,7 +596,8 @@ out:
 static int fd_close(int fd, struct polldesc *pd)
 {
     gort__san_release(&pd->closing);
-    store_rel(&pd->closing, 1);
+    /* Seq-cst: the closer's half of the handshake (netpollcheckerr). */
+    store_seqcst(&pd->closing, 1);
     struct g *r = netpollunblock(&pd->rg, false);
     struct g *w = netpollunblock(&pd->wg, false);
     if (r) {
@@ -639,7 +653,7 @@ int gort_fd_set_deadline(int fd, int mode, int64_t when)
             store_relaxed(dp, 0);
             gort__gtimer_stop(t);
         } else if (when <= now) {
-            store_relaxed(dp, -1);
+            store_seqcst(dp, -1); /* the handshake of netpollcheckerr */
             gort__gtimer_stop(t);
             struct g *gp = netpollunblock(m == 'r' ? &pd->rg : &pd->wg,
                                           false);

@@ -344,6 +344,38 @@ static bool inject(ucontext_t *uc, siginfo_t *info)
 #error "gort: asynchronous preemption needs a port to this processor"
 #endif
 
+/* Whether the G found at a system call instruction outside gort (pc, sp)
+ * has been blocked there since an earlier signal, at least
+ * GORT_RAWSYS_CONFIRM_NS ago, with no schedule() on its P in between.
+ *
+ * One sighting is not enough.  gort's own code calls libc (read(2) of a
+ * non-blocking descriptor, epoll_ctl, close, clock_gettime where there is
+ * no vDSO, as under qemu-user) with a P and no lock held; a signal that
+ * lands inside such a call for a microsecond would turn the G into a
+ * syscall behind the back of gort code that goes on using its P.  A call
+ * still at the same instruction with the same stack pointer, and the same
+ * scheduling tick, several milliseconds later is blocked in the kernel:
+ * gort's own calls there never block, the program's may.  sysmon signals
+ * a G that keeps its P every 10 ms, so the second sighting comes one
+ * round after the first. */
+static bool rawsys_confirmed(struct m *mp, uintptr_t pc, uintptr_t sp)
+{
+    uint32_t tick = load_relaxed(&mp->p->schedtick);
+    int64_t now = gort_nanotime();
+    if (mp->rawsys.pc == pc && mp->rawsys.sp == sp &&
+        mp->rawsys.schedtick == tick) {
+        if (now - mp->rawsys.when < GORT_RAWSYS_CONFIRM_NS)
+            return false; /* too soon (a burst of stop-the-world signals) */
+        mp->rawsys.pc = 0;
+        return true;
+    }
+    mp->rawsys.pc = pc;
+    mp->rawsys.sp = sp;
+    mp->rawsys.schedtick = tick;
+    mp->rawsys.when = now;
+    return false;
+}
+
 /* The signal landed on a G: preempt it, or mark it in a syscall. */
 static void doSigPreempt(struct m *mp, ucontext_t *uc, siginfo_t *info)
 {
@@ -367,7 +399,7 @@ static void doSigPreempt(struct m *mp, ucontext_t *uc, siginfo_t *info)
          * holding the P: become a syscall so sysmon can hand the P off. */
         if (insys == 0 && mp->p && gp->preemptoff == 0 &&
             !(pc >= gort_text_lo && pc < gort_text_hi) &&
-            at_syscall_insn(pc)) {
+            at_syscall_insn(pc) && rawsys_confirmed(mp, pc, sp)) {
             store_relaxed(&mp->syscallwhen, gort_nanotime());
             /* Dumps walk its stack from here while it blocks. */
             gp->syscallpc = pc;

@@ -123,6 +123,9 @@ _Static_assert(GORT_RUNQ_SIZE >= 2 &&
 #define GORT_STEAL_TRIES 4
 /* A G that has run 10 ms on one P is preempted (forcePreemptNS). */
 #define GORT_FORCE_PREEMPT_NS (10 * 1000 * 1000)
+/* A G seen twice at one system call instruction this far apart is blocked
+ * in the kernel (preempt.c: rawsys_confirmed); half of sysmon's period. */
+#define GORT_RAWSYS_CONFIRM_NS (5 * 1000 * 1000)
 /* sysmon: 20 us sleeps, doubling after 50 idle rounds, up to 10 ms. */
 #define GORT_SYSMON_MIN_US 20
 #define GORT_SYSMON_MAX_US 10000
@@ -547,6 +550,14 @@ struct m {
     uint32_t npreemptsig;  /* signals sent and not yet seen; sysmon */
     uint32_t preemptmiss;  /* signals in a row that found no safe point;
                               relaxed: the handler writes, sysmon reads */
+    /* The last signal that found this M's G at a system call instruction
+     * outside gort (preempt.c marks the G only when a later signal finds
+     * it at the same place); the handler's own. */
+    struct {
+        uintptr_t pc, sp;
+        uint32_t schedtick;
+        int64_t when;
+    } rawsys;
     /* Metrics (gort__stat_add by this M's thread; metrics.c sums allm). */
     uint64_t nhandoffs;    /* Ps it took from syscalls and handed on */
     uint64_t nnetpollwake; /* goroutines its epoll waits made runnable */
