@@ -5,8 +5,9 @@
  * are blocked in every thread, so only the signalfd sees them), closes the
  * listener, which ends the acceptor, and closes every open connection,
  * which wakes its goroutine with an error; main returns once all of them
- * are done.  SIGPIPE is ignored: a write to a connection the client closed
- * fails with EPIPE and ends that connection only.
+ * are done.  A write to a connection the client closed fails with -EPIPE
+ * (gort's write calls do not raise SIGPIPE, as in Go) and ends that
+ * connection only.
  */
 #include "server.h"
 
@@ -244,9 +245,6 @@ int server_main(const struct server *s, int argc, char **argv)
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
-    /* A client that closes while a response is being written must cost
-     * its connection (the write fails with EPIPE), not the process. */
-    signal(SIGPIPE, SIG_IGN);
     int r = gort_main(server_goroutine, NULL);
     if (r < 0) {
         fprintf(stderr, "%s: gort_main: %s\n", s->name, strerror(-r));

@@ -28,6 +28,17 @@
  * returns -ETIMEDOUT.  gort_close marks the descriptor closing, unblocks
  * both slots (their goroutines return -EBADF), and closes it.
  *
+ * Every call on a descriptor holds a reference to its pollDesc for its
+ * whole length (gort__fd_ref/gort__fd_unref: Go's fdMutex, reduced to a
+ * count).  gort_close marks the descriptor closing at once (calls fail
+ * with -EBADF from then on), but the close(2) itself, the removal from the
+ * table and the pollDesc's return to the free list wait for the last call
+ * in flight to end: until then no other open() can get the
+ * same number and have a late read(2) or write(2) land on it, and no
+ * other descriptor can get the same pollDesc under a goroutine that is
+ * still using it.  (Go's FD.Close likewise leaves the close(2) to the last
+ * decref.)
+ *
  * pollDescs are never freed while the runtime runs: an epoll event may
  * still name one after its descriptor was closed.  Events carry the
  * pollDesc's sequence number, bumped on every reuse, and stale ones are
@@ -70,9 +81,15 @@
 #define PD_READY ((uintptr_t)1)
 #define PD_WAIT ((uintptr_t)2)
 
+/* pollDesc.refs: calls in flight in the low bits, and two flags. */
+#define PD_REF_CLOSED (1U << 30) /* gort_close took it out of the table */
+#define PD_REF_FREED (1U << 31)  /* closed and back on the free list */
+
 struct polldesc {
     struct polldesc *link;  /* free list; under pollcache.lock */
-    int fd;
+    int fd;                 /* atomic (relaxed): set under pollcache.lock
+                             * at registration, read by gort__fd_ref */
+    uint32_t refs;          /* atomic: PD_REF_* | calls in flight */
     uint32_t seq;           /* bumped on reuse; events carry it */
     uint32_t closing;       /* atomic: gort_close began */
     bool stream;            /* a pipe or stream socket: a short read
@@ -163,8 +180,14 @@ void gort__netpoll_fini(void)
         epfd = breakfd = -1;
         store_relaxed(&inited, 0);
     }
-    for (int i = 0; i < pollcache.nall; i++)
-        free(pollcache.all[i]);
+    for (int i = 0; i < pollcache.nall; i++) {
+        /* Closed with calls in flight that never ended (their goroutines
+         * were discarded with the runtime): close(2) is still owed. */
+        struct polldesc *pd = pollcache.all[i];
+        if ((pd->refs & (PD_REF_CLOSED | PD_REF_FREED)) == PD_REF_CLOSED)
+            close(pd->fd);
+        free(pd);
+    }
     free(pollcache.all);
     free(pollcache.byfd);
     memset(&pollcache, 0, sizeof pollcache);
@@ -562,7 +585,10 @@ int gort_fd_register(int fd)
         pd->rt.f = pd->wt.f = deadline_fire;
     }
     pd->link = NULL;
-    pd->fd = fd;
+    store_relaxed(&pd->fd, fd);
+    /* A late gort__fd_ref may hold a passing count on a free pollDesc:
+     * clear the flags only, its unref brings the count back. */
+    and_relaxed(&pd->refs, ~(PD_REF_CLOSED | PD_REF_FREED));
     store_relaxed(&pd->seq, pd->seq + 1);
     store_relaxed(&pd->closing, 0);
     pd->stream = stream;
@@ -591,13 +617,73 @@ out:
     return err;
 }
 
+/* Give pd back once it is closed and no call holds it: close(2) and the
+ * free list.  Whoever brings refs to exactly PD_REF_CLOSED calls this; the
+ * CAS makes one of them (a late gort__fd_ref's passing count may bring it
+ * there twice) do the work.  The close(2)'s result, or 0 if another did it. */
+static int pd_destroy(struct polldesc *pd)
+{
+    /* Acq-rel: every call's accesses (acq-rel decrements) happen before. */
+    if (!cas_acqrel(&pd->refs, PD_REF_CLOSED, PD_REF_CLOSED | PD_REF_FREED))
+        return 0;
+    int fd = load_relaxed(&pd->fd);
+    /* close(2) and the table under the lock: a call that looks the number
+     * up meanwhile finds the closing pollDesc (-EBADF), never no entry and
+     * the syscall path on a descriptor still open; and a registration of
+     * the number, once the kernel hands it out again, waits for the lock
+     * and finds the slot free.  (A close(2) is quick for the descriptors
+     * registered here, sockets and pipes, unless the program set
+     * SO_LINGER.) */
+    gort__spinlock(&pollcache.lock);
+    int r = close(fd) < 0 && errno != EINTR ? -errno : 0;
+    store_rel(&pollcache.byfd[fd], NULL);
+    pd->link = pollcache.free;
+    pollcache.free = pd;
+    gort__spinunlock(&pollcache.lock);
+    return r;
+}
+
+/* fd's pollDesc with a reference held, or NULL if fd is not registered.
+ * A closed one is returned too (the call then fails with -EBADF). */
+struct polldesc *gort__fd_ref(int fd)
+{
+    if (!load_acq(&inited))
+        return NULL;
+    for (;;) {
+        struct polldesc *pd = pd_get(fd);
+        if (!pd)
+            return NULL;
+        /* Acq-rel: against pd_destroy's CAS (we either hold it before it
+         * is given back, or see FREED). */
+        uint32_t r = xadd_acqrel(&pd->refs, 1);
+        if (!(r & PD_REF_FREED) && load_relaxed(&pd->fd) == fd &&
+            pd_get(fd) == pd)
+            return pd;
+        /* Given back, or given to another descriptor, since pd_get: look
+         * again. */
+        gort__fd_unref(pd);
+    }
+}
+
+void gort__fd_unref(struct polldesc *pd)
+{
+    /* Acq-rel: the last one out orders every call before pd_destroy. */
+    if (xadd_acqrel(&pd->refs, -1) == PD_REF_CLOSED)
+        pd_destroy(pd);
+}
+
 /* Close fd: waiters return -EBADF.  Mirrors poll.FD.Close with
- * runtime_pollUnblock and runtime_pollClose. */
+ * runtime_pollUnblock and runtime_pollClose.  pd is held by the caller;
+ * the reference is dropped here. */
 static int fd_close(int fd, struct polldesc *pd)
 {
     gort__san_release(&pd->closing);
-    /* Seq-cst: the closer's half of the handshake (netpollcheckerr). */
-    store_seqcst(&pd->closing, 1);
+    /* Seq-cst: the closer's half of the handshake (netpollcheckerr); an
+     * exchange, so that of two closers only the first closes. */
+    if (xchg_seqcst(&pd->closing, 1)) {
+        gort__fd_unref(pd);
+        return -EBADF;
+    }
     struct g *r = netpollunblock(&pd->rg, false);
     struct g *w = netpollunblock(&pd->wg, false);
     if (r) {
@@ -612,29 +698,30 @@ static int fd_close(int fd, struct polldesc *pd)
     gort__gtimer_stop(&pd->wt);
     gort__spinlock(&pollcache.lock);
     epoll_ctl(epfd, EPOLL_CTL_DEL, fd, NULL);
-    store_rel(&pollcache.byfd[fd], NULL);
+    /* It stays in the table, closing, until pd_destroy: calls on the
+     * number meanwhile fail with -EBADF (not the syscall path on a
+     * descriptor that is still open). */
     /* Bump now: events already queued for it are stale. */
     store_relaxed(&pd->seq, pd->seq + 1);
-    pd->link = pollcache.free;
-    pollcache.free = pd;
     gort__spinunlock(&pollcache.lock);
-    return close(fd) < 0 && errno != EINTR ? -errno : 0;
+    xadd_acqrel(&pd->refs, PD_REF_CLOSED);
+    /* Our own reference: the last one, unless calls are in flight, which
+     * then close it as they leave. */
+    if (xadd_acqrel(&pd->refs, -1) == PD_REF_CLOSED)
+        return pd_destroy(pd);
+    return 0;
 }
 
 int gort__fd_close(int fd)
 {
-    struct polldesc *pd = load_acq(&inited) ? pd_get(fd) : NULL;
+    struct polldesc *pd = gort__fd_ref(fd);
     if (!pd)
         return 1; /* not ours: the caller closes it */
     return fd_close(fd, pd);
 }
 
-int gort_fd_set_deadline(int fd, int mode, int64_t when)
+static int pd_set_deadline(struct polldesc *pd, int mode, int64_t when)
 {
-    GORT_SAN_SCOPE();
-    struct polldesc *pd = load_acq(&inited) ? pd_get(fd) : NULL;
-    if (!pd)
-        return -EBADF;
     if (mode != 'r' && mode != 'w' && mode != 'r' + 'w')
         return -EINVAL;
     if (when < 0)
@@ -642,6 +729,8 @@ int gort_fd_set_deadline(int fd, int mode, int64_t when)
     struct m *mp = gort__getm();
     if (!mp || !mp->p)
         return -EPERM; /* deadlines are timers: a goroutine's call */
+    if (load_acq(&pd->closing))
+        return -EBADF;
     int64_t now = gort_nanotime();
     for (int k = 0; k < 2; k++) {
         int m = k == 0 ? 'r' : 'w';
@@ -666,8 +755,19 @@ int gort_fd_set_deadline(int fd, int mode, int64_t when)
             gort__gtimer_reset(t, when);
         }
     }
-    gort__preempt_check();
     return 0;
+}
+
+int gort_fd_set_deadline(int fd, int mode, int64_t when)
+{
+    GORT_SAN_SCOPE();
+    struct polldesc *pd = gort__fd_ref(fd);
+    if (!pd)
+        return -EBADF;
+    int err = pd_set_deadline(pd, mode, when);
+    gort__fd_unref(pd);
+    gort__preempt_check();
+    return err;
 }
 
 /* ---------------------------------------------------------------------------
@@ -675,31 +775,26 @@ int gort_fd_set_deadline(int fd, int mode, int64_t when)
  * goroutine until the descriptor is ready.
  * ------------------------------------------------------------------------- */
 
-#define FD_IO(pd, mode, type, call)                                            \
+#define FD_IO(res, pd, mode, call)                                             \
     do {                                                                       \
         for (;;) {                                                             \
-            type r_ = (call);                                                  \
-            if (r_ >= 0)                                                       \
-                return r_;                                                     \
+            (res) = (call);                                                    \
+            if ((res) >= 0)                                                    \
+                break;                                                         \
             int e_ = errno;                                                    \
             if (e_ == EINTR)                                                   \
                 continue;                                                      \
-            if (e_ != EAGAIN && e_ != EWOULDBLOCK)                             \
-                return -e_;                                                    \
+            if (e_ != EAGAIN && e_ != EWOULDBLOCK) {                           \
+                (res) = -e_;                                                   \
+                break;                                                         \
+            }                                                                  \
             int w_ = netpollwait(pd, mode);                                    \
-            if (w_)                                                            \
-                return w_;                                                     \
+            if (w_) {                                                          \
+                (res) = w_;                                                    \
+                break;                                                         \
+            }                                                                  \
         }                                                                      \
     } while (0)
-
-/* The pollDesc of fd for an I/O call, or NULL (use the syscall path).
- * Fatal outside a goroutine. */
-struct polldesc *gort__fd_pd(int fd)
-{
-    if (!load_acq(&inited))
-        return NULL;
-    return pd_get(fd);
-}
 
 static int pd_err(struct polldesc *pd)
 {
@@ -755,7 +850,8 @@ long gort__fd_write(struct polldesc *pd, const void *buf, size_t n)
     if (err)
         return err;
     while (done < n) {
-        ssize_t r = write(pd->fd, (const char *)buf + done, n - done);
+        ssize_t r = GORT_NOSIGPIPE(
+            pd->fd, write(pd->fd, (const char *)buf + done, n - done));
         if (r >= 0) {
             done += (size_t)r;
             continue;
@@ -775,17 +871,22 @@ long gort__fd_write(struct polldesc *pd, const void *buf, size_t n)
  * path. */
 static long vec_io(int fd, const struct iovec *iov, int iovcnt, int mode)
 {
-    struct polldesc *pd = gort__fd_pd(fd);
+    struct polldesc *pd = gort__fd_ref(fd);
     if (!pd) {
         gort_entersyscall();
         ssize_t r = mode == 'r' ? readv(fd, iov, iovcnt)
-                                : writev(fd, iov, iovcnt);
+                                : GORT_NOSIGPIPE(fd, writev(fd, iov, iovcnt));
         int e = r < 0 ? errno : 0;
         gort_exitsyscall();
         return r < 0 ? -e : r;
     }
-    FD_IO(pd, mode, ssize_t,
-          mode == 'r' ? readv(fd, iov, iovcnt) : writev(fd, iov, iovcnt));
+    ssize_t r = pd_err(pd);
+    if (r == 0)
+        FD_IO(r, pd, mode,
+              mode == 'r' ? readv(pd->fd, iov, iovcnt)
+                          : GORT_NOSIGPIPE(pd->fd, writev(pd->fd, iov, iovcnt)));
+    gort__fd_unref(pd);
+    return r;
 }
 
 long gort_readv(int fd, const struct iovec *iov, int iovcnt)
@@ -820,23 +921,25 @@ int gort_pipe(int fds[2])
     if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) < 0)
         return -errno;
     int err = gort_fd_register(fds[0]);
-    if (!err && (err = gort_fd_register(fds[1])) != 0)
-        gort_close(fds[0]);
     if (err) {
+        close(fds[0]);
         close(fds[1]);
-        if (gort__fd_pd(fds[0]) == NULL)
-            close(fds[0]);
+        return err;
+    }
+    if ((err = gort_fd_register(fds[1])) != 0) {
+        gort_close(fds[0]); /* registered: gort closes it */
+        close(fds[1]);
         return err;
     }
     return 0;
 }
 
-int gort_accept(int fd, struct sockaddr *addr, unsigned *addrlen)
+static int pd_accept(struct polldesc *pd, struct sockaddr *addr,
+                     unsigned *addrlen)
 {
-    GORT_SAN_SCOPE();
-    struct polldesc *pd = gort__fd_pd(fd);
-    if (!pd)
-        return -EBADF;
+    int fd = pd->fd, e = pd_err(pd);
+    if (e)
+        return e;
     for (;;) {
         socklen_t len = addrlen ? (socklen_t)*addrlen : 0;
         int nfd = accept4(fd, addr, addrlen ? &len : NULL,
@@ -862,14 +965,23 @@ int gort_accept(int fd, struct sockaddr *addr, unsigned *addrlen)
     }
 }
 
-int gort_connect(int fd, const struct sockaddr *addr, unsigned addrlen,
-                 int64_t timeout_ns)
+int gort_accept(int fd, struct sockaddr *addr, unsigned *addrlen)
 {
     GORT_SAN_SCOPE();
-    struct polldesc *pd = gort__fd_pd(fd);
+    struct polldesc *pd = gort__fd_ref(fd);
     if (!pd)
         return -EBADF;
-    int r;
+    int r = pd_accept(pd, addr, addrlen);
+    gort__fd_unref(pd);
+    return r;
+}
+
+static int pd_connect(struct polldesc *pd, const struct sockaddr *addr,
+                      unsigned addrlen, int64_t timeout_ns)
+{
+    int fd = pd->fd, r = pd_err(pd);
+    if (r)
+        return r;
     while ((r = connect(fd, addr, (socklen_t)addrlen)) < 0 && errno == EINTR)
         ;
     if (r == 0)
@@ -877,7 +989,7 @@ int gort_connect(int fd, const struct sockaddr *addr, unsigned addrlen,
     if (errno != EINPROGRESS)
         return -errno;
     if (timeout_ns > 0)
-        gort_fd_set_deadline(fd, 'w', gort_nanotime() + timeout_ns);
+        pd_set_deadline(pd, 'w', gort_nanotime() + timeout_ns);
     int err;
     for (;;) {
         err = netpollwait(pd, 'w');
@@ -895,28 +1007,44 @@ int gort_connect(int fd, const struct sockaddr *addr, unsigned addrlen,
         break;
     }
     if (timeout_ns > 0)
-        gort_fd_set_deadline(fd, 'w', 0);
+        pd_set_deadline(pd, 'w', 0);
     return err;
+}
+
+int gort_connect(int fd, const struct sockaddr *addr, unsigned addrlen,
+                 int64_t timeout_ns)
+{
+    GORT_SAN_SCOPE();
+    struct polldesc *pd = gort__fd_ref(fd);
+    if (!pd)
+        return -EBADF;
+    int r = pd_connect(pd, addr, addrlen, timeout_ns);
+    gort__fd_unref(pd);
+    return r;
 }
 
 long gort_sendto(int fd, const void *buf, size_t n, int flags,
                  const struct sockaddr *to, unsigned tolen)
 {
     GORT_SAN_SCOPE();
-    struct polldesc *pd = gort__fd_pd(fd);
+    struct polldesc *pd = gort__fd_ref(fd);
     if (!pd)
         return -EBADF;
-    FD_IO(pd, 'w', ssize_t,
-          sendto(fd, buf, n, flags | MSG_DONTWAIT, to, (socklen_t)tolen));
+    ssize_t r = pd_err(pd);
+    if (r == 0)
+        FD_IO(r, pd, 'w',
+              GORT_NOSIGPIPE(pd->fd, sendto(pd->fd, buf, n, flags | MSG_DONTWAIT,
+                                            to, (socklen_t)tolen)));
+    gort__fd_unref(pd);
+    return r;
 }
 
-long gort_recvfrom(int fd, void *buf, size_t n, int flags,
-                   struct sockaddr *from, unsigned *fromlen)
+static long pd_recvfrom(struct polldesc *pd, void *buf, size_t n, int flags,
+                        struct sockaddr *from, unsigned *fromlen)
 {
-    GORT_SAN_SCOPE();
-    struct polldesc *pd = gort__fd_pd(fd);
-    if (!pd)
-        return -EBADF;
+    int fd = pd->fd, e = pd_err(pd);
+    if (e)
+        return e;
     for (;;) {
         socklen_t len = fromlen ? (socklen_t)*fromlen : 0;
         ssize_t r = recvfrom(fd, buf, n, flags | MSG_DONTWAIT, from,
@@ -935,6 +1063,18 @@ long gort_recvfrom(int fd, void *buf, size_t n, int flags,
         if (w)
             return w;
     }
+}
+
+long gort_recvfrom(int fd, void *buf, size_t n, int flags,
+                   struct sockaddr *from, unsigned *fromlen)
+{
+    GORT_SAN_SCOPE();
+    struct polldesc *pd = gort__fd_ref(fd);
+    if (!pd)
+        return -EBADF;
+    long r = pd_recvfrom(pd, buf, n, flags, from, fromlen);
+    gort__fd_unref(pd);
+    return r;
 }
 
 int gort_shutdown(int fd, int how)

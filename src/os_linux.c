@@ -214,6 +214,53 @@ static void quit_install(void)
     quit_installed = sigaction(SIGQUIT, &sa, NULL) == 0;
 }
 
+/* SIGPIPE, as in Go: a write to a broken pipe or socket on a descriptor
+ * other than 1 and 2 fails with -EPIPE; on 1 and 2, and in the program's
+ * own write(2) calls, the signal keeps its default action and ends the
+ * process.  gort's write paths set gort__nosigpipe around the call; the
+ * signal is raised on the writing thread before the call returns, so the
+ * flag says whose write it was.  Installed only while the action is the
+ * default: a program that ignores SIGPIPE or handles it keeps its way. */
+__thread uint32_t gort__nosigpipe __attribute__((tls_model("initial-exec")));
+static bool pipe_installed;
+
+static void pipe_handler(int sig, siginfo_t *info, void *uctx)
+{
+    (void)info;
+    (void)uctx;
+    if (gort__nosigpipe)
+        return;
+    /* Not gort's write: the default action, once this handler returns and
+     * the signal is unblocked again. */
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void pipe_install(void)
+{
+    struct sigaction cur;
+    if (sigaction(SIGPIPE, NULL, &cur) != 0 || (cur.sa_flags & SA_SIGINFO) ||
+        cur.sa_handler != SIG_DFL)
+        return;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = pipe_handler;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    pipe_installed = sigaction(SIGPIPE, &sa, NULL) == 0;
+}
+
+static void pipe_restore(void)
+{
+    if (!pipe_installed)
+        return;
+    pipe_installed = false;
+    struct sigaction cur;
+    if (sigaction(SIGPIPE, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
+        cur.sa_sigaction == pipe_handler)
+        signal(SIGPIPE, SIG_DFL);
+}
+
 /* Put back the default action, unless the program replaced our handler
  * meanwhile (then its handler stays). */
 static void quit_restore(void)
@@ -243,6 +290,7 @@ int gort__signals_install(void)
         return e;
     }
     quit_install();
+    pipe_install();
     signals_installed = true;
     return 0;
 }
@@ -254,5 +302,6 @@ void gort__signals_restore(void)
     sigaction(SIGSEGV, &old_segv, NULL);
     sigaction(SIGBUS, &old_bus, NULL);
     quit_restore();
+    pipe_restore();
     signals_installed = false;
 }

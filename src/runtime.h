@@ -1121,11 +1121,29 @@ GORT_HIDDEN int32_t gort__netpoll(int64_t delay, struct gqueue *q);
 GORT_HIDDEN void gort__injectglist(struct gqueue *q, int32_t n);
 /* Put a batch on pp's ring, the overflow globally (owner P only). */
 GORT_HIDDEN void gort__runqputbatch(struct p *pp, struct gqueue *q, int32_t n);
-/* The pollDesc of a registered fd, or NULL. */
-GORT_HIDDEN struct polldesc *gort__fd_pd(int fd);
+/* The pollDesc of a registered fd with a reference held (a closed one
+ * too: the call fails with -EBADF), or NULL; every call that uses it
+ * drops it with gort__fd_unref when done (netpoll.c). */
+GORT_HIDDEN struct polldesc *gort__fd_ref(int fd);
+GORT_HIDDEN void gort__fd_unref(struct polldesc *pd);
 GORT_HIDDEN long gort__fd_read(struct polldesc *pd, void *buf, size_t n);
 GORT_HIDDEN long gort__fd_write(struct polldesc *pd, const void *buf,
                                 size_t n);
+/* Set (on this thread) around gort's own write(2)-like calls on a
+ * descriptor other than 1 and 2: the SIGPIPE a broken pipe raises is
+ * ignored and the call fails with -EPIPE, as in Go (os_linux.c). */
+extern __thread uint32_t gort__nosigpipe __attribute__((tls_model("initial-exec")));
+/* expr (a write(2)-like call on fd) with gort__nosigpipe set for it; the
+ * flag is this thread's, so it brackets the call alone (the goroutine may
+ * move to another thread between calls).  errno is left as the call set
+ * it. */
+#define GORT_NOSIGPIPE(fd, expr)                                               \
+    __extension__({                                                            \
+        gort__nosigpipe = (fd) > 2;                                            \
+        __typeof__(expr) gort__np_r = (expr);                                  \
+        gort__nosigpipe = 0;                                                   \
+        gort__np_r;                                                            \
+    })
 /* Close a registered fd (0 or -errno), or 1 when it is not registered. */
 GORT_HIDDEN int gort__fd_close(int fd);
 /* startm with an idle P and no spinning (for injectglist). */

@@ -310,19 +310,25 @@ void gort_exitsyscall(void)
 long gort_read(int fd, void *buf, size_t n)
 {
     GORT_SAN_SCOPE();
-    struct polldesc *pd = gort__fd_pd(fd);
-    if (pd)
-        return gort__fd_read(pd, buf, n);
+    struct polldesc *pd = gort__fd_ref(fd);
+    if (pd) {
+        long r = gort__fd_read(pd, buf, n);
+        gort__fd_unref(pd);
+        return r;
+    }
     SYSCALL_RETRY(ssize_t, read(fd, buf, n));
 }
 
 long gort_write(int fd, const void *buf, size_t n)
 {
     GORT_SAN_SCOPE();
-    struct polldesc *pd = gort__fd_pd(fd);
-    if (pd)
-        return gort__fd_write(pd, buf, n);
-    SYSCALL_RETRY(ssize_t, write(fd, buf, n));
+    struct polldesc *pd = gort__fd_ref(fd);
+    if (pd) {
+        long r = gort__fd_write(pd, buf, n);
+        gort__fd_unref(pd);
+        return r;
+    }
+    SYSCALL_RETRY(ssize_t, GORT_NOSIGPIPE(fd, write(fd, buf, n)));
 }
 
 long gort_pread(int fd, void *buf, size_t n, int64_t off)

@@ -16,6 +16,16 @@
  *                          earlier one
  *   close_wakes_reader     gort_close from another goroutine wakes a parked
  *                          reader with -EBADF
+ *   close_in_flight        on 1 P, a closed descriptor's number stays
+ *                          taken until its woken reader has left the call,
+ *                          which then closes it
+ *   close_race             readers, writers and deadlines racing closes
+ *                          20,000 times on every P: only data, -EBADF or
+ *                          -ETIMEDOUT, no hang, no descriptor leaked
+ *   sigpipe                a write to a broken pipe or socket fails with
+ *                          -EPIPE (fd > 2) and the process lives; one to a
+ *                          broken stdout ends it with SIGPIPE; a program
+ *                          that ignores SIGPIPE keeps it ignored
  *   echo_server            examples/echo in its own process, 10,000
  *                          concurrent connections from this one: every
  *                          byte right, server threads <= GOMAXPROCS + 5,
@@ -33,10 +43,12 @@
 #include "test_util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -354,6 +366,232 @@ static void cw_main(void *arg)
 TEST(close_wakes_reader)
 {
     run_main(cw_main, NULL);
+}
+
+/* ---------------------------------------------------------------------------
+ * close_in_flight (1 P): gort_close of a descriptor whose reader is woken
+ * but has not run yet leaves the close(2) to that reader: until it ends
+ * its call the number stays taken (a new descriptor gets another), and
+ * once it has, the number is closed.
+ * ------------------------------------------------------------------------- */
+
+static int cf_fds[2];
+static long cf_result = 1;
+static gort_waitgroup cf_wg;
+
+static void cf_reader(void *arg)
+{
+    (void)arg;
+    char c;
+    cf_result = gort_read(cf_fds[0], &c, 1);
+    gort_waitgroup_done(&cf_wg);
+}
+
+static void cf_main(void *arg)
+{
+    (void)arg;
+    gort_gomaxprocs(1);
+    CHECK_EQ(gort_pipe(cf_fds), 0);
+    gort_waitgroup_add(&cf_wg, 1);
+    CHECK(gort_go(cf_reader, NULL) > 0);
+    gort_sleep(5 * 1000 * 1000); /* parked in the poller by now (1 P) */
+    CHECK_EQ(cf_result, 1);
+    CHECK_EQ(gort_close(cf_fds[0]), 0);
+    /* The reader is runnable but this goroutine holds the only P. */
+    CHECK_EQ(cf_result, 1);
+    CHECK_EQ(fcntl(cf_fds[0], F_GETFD) >= 0, 1); /* still open */
+    int other = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    CHECK(other >= 0);
+    CHECK_NE(other, cf_fds[0]);
+    CHECK_EQ(gort_read(cf_fds[0], NULL, 0), -EBADF); /* closed for gort */
+    gort_waitgroup_wait(&cf_wg);
+    CHECK_EQ(cf_result, -EBADF);
+    errno = 0;
+    CHECK_EQ(fcntl(cf_fds[0], F_GETFD), -1); /* the reader closed it */
+    CHECK_EQ(errno, EBADF);
+    CHECK_EQ(gort_close(cf_fds[0]), -EBADF); /* twice: an error */
+    close(other);
+    CHECK_EQ(gort_close(cf_fds[1]), 0);
+}
+
+TEST(close_in_flight)
+{
+    run_main(cf_main, NULL);
+}
+
+/* ---------------------------------------------------------------------------
+ * close_race: readers, writers and deadline setters on pipes that another
+ * goroutine closes at random moments, on every P, 20,000 times.  Every
+ * call returns data, -EBADF, -ETIMEDOUT or (a write after the read end
+ * closed) -EPIPE, nobody hangs, and afterwards
+ * the process holds exactly the descriptors it held before.
+ * ------------------------------------------------------------------------- */
+
+#define CR_ROUNDS (SANITIZED ? 2000 : 20000)
+
+struct cr_round {
+    int fds[2];
+    gort_waitgroup wg;
+    long rres, wres, dres;
+};
+
+static long cr_bad;
+
+static void cr_reader(void *arg)
+{
+    struct cr_round *r = arg;
+    char c;
+    r->rres = gort_read(r->fds[0], &c, 1);
+    if (r->rres != 1 && r->rres != -EBADF && r->rres != -ETIMEDOUT) {
+        fprintf(stderr, "close_race: read returned %ld\n", r->rres);
+        __atomic_add_fetch(&cr_bad, 1, __ATOMIC_RELAXED);
+    }
+    gort_waitgroup_done(&r->wg);
+}
+
+static void cr_writer(void *arg)
+{
+    struct cr_round *r = arg;
+    if (r->fds[1] % 3 == 0)
+        gort_gosched();
+    r->wres = gort_write(r->fds[1], "x", 1);
+    if (r->wres != 1 && r->wres != -EPIPE) {
+        fprintf(stderr, "close_race: write returned %ld\n", r->wres);
+        __atomic_add_fetch(&cr_bad, 1, __ATOMIC_RELAXED);
+    }
+    gort_waitgroup_done(&r->wg);
+}
+
+static void cr_deadliner(void *arg)
+{
+    struct cr_round *r = arg;
+    r->dres = gort_fd_set_deadline(r->fds[0], 'r',
+                                   gort_nanotime() + 100 * 1000);
+    if (r->dres != 0 && r->dres != -EBADF) {
+        fprintf(stderr, "close_race: deadline returned %ld\n", r->dres);
+        __atomic_add_fetch(&cr_bad, 1, __ATOMIC_RELAXED);
+    }
+    gort_waitgroup_done(&r->wg);
+}
+
+static int cr_count_fds(void)
+{
+    int n = 0;
+    for (int fd = 0; fd < 65536; fd++)
+        if (fcntl(fd, F_GETFD) >= 0)
+            n++;
+    return n;
+}
+
+static void cr_main(void *arg)
+{
+    (void)arg;
+    int first[2]; /* sets up the poller's own descriptors first */
+    CHECK_EQ(gort_pipe(first), 0);
+    CHECK_EQ(gort_close(first[0]), 0);
+    CHECK_EQ(gort_close(first[1]), 0);
+    int before = cr_count_fds();
+    for (int i = 0; i < CR_ROUNDS; i++) {
+        struct cr_round r = {{-1, -1}, GORT_WAITGROUP_INIT, 0, 0, 0};
+        CHECK_EQ(gort_pipe(r.fds), 0);
+        gort_waitgroup_add(&r.wg, 3);
+        CHECK(gort_go(cr_reader, &r) > 0);
+        CHECK(gort_go(cr_deadliner, &r) > 0);
+        CHECK(gort_go(cr_writer, &r) > 0);
+        for (int k = 0; k < i % 5; k++)
+            gort_gosched();
+        long c0 = gort_close(r.fds[0]);
+        CHECK(c0 == 0);
+        gort_waitgroup_wait(&r.wg);
+        CHECK_EQ(gort_close(r.fds[1]), 0);
+    }
+    CHECK_EQ(__atomic_load_n(&cr_bad, __ATOMIC_RELAXED), 0);
+    CHECK_EQ(cr_count_fds(), before);
+}
+
+TEST(close_race)
+{
+    run_main(cr_main, NULL);
+}
+
+/* ---------------------------------------------------------------------------
+ * sigpipe: as in Go, a write to a broken pipe or socket fails with -EPIPE
+ * on any descriptor but 1 and 2 (registered, unregistered, writev, sendto),
+ * and the process lives on; a write to a broken stdout ends the process
+ * with SIGPIPE; a program that ignores SIGPIPE keeps it ignored.
+ * ------------------------------------------------------------------------- */
+
+static void sp_main(void *arg)
+{
+    (void)arg;
+    int p[2];
+    CHECK_EQ(gort_pipe(p), 0);
+    CHECK_EQ(gort_close(p[0]), 0);
+    CHECK_EQ(gort_write(p[1], "x", 1), -EPIPE);
+    struct iovec iov = {"xy", 2};
+    CHECK_EQ(gort_writev(p[1], &iov, 1), -EPIPE);
+    CHECK_EQ(gort_close(p[1]), 0);
+    /* Unregistered: the syscall path. */
+    CHECK_EQ(pipe(p), 0);
+    close(p[0]);
+    CHECK_EQ(gort_write(p[1], "x", 1), -EPIPE);
+    close(p[1]);
+    int sv[2];
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    CHECK_EQ(gort_fd_register(sv[1]), 0);
+    close(sv[0]);
+    CHECK_EQ(gort_sendto(sv[1], "x", 1, 0, NULL, 0), -EPIPE);
+    CHECK_EQ(gort_write(sv[1], "x", 1), -EPIPE);
+    CHECK_EQ(gort_close(sv[1]), 0);
+    /* The program's own write(2) keeps the default action: not tried here
+     * (it would end this process); the child below does it on stdout. */
+}
+
+static void sp_stdout_main(void *arg)
+{
+    (void)arg;
+    int p[2];
+    CHECK_EQ(pipe(p), 0);
+    close(p[0]);
+    CHECK_EQ(dup2(p[1], 1), 1);
+    gort_write(1, "x", 1); /* ends the process */
+    fprintf(stderr, "still alive after a write to a broken stdout\n");
+}
+
+TEST(sigpipe_stdout_child)
+{
+    run_main(sp_stdout_main, NULL);
+}
+
+static void sp_ignored_main(void *arg)
+{
+    (void)arg;
+    struct sigaction sa;
+    CHECK_EQ(sigaction(SIGPIPE, NULL, &sa), 0);
+    CHECK(sa.sa_handler == SIG_IGN); /* gort left the program's choice */
+    int p[2];
+    CHECK_EQ(pipe(p), 0);
+    close(p[0]);
+    CHECK_EQ(write(p[1], "x", 1), -1); /* the program's own write */
+    CHECK_EQ(errno, EPIPE);
+    close(p[1]);
+}
+
+TEST(sigpipe)
+{
+    run_main(sp_main, NULL);
+    struct sigaction sa;
+    CHECK_EQ(sigaction(SIGPIPE, NULL, &sa), 0);
+    CHECK(sa.sa_handler == SIG_DFL); /* put back after gort_main */
+    struct test_child r;
+    test_run_child("sigpipe_stdout_child", NULL, 60, &r);
+    CHECK_EQ(r.signal, SIGPIPE);
+    test_child_free(&r);
+    signal(SIGPIPE, SIG_IGN);
+    run_main(sp_ignored_main, NULL);
+    CHECK_EQ(sigaction(SIGPIPE, NULL, &sa), 0);
+    CHECK(sa.sa_handler == SIG_IGN);
+    signal(SIGPIPE, SIG_DFL);
 }
 
 static void dump_main(void *arg)
