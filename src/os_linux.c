@@ -197,21 +197,36 @@ static void quit_handler(int sig, siginfo_t *info, void *uctx)
     gort__sigquit(sig, info, uctx);
 }
 
-/* Install the SIGQUIT handler unless the program has its own (or ignores
- * SIGQUIT): a program's handler wins, as os/signal.Notify does in Go.  One
- * installed later simply replaces ours. */
-static void quit_install(void)
+/* Install h for sig unless the program has its own handler or ignores
+ * sig: a program's choice wins, as os/signal.Notify does in Go.  One
+ * installed later simply replaces ours.  True when installed. */
+static bool install_over_default(int sig,
+                                 void (*h)(int, siginfo_t *, void *))
 {
     struct sigaction cur;
-    if (sigaction(SIGQUIT, NULL, &cur) != 0 || (cur.sa_flags & SA_SIGINFO) ||
+    if (sigaction(sig, NULL, &cur) != 0 || (cur.sa_flags & SA_SIGINFO) ||
         cur.sa_handler != SIG_DFL)
-        return;
+        return false;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = quit_handler;
+    sa.sa_sigaction = h;
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
     sigemptyset(&sa.sa_mask);
-    quit_installed = sigaction(SIGQUIT, &sa, NULL) == 0;
+    return sigaction(sig, &sa, NULL) == 0;
+}
+
+/* Put back the default action for sig if *installed, unless the program
+ * replaced our handler h meanwhile (then its handler stays). */
+static void restore_default(int sig, void (*h)(int, siginfo_t *, void *),
+                            bool *installed)
+{
+    if (!*installed)
+        return;
+    *installed = false;
+    struct sigaction cur;
+    if (sigaction(sig, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
+        cur.sa_sigaction == h)
+        signal(sig, SIG_DFL);
 }
 
 /* SIGPIPE, as in Go: a write to a broken pipe or socket on a descriptor
@@ -236,44 +251,6 @@ static void pipe_handler(int sig, siginfo_t *info, void *uctx)
     raise(sig);
 }
 
-static void pipe_install(void)
-{
-    struct sigaction cur;
-    if (sigaction(SIGPIPE, NULL, &cur) != 0 || (cur.sa_flags & SA_SIGINFO) ||
-        cur.sa_handler != SIG_DFL)
-        return;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = pipe_handler;
-    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    pipe_installed = sigaction(SIGPIPE, &sa, NULL) == 0;
-}
-
-static void pipe_restore(void)
-{
-    if (!pipe_installed)
-        return;
-    pipe_installed = false;
-    struct sigaction cur;
-    if (sigaction(SIGPIPE, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
-        cur.sa_sigaction == pipe_handler)
-        signal(SIGPIPE, SIG_DFL);
-}
-
-/* Put back the default action, unless the program replaced our handler
- * meanwhile (then its handler stays). */
-static void quit_restore(void)
-{
-    if (!quit_installed)
-        return;
-    quit_installed = false;
-    struct sigaction cur;
-    if (sigaction(SIGQUIT, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
-        cur.sa_sigaction == quit_handler)
-        signal(SIGQUIT, SIG_DFL);
-}
-
 int gort__signals_install(void)
 {
     pthread_sigmask(SIG_SETMASK, NULL, &initmask);
@@ -289,8 +266,8 @@ int gort__signals_install(void)
         sigaction(SIGSEGV, &old_segv, NULL);
         return e;
     }
-    quit_install();
-    pipe_install();
+    quit_installed = install_over_default(SIGQUIT, quit_handler);
+    pipe_installed = install_over_default(SIGPIPE, pipe_handler);
     signals_installed = true;
     return 0;
 }
@@ -301,7 +278,7 @@ void gort__signals_restore(void)
         return;
     sigaction(SIGSEGV, &old_segv, NULL);
     sigaction(SIGBUS, &old_bus, NULL);
-    quit_restore();
-    pipe_restore();
+    restore_default(SIGQUIT, quit_handler, &quit_installed);
+    restore_default(SIGPIPE, pipe_handler, &pipe_installed);
     signals_installed = false;
 }
