@@ -344,26 +344,30 @@ static bool inject(ucontext_t *uc, siginfo_t *info)
 #error "gort: asynchronous preemption needs a port to this processor"
 #endif
 
-/* Whether the G found at a system call instruction outside gort (pc, sp)
- * has been blocked there since an earlier signal, at least
- * GORT_RAWSYS_CONFIRM_NS ago, with no schedule() on its P in between.
+/* Whether gp, found at a system call instruction outside gort (pc, sp),
+ * has been blocked there since an earlier signal at least
+ * GORT_RAWSYS_CONFIRM_NS ago: the same G, never switched out in between
+ * (the M's execute count is unchanged), at the same instruction with the
+ * same stack pointer.
  *
  * One sighting is not enough.  gort's own code calls libc (read(2) of a
- * non-blocking descriptor, epoll_ctl, close, clock_gettime where there is
- * no vDSO, as under qemu-user) with a P and no lock held; a signal that
- * lands inside such a call for a microsecond would turn the G into a
- * syscall behind the back of gort code that goes on using its P.  A call
- * still at the same instruction with the same stack pointer, and the same
- * scheduling tick, several milliseconds later is blocked in the kernel:
- * gort's own calls there never block, the program's may.  sysmon signals
- * a G that keeps its P every 10 ms, so the second sighting comes one
- * round after the first. */
-static bool rawsys_confirmed(struct m *mp, uintptr_t pc, uintptr_t sp)
+ * non-blocking descriptor, a futex wake, epoll_ctl, close, clock_gettime
+ * where there is no vDSO, as under qemu-user) with a P and no lock held; a
+ * signal that lands inside such a call for a microsecond would turn the G
+ * into a syscall behind the back of gort code that goes on using its P,
+ * and two Ms would then run one P.  Nor is the same place enough: the
+ * next goroutine on this M may run the same code on the same (reused)
+ * stack, reaching the same instruction with the same stack pointer.  A G
+ * still there, not switched out, several milliseconds later is blocked in
+ * the kernel: gort's own calls there do not block, the program's may.
+ * sysmon signals a G that keeps its P every 10 ms, so the second sighting
+ * comes one round after the first. */
+static bool rawsys_confirmed(struct m *mp, struct g *gp, uintptr_t pc,
+                             uintptr_t sp)
 {
-    uint32_t tick = load_relaxed(&mp->p->schedtick);
     int64_t now = gort_nanotime();
-    if (mp->rawsys.pc == pc && mp->rawsys.sp == sp &&
-        mp->rawsys.schedtick == tick) {
+    if (mp->rawsys.pc == pc && mp->rawsys.sp == sp && mp->rawsys.gp == gp &&
+        mp->rawsys.nexecute == mp->nexecute) {
         if (now - mp->rawsys.when < GORT_RAWSYS_CONFIRM_NS)
             return false; /* too soon (a burst of stop-the-world signals) */
         mp->rawsys.pc = 0;
@@ -371,7 +375,8 @@ static bool rawsys_confirmed(struct m *mp, uintptr_t pc, uintptr_t sp)
     }
     mp->rawsys.pc = pc;
     mp->rawsys.sp = sp;
-    mp->rawsys.schedtick = tick;
+    mp->rawsys.gp = gp;
+    mp->rawsys.nexecute = mp->nexecute;
     mp->rawsys.when = now;
     return false;
 }
@@ -399,7 +404,7 @@ static void doSigPreempt(struct m *mp, ucontext_t *uc, siginfo_t *info)
          * holding the P: become a syscall so sysmon can hand the P off. */
         if (insys == 0 && mp->p && gp->preemptoff == 0 &&
             !(pc >= gort_text_lo && pc < gort_text_hi) &&
-            at_syscall_insn(pc) && rawsys_confirmed(mp, pc, sp)) {
+            at_syscall_insn(pc) && rawsys_confirmed(mp, gp, pc, sp)) {
             store_relaxed(&mp->syscallwhen, gort_nanotime());
             /* Dumps walk its stack from here while it blocks. */
             gp->syscallpc = pc;

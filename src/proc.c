@@ -1250,6 +1250,7 @@ execute_prep(struct m *mp, struct g *gp, bool inherit, enum gtrace t)
         gp->sched_sp = gort__ctx_make((void *)gp->stack.hi, gostart,
                                       gp->fpctl);
     }
+    mp->nexecute++; /* a new stretch of execution (preempt.c's rawsys) */
     /* Release: sysmon load-acquires curg and then touches the G, whose
      * memory another thread may have initialised. */
     store_rel(&mp->curg, gp);

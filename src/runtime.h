@@ -550,12 +550,15 @@ struct m {
     uint32_t npreemptsig;  /* signals sent and not yet seen; sysmon */
     uint32_t preemptmiss;  /* signals in a row that found no safe point;
                               relaxed: the handler writes, sysmon reads */
+    uint32_t nexecute;     /* Gs this M has switched to (execute_prep);
+                              owner, read by its own signal handler */
     /* The last signal that found this M's G at a system call instruction
      * outside gort (preempt.c marks the G only when a later signal finds
-     * it at the same place); the handler's own. */
+     * the same G there, not switched out since); the handler's own. */
     struct {
         uintptr_t pc, sp;
-        uint32_t schedtick;
+        struct g *gp;
+        uint32_t nexecute;
         int64_t when;
     } rawsys;
     /* Metrics (gort__stat_add by this M's thread; metrics.c sums allm). */
