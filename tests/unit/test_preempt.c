@@ -28,7 +28,8 @@
  *                         would deadlock or interleave lines): no deadlock
  *                         (a watchdog reports one), every line intact, all
  *                         snprintf output exact, and the sleeper woke >= 20
- *                         times during those 2 s
+ *                         times during those 2 s (>= 2 under a sanitizer,
+ *                         whose runtime the loop hardly leaves)
  *   preempt_disable       1 P: between gort_preempt_disable() and
  *                         gort_preempt_enable() (nested twice, enabled
  *                         once) a goroutine spinning 300 ms keeps the P
@@ -1274,8 +1275,12 @@ TEST(malloc_printf_loop)
     mp_verify();
     free(mp_buf);
     CHECK_GT(mp_iters, 0);
+    /* The signal preempts only in the program's own code, of which the
+     * loop has little (it lives in malloc and stdio); under a sanitizer
+     * it has far less (every call goes through the sanitizer's runtime),
+     * and a handful of wake-ups is all that can be asked. */
     if (async_preempt_expected("malloc_printf_loop: sleeper wake-ups"))
-        CHECK_GE(mp_wakes_during, 20);
+        CHECK_GE(mp_wakes_during, SANITIZED ? 2 : 20);
 }
 
 /* ---------------------------------------------------------------------------
