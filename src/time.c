@@ -294,9 +294,16 @@ int32_t gort__netpoll_sleep(int64_t until, struct gqueue *q)
         until = again;
     int32_t n = 0;
     if (gort__netpoll_inited()) {
-        int64_t delay = until ? until - gort_nanotime() : -1;
-        if (delay != 0)
-            n = gort__netpoll(delay < 0 ? -1 : delay, q);
+        /* -1: no timer, sleep until an event or a break.  A deadline that
+         * has already passed (a slow thread got here late) polls without
+         * sleeping: it must never read as "no deadline". */
+        int64_t delay = -1;
+        if (until != 0) {
+            delay = until - gort_nanotime();
+            if (delay < 0)
+                delay = 0;
+        }
+        n = gort__netpoll(delay, q);
     } else if (until != 0) {
         int64_t delay = until - gort_nanotime();
         if (delay > 0)
