@@ -53,7 +53,7 @@ SUITE=(
   "syscallhandoff 1"
   "tcp_echo 2"
   "http_wrk 2"
-  "kv 2"
+  "kv 1 2"
 )
 
 RUNS=${RUNS:-3}

@@ -64,7 +64,7 @@ static int main_status;
  * shared library (static TLS is reserved for libraries loaded at start). */
 static __thread struct m *tls_m __attribute__((tls_model("initial-exec")));
 
-static struct m *getm_slow(struct m *mp);
+static GORT_NOINLINE struct m *getm_slow(struct m *mp);
 
 /* Every entry into gort comes through here, which makes it the place to
  * finish two states the M may be in without knowing: a syscall marked by
@@ -1875,7 +1875,7 @@ park_impl(bool (*unlockf)(struct g *, void *), void *lock, uint32_t reason,
     g_handoff(mp, gp, next, inherit, locked, post_park, false, t);
 }
 
-static GORT_NOINLINE void park_traced(bool (*unlockf)(struct g *, void *),
+static GORT_NOINLINE __attribute__((cold)) void park_traced(bool (*unlockf)(struct g *, void *),
                                       void *lock, uint32_t reason)
 {
     park_impl(unlockf, lock, reason, GT_ON);
@@ -1999,7 +1999,7 @@ static struct m *needm(void)
     return mp;
 }
 
-static struct m *getm_slow(struct m *mp)
+static GORT_NOINLINE struct m *getm_slow(struct m *mp)
 {
     GORT_SAN_SCOPE(); /* needm allocates */
     if (mp && mp->foreign) {
@@ -2133,7 +2133,7 @@ ready_impl(struct m *mp, struct g *gp, bool next, enum gtrace t)
     mp->locks--;
 }
 
-static GORT_NOINLINE void ready_traced(struct m *mp, struct g *gp,
+static GORT_NOINLINE __attribute__((cold)) void ready_traced(struct m *mp, struct g *gp,
                                        bool next)
 {
     ready_impl(mp, gp, next, GT_ON);
