@@ -82,7 +82,7 @@
 #define PD_WAIT ((uintptr_t)2)
 
 /* pollDesc.refs: calls in flight in the low bits, and two flags. */
-#define PD_REF_CLOSED (1U << 30) /* gort_close took it out of the table */
+#define PD_REF_CLOSED (1U << 30) /* gort_close has closed it (for gort) */
 #define PD_REF_FREED (1U << 31)  /* closed and back on the free list */
 
 struct polldesc {
@@ -626,6 +626,11 @@ static int pd_destroy(struct polldesc *pd)
     /* Acq-rel: every call's accesses (acq-rel decrements) happen before. */
     if (!cas_acqrel(&pd->refs, PD_REF_CLOSED, PD_REF_CLOSED | PD_REF_FREED))
         return 0;
+    /* A deadline set by a call that checked closing just before the close
+     * may have re-armed a timer after fd_close stopped it: stop them
+     * again, so that the next descriptor's pollDesc starts with none. */
+    gort__gtimer_stop(&pd->rt);
+    gort__gtimer_stop(&pd->wt);
     int fd = load_relaxed(&pd->fd);
     /* close(2) and the table under the lock: a call that looks the number
      * up meanwhile finds the closing pollDesc (-EBADF), never no entry and

@@ -1037,6 +1037,12 @@ static GORT_NOINLINE void unpick_locked_g(struct m *mp, struct p *pp,
 static inline __attribute__((always_inline)) struct g *
 pick_handoff(struct m *mp, struct p *pp, bool *inherit, bool *locked)
 {
+    /* m->locks from here until g_handoff has prepared the next G (then
+     * post_fn keeps the signal out): this code holds pp and reads the
+     * clock, a system call where there is no vDSO, and the preemption
+     * signal must never take it for a blocking call of the program's own
+     * and hand pp to another M (preempt.c, "unwrapped blocking calls"). */
+    mp->locks++;
     /* Relaxed: a hint, re-read under the heap's lock.  A wired M (the
      * outgoing G is wired, or the main goroutine wants M0) goes through
      * schedule() too. */
@@ -1044,15 +1050,18 @@ pick_handoff(struct m *mp, struct p *pp, bool *inherit, bool *locked)
     if (GORT_UNLIKELY((tw != 0 && gort_nanotime() >= tw) ||
                       load_relaxed(&mp->lockedg))) {
         *inherit = *locked = false;
+        mp->locks--;
         return NULL;
     }
     struct g *gp = pick_fast(mp, pp, inherit, locked);
     if (GORT_UNLIKELY(gp && gp->lockedm)) {
         unpick_locked_g(mp, pp, gp, *locked);
         *inherit = *locked = false;
-        return NULL;
+        gp = NULL;
     }
-    return gp;
+    if (!gp)
+        mp->locks--;
+    return gp; /* non-NULL: g_handoff drops the count */
 }
 
 /* The part of findrunnable that looks without giving up the P.  Returns a
@@ -1364,6 +1373,7 @@ g_handoff(struct m *mp, struct g *gp, struct g *next, bool inherit,
     mp->post_locked = locked;
     mp->post_fn = post;
     execute_prep(mp, next, inherit, t);
+    mp->locks--; /* pick_handoff's; post_fn guards the rest */
     g_switch(mp, gp, next, dying);
 }
 
