@@ -717,6 +717,20 @@ static int fd_close(int fd, struct polldesc *pd)
     return 0;
 }
 
+/* The value of `call`, an expression of type `type` that uses `pd`, made
+ * with a reference held on fd's pollDesc; -EBADF when fd is not
+ * registered. */
+#define WITH_PD(fd, type, call)                                                \
+    __extension__({                                                            \
+        struct polldesc *pd = gort__fd_ref(fd);                                \
+        type with_pd_r = -EBADF;                                               \
+        if (pd) {                                                              \
+            with_pd_r = (call);                                                \
+            gort__fd_unref(pd);                                                \
+        }                                                                      \
+        with_pd_r;                                                             \
+    })
+
 int gort__fd_close(int fd)
 {
     struct polldesc *pd = gort__fd_ref(fd);
@@ -766,11 +780,7 @@ static int pd_set_deadline(struct polldesc *pd, int mode, int64_t when)
 int gort_fd_set_deadline(int fd, int mode, int64_t when)
 {
     GORT_SAN_SCOPE();
-    struct polldesc *pd = gort__fd_ref(fd);
-    if (!pd)
-        return -EBADF;
-    int err = pd_set_deadline(pd, mode, when);
-    gort__fd_unref(pd);
+    int err = WITH_PD(fd, int, pd_set_deadline(pd, mode, when));
     gort__preempt_check();
     return err;
 }
@@ -973,12 +983,7 @@ static int pd_accept(struct polldesc *pd, struct sockaddr *addr,
 int gort_accept(int fd, struct sockaddr *addr, unsigned *addrlen)
 {
     GORT_SAN_SCOPE();
-    struct polldesc *pd = gort__fd_ref(fd);
-    if (!pd)
-        return -EBADF;
-    int r = pd_accept(pd, addr, addrlen);
-    gort__fd_unref(pd);
-    return r;
+    return WITH_PD(fd, int, pd_accept(pd, addr, addrlen));
 }
 
 static int pd_connect(struct polldesc *pd, const struct sockaddr *addr,
@@ -1020,12 +1025,7 @@ int gort_connect(int fd, const struct sockaddr *addr, unsigned addrlen,
                  int64_t timeout_ns)
 {
     GORT_SAN_SCOPE();
-    struct polldesc *pd = gort__fd_ref(fd);
-    if (!pd)
-        return -EBADF;
-    int r = pd_connect(pd, addr, addrlen, timeout_ns);
-    gort__fd_unref(pd);
-    return r;
+    return WITH_PD(fd, int, pd_connect(pd, addr, addrlen, timeout_ns));
 }
 
 long gort_sendto(int fd, const void *buf, size_t n, int flags,
@@ -1074,12 +1074,7 @@ long gort_recvfrom(int fd, void *buf, size_t n, int flags,
                    struct sockaddr *from, unsigned *fromlen)
 {
     GORT_SAN_SCOPE();
-    struct polldesc *pd = gort__fd_ref(fd);
-    if (!pd)
-        return -EBADF;
-    long r = pd_recvfrom(pd, buf, n, flags, from, fromlen);
-    gort__fd_unref(pd);
-    return r;
+    return WITH_PD(fd, long, pd_recvfrom(pd, buf, n, flags, from, fromlen));
 }
 
 int gort_shutdown(int fd, int how)
