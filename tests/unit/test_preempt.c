@@ -1412,8 +1412,12 @@ static void us_main(void *arg)
         kill(getpid(), SIGURG);
         gort_sleep(2 * 1000 * 1000);
     }
-    CHECK(usr_usr1 >= 10);
-    CHECK(usr_urg >= 10);
+    /* ThreadSanitizer holds asynchronous signals back until the thread
+     * that got one reaches a point of its choosing, and a standard signal
+     * sent again while one is pending is merged with it: there, only
+     * delivery can be asked for, not the count. */
+    CHECK(usr_usr1 >= (TSAN ? 1 : 10));
+    CHECK(usr_urg >= (TSAN ? 1 : 10));
     ATOMIC_STORE(&us_stop, 1);
     CHECK_EQ(pipe(us_pipe), 0);
     gort_go(us_reader, NULL);
