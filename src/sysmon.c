@@ -3,9 +3,9 @@
  * scheduler.  Mirrors sysmon and retake (proc.go).
  *
  * It sleeps 20 us between rounds; after 50 rounds in which it had nothing
- * to do it doubles the sleep, up to 10 ms.  While every P is idle (or the
- * world is stopped) it sleeps until acquirep or startTheWorld wakes it,
- * unless schedtrace output is due.  A syscall entered while work waits on
+ * to do it doubles the sleep, up to 10 ms.  When every P is idle at a
+ * round of 10 ms (or the world is stopped) it sleeps until acquirep or
+ * startTheWorld wakes it, unless schedtrace output is due.  A syscall entered while work waits on
  * its P puts it back on 20 us rounds at once (gort__sysmon_kick).  Its
  * thread has a timer slack of 1 ns: with the default 50 us, a 20 us sleep
  * takes over 100 us here, and every syscall hand-off would wait that long.
@@ -234,10 +234,17 @@ static void *sysmon(void *arg)
         int64_t now = gort_nanotime();
         /* Relaxed: parking Gs read it as an approximate clock. */
         store_relaxed(&gort__sched.coarsenow, now);
+        /* Every P idle: sleep until one is taken, but only once the
+         * quiet has lasted (rounds at their longest).  A server on few Ps
+         * is idle for a moment between every batch of requests; a deep
+         * sleep there would cost a wake-up (acquirep) per batch, and the
+         * woken sysmon preempts the thread that just took the P.  A
+         * stopped world sleeps at once (startTheWorld wakes it). */
         if (gort__debug.schedtrace <= 0 &&
             (load_relaxed(&gort__sched.gcwaiting) ||
-             load_relaxed(&gort__sched.npidle) ==
-                 load_relaxed(&gort__gomaxprocs))) {
+             (delay_us >= GORT_SYSMON_MAX_US &&
+              load_relaxed(&gort__sched.npidle) ==
+                  load_relaxed(&gort__gomaxprocs)))) {
             deep_sleep();
             now = gort_nanotime();
             store_relaxed(&gort__sched.coarsenow, now);
@@ -245,7 +252,11 @@ static void *sysmon(void *arg)
                 lastscavenge = now;
                 gort__stack_scavenge(now);
             }
-            idle = 0;
+            /* The rounds stay as long as they were: a busy P is watched
+             * every 10 ms, which is what preemption needs, and a syscall
+             * with work waiting kicks sysmon back to short rounds
+             * (gort__sysmon_kick).  Restarting at 20 us here would wake
+             * sysmon ~100 times for every deep sleep. */
             if (load_relaxed(&sysmon_stopping))
                 break;
             continue;
