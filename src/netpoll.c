@@ -54,6 +54,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +66,13 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
+
+#ifndef TCP_INQ
+#define TCP_INQ 36
+#endif
+#ifndef TCP_CM_INQ
+#define TCP_CM_INQ TCP_INQ
+#endif
 
 /* The kernel orders epoll_ctl before the events it reports, so the
  * pollDesc an event names is fully set up; ThreadSanitizer cannot see
@@ -94,6 +103,9 @@ struct polldesc {
     uint32_t closing;       /* atomic: gort_close began */
     bool stream;            /* a pipe or stream socket: a short read
                              * leaves it empty; set at registration */
+    bool inq;               /* a TCP socket of gort's own with TCP_INQ on:
+                             * every read says whether it left the socket
+                             * empty (gort__fd_read); set at registration */
     uint32_t rdrained;      /* atomic: the last read was short (see
                              * gort__fd_read) */
     uint32_t rdhup;         /* atomic: an event said hang-up or error:
@@ -522,9 +534,9 @@ static int set_nonblock(int fd)
     return 0;
 }
 
-int gort_fd_register(int fd)
+/* Register fd; inq: it is a TCP socket with TCP_INQ on. */
+static int fd_register(int fd, bool inq)
 {
-    GORT_SAN_SCOPE();
     if (fd < 0)
         return -EBADF;
     if (!load_acq(&gort__main_started))
@@ -592,6 +604,7 @@ int gort_fd_register(int fd)
     store_relaxed(&pd->seq, pd->seq + 1);
     store_relaxed(&pd->closing, 0);
     pd->stream = stream;
+    pd->inq = inq && stream;
     store_relaxed(&pd->rdrained, 0);
     store_relaxed(&pd->rdhup, 0);
     store_relaxed(&pd->rg, PD_NIL);
@@ -615,6 +628,49 @@ int gort_fd_register(int fd)
 out:
     gort__spinunlock(&pollcache.lock);
     return err;
+}
+
+int gort_fd_register(int fd)
+{
+    GORT_SAN_SCOPE();
+    return fd_register(fd, false);
+}
+
+/* Ask the kernel to say, with every read of TCP socket fd, how many bytes
+ * it left behind (TCP_INQ, Linux 4.18+).  Only on sockets gort made
+ * itself (gort_socket, gort_accept): it adds a control message to the
+ * program's own recvmsg calls on the socket.  False where refused. */
+static bool enable_inq(int fd)
+{
+    int one = 1;
+    return setsockopt(fd, IPPROTO_TCP, TCP_INQ, &one, sizeof one) == 0;
+}
+
+/* read(2) on a socket with TCP_INQ on; *left is what stays queued after
+ * it (-1: not reported).  The kernel reports 1 at end of stream, so 0
+ * means empty and open: new data will be a new edge. */
+static ssize_t read_inq(int fd, void *buf, size_t n, int *left)
+{
+    struct iovec iov = {buf, n};
+    union {
+        char b[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } cb;
+    struct msghdr msg;
+    memset(&msg, 0, sizeof msg);
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = cb.b;
+    msg.msg_controllen = sizeof cb.b;
+    ssize_t r = recvmsg(fd, &msg, 0);
+    *left = -1;
+    if (r > 0) {
+        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+        if (c && c->cmsg_level == IPPROTO_TCP && c->cmsg_type == TCP_CM_INQ &&
+            c->cmsg_len >= CMSG_LEN(sizeof(int)))
+            memcpy(left, CMSG_DATA(c), sizeof(int));
+    }
+    return r;
 }
 
 /* Give pd back once it is closed and no call holds it: close(2) and the
@@ -840,11 +896,17 @@ long gort__fd_read(struct polldesc *pd, void *buf, size_t n)
             return err;
     }
     for (;;) {
-        ssize_t r = read(pd->fd, buf, n);
+        /* With TCP_INQ a full read tells too whether it emptied the
+         * socket: a client that writes a request and then reads exactly
+         * the reply's size saves the read(2) that would fail before the
+         * next reply. */
+        int left = -1;
+        ssize_t r = pd->inq ? read_inq(pd->fd, buf, n, &left)
+                            : read(pd->fd, buf, n);
         if (r >= 0) {
             /* Relaxed: a hint for this descriptor's reader; any value is
              * safe (it only decides whether to try read(2) first). */
-            if (pd->stream && r > 0 && (size_t)r < n)
+            if (pd->stream && r > 0 && ((size_t)r < n || left == 0))
                 store_relaxed(&pd->rdrained, 1);
             return r;
         }
@@ -922,7 +984,10 @@ int gort_socket(int domain, int type, int protocol)
     int fd = socket(domain, type | SOCK_NONBLOCK | SOCK_CLOEXEC, protocol);
     if (fd < 0)
         return -errno;
-    int err = gort_fd_register(fd);
+    bool tcp = (domain == AF_INET || domain == AF_INET6) &&
+               (type & 0xf) == SOCK_STREAM &&
+               (protocol == 0 || protocol == IPPROTO_TCP);
+    int err = fd_register(fd, tcp && enable_inq(fd));
     if (err) {
         close(fd);
         return err;
@@ -962,7 +1027,9 @@ static int pd_accept(struct polldesc *pd, struct sockaddr *addr,
         if (nfd >= 0) {
             if (addrlen)
                 *addrlen = (unsigned)len;
-            int err = gort_fd_register(nfd);
+            /* A connection of a TCP listener gort made is a TCP socket
+             * gort made. */
+            int err = fd_register(nfd, pd->inq && enable_inq(nfd));
             if (err) {
                 close(nfd);
                 return err;

@@ -32,6 +32,13 @@
  *                          exit 0 on SIGTERM
  *   io_wait_dump           a parked reader shows "[IO wait" in the dump
  *   bad_input              errors for unregistered and bad descriptors
+ *   tcp_inq                on TCP sockets gort made, a read that takes
+ *                          exactly what it asked for and empties the
+ *                          socket makes the next read wait first: 2,000
+ *                          exact round trips, at most 200 reads that find
+ *                          nothing; a message already queued behind an
+ *                          exact read is read at once; EOF after an exact
+ *                          read of the last bytes
  *   short_reads            after a short read of a stream the next read
  *                          waits for readiness first: data sent in two
  *                          pieces (the second after the reader's short
@@ -882,4 +889,157 @@ TEST(echo_server)
     close(out[0]);
     CHECK(WIFEXITED(status));
     CHECK_EQ(WEXITSTATUS(status), 0);
+}
+
+/* ---------------------------------------------------------------------------
+ * tcp_inq: TCP sockets gort makes (gort_socket, gort_accept) read with
+ * TCP_INQ, so a read that takes exactly what it asked for still learns
+ * whether it emptied the socket, and the next read waits for readiness
+ * first instead of failing.  This binary is linked with
+ * -Wl,--wrap=recvmsg: every recvmsg of gort's goes through the counter
+ * below.
+ * ------------------------------------------------------------------------- */
+
+ssize_t __real_recvmsg(int fd, struct msghdr *msg, int flags);
+static int64_t ti_calls, ti_eagain;
+
+ssize_t __wrap_recvmsg(int fd, struct msghdr *msg, int flags)
+{
+    ssize_t r = __real_recvmsg(fd, msg, flags);
+    int e = errno;
+    __atomic_add_fetch(&ti_calls, 1, __ATOMIC_RELAXED);
+    if (r < 0 && (e == EAGAIN || e == EWOULDBLOCK))
+        __atomic_add_fetch(&ti_eagain, 1, __ATOMIC_RELAXED);
+    errno = e;
+    return r;
+}
+
+#define TI_MSG 64
+#define TI_ROUNDS 2000
+static int ti_lfd;
+static struct sockaddr_in ti_addr;
+static gort_waitgroup ti_wg;
+
+/* Connection 0: echo until EOF.  1: two messages in one write, then the
+ * echo of one message, then EOF.  2: one message and EOF. */
+static void ti_server(void *arg)
+{
+    (void)arg;
+    for (int k = 0; k < 3; k++) {
+        int fd = gort_accept(ti_lfd, NULL, NULL);
+        CHECK(fd >= 0);
+        char buf[4096];
+        memset(buf, 'a' + k, sizeof buf);
+        if (k == 0) {
+            long n;
+            while ((n = gort_read(fd, buf, sizeof buf)) > 0)
+                CHECK_EQ(gort_write(fd, buf, (size_t)n), n);
+        } else if (k == 1) {
+            CHECK_EQ(gort_write(fd, buf, 2 * TI_MSG), 2 * TI_MSG);
+            long n = gort_read(fd, buf, TI_MSG);
+            CHECK_EQ(n, TI_MSG);
+            CHECK_EQ(gort_write(fd, buf, TI_MSG), TI_MSG);
+        } else {
+            CHECK_EQ(gort_write(fd, buf, TI_MSG), TI_MSG);
+        }
+        CHECK_EQ(gort_close(fd), 0);
+    }
+    gort_waitgroup_done(&ti_wg);
+}
+
+static int ti_dial(void)
+{
+    int fd = gort_socket(AF_INET, SOCK_STREAM, 0);
+    CHECK(fd >= 0);
+    CHECK_EQ(gort_connect(fd, (struct sockaddr *)&ti_addr, sizeof ti_addr,
+                          5LL * 1000 * 1000 * 1000),
+             0);
+    /* A bound, so that a read that waits wrongly fails instead of
+     * hanging the test. */
+    CHECK_EQ(gort_fd_set_deadline(fd, 'r',
+                                  gort_nanotime() + 20LL * 1000 * 1000 * 1000),
+             0);
+    return fd;
+}
+
+/* Read exactly n bytes (one read each time here). */
+static void ti_read(int fd, char *buf, long n, char want)
+{
+    long r = gort_read(fd, buf, (size_t)n);
+    CHECK_EQ(r, n);
+    for (long i = 0; i < n; i++)
+        if (buf[i] != want) {
+            CHECK_EQ(buf[i], want);
+            break;
+        }
+}
+
+static void ti_main(void *arg)
+{
+    (void)arg;
+    ti_lfd = gort_socket(AF_INET, SOCK_STREAM, 0);
+    CHECK(ti_lfd >= 0);
+    ti_addr.sin_family = AF_INET;
+    ti_addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CHECK_EQ(bind(ti_lfd, (struct sockaddr *)&ti_addr, sizeof ti_addr), 0);
+    socklen_t len = sizeof ti_addr;
+    CHECK_EQ(getsockname(ti_lfd, (struct sockaddr *)&ti_addr, &len), 0);
+    CHECK_EQ(listen(ti_lfd, 16), 0);
+    gort_waitgroup_add(&ti_wg, 1);
+    CHECK(gort_go(ti_server, NULL) > 0);
+    char buf[2 * TI_MSG];
+
+    /* Round trips of exactly one message each way. */
+    int fd = ti_dial();
+    int64_t calls0 = __atomic_load_n(&ti_calls, __ATOMIC_RELAXED);
+    int64_t eagain0 = __atomic_load_n(&ti_eagain, __ATOMIC_RELAXED);
+    for (int i = 0; i < TI_ROUNDS; i++) {
+        memset(buf, 'a', TI_MSG);
+        CHECK_EQ(gort_write(fd, buf, TI_MSG), TI_MSG);
+        ti_read(fd, buf, TI_MSG, 'a');
+    }
+    int64_t calls = __atomic_load_n(&ti_calls, __ATOMIC_RELAXED) - calls0;
+    int64_t eagain = __atomic_load_n(&ti_eagain, __ATOMIC_RELAXED) - eagain0;
+    say("%d round trips: %lld recvmsg calls (both ends), %lld found nothing\n",
+        TI_ROUNDS, (long long)calls, (long long)eagain);
+    if (calls == 0) {
+        /* A kernel before 4.18 refuses TCP_INQ: plain reads. */
+        fprintf(stderr, "tcp_inq: TCP_INQ not available; counts skipped\n");
+    } else if (getenv("GORT_TEST_EMULATOR")) {
+        fprintf(stderr, "tcp_inq: under an emulator; counts skipped\n");
+    } else {
+        /* Each end reads once a round trip; without TCP_INQ the client's
+         * exact reads would each be preceded by one that fails. */
+        CHECK(calls >= 2 * TI_ROUNDS);
+        CHECK(eagain <= TI_ROUNDS / 10);
+    }
+    CHECK_EQ(gort_close(fd), 0);
+
+    /* Data left behind by an exact read is read at once, not waited for:
+     * the second message is already queued when the first is read. */
+    fd = ti_dial();
+    ti_read(fd, buf, TI_MSG, 'b');
+    memset(buf, 'x', TI_MSG);
+    CHECK_EQ(gort_write(fd, buf, TI_MSG), TI_MSG);
+    int64_t t0 = gort_nanotime();
+    ti_read(fd, buf, TI_MSG, 'b');
+    ti_read(fd, buf, TI_MSG, 'x');
+    CHECK_EQ(gort_read(fd, buf, 1), 0);
+    say("queued message read after %.2f ms\n", (gort_nanotime() - t0) / 1e6);
+    CHECK_EQ(gort_close(fd), 0);
+
+    /* An exact read of the last bytes before end of stream, then EOF. */
+    fd = ti_dial();
+    gort_sleep(20 * 1000 * 1000); /* the data and the FIN have arrived */
+    ti_read(fd, buf, TI_MSG, 'c');
+    CHECK_EQ(gort_read(fd, buf, 1), 0);
+    CHECK_EQ(gort_close(fd), 0);
+
+    gort_waitgroup_wait(&ti_wg);
+    CHECK_EQ(gort_close(ti_lfd), 0);
+}
+
+TEST(tcp_inq)
+{
+    run_main(ti_main, NULL);
 }
