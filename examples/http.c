@@ -37,8 +37,10 @@ static bool respond_typed(int fd, int status, const char *reason,
                           const char *type, const char *body, size_t blen,
                           bool head, bool keep)
 {
-    char hdr[512];
-    int n = snprintf(hdr, sizeof hdr,
+    /* Header and a small body go out in one write (one TCP segment, as
+     * Go's buffered response writer sends them). */
+    char hdr[4096];
+    int n = snprintf(hdr, 512,
                      "HTTP/1.1 %d %s\r\n"
                      "Content-Type: %s\r\n"
                      "Content-Length: %zu\r\n"
@@ -46,11 +48,17 @@ static bool respond_typed(int fd, int status, const char *reason,
                      "\r\n",
                      status, reason, type, blen,
                      keep ? "" : "Connection: close\r\n");
-    if (gort_write(fd, hdr, (size_t)n) != n)
-        return false;
-    if (!head && blen && gort_write(fd, body, blen) != (long)blen)
-        return false;
-    return true;
+    if (n < 0 || n >= 512)
+        return false; /* cannot happen: fixed strings */
+    if (head)
+        blen = 0;
+    if (blen <= sizeof hdr - (size_t)n) {
+        if (blen)
+            memcpy(hdr + n, body, blen);
+        return gort_write(fd, hdr, (size_t)n + blen) == (long)((size_t)n + blen);
+    }
+    return gort_write(fd, hdr, (size_t)n) == n &&
+           gort_write(fd, body, blen) == (long)blen;
 }
 
 static bool respond(int fd, int status, const char *reason, const char *body,
