@@ -37,6 +37,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 
@@ -55,6 +56,13 @@ uint32_t gort__main_started;
 struct gort_debugvars gort__debug;
 
 static uint32_t allgcap;
+/* allgs' first array: address space for ALLGS_RESERVE entries, reserved
+ * once (MAP_NORESERVE: only the pages written count), so that it grows
+ * without copies; a copied array would have to be kept until shutdown
+ * for the dumps that read it without the lock, 16 bytes a G at a
+ * million.  NULL if the reservation failed (then malloc'd arrays). */
+#define ALLGS_RESERVE (1u << 24)
+static struct g **allgs_map;
 int32_t gort__allp_len;       /* entries of gort__allp allocated (>= procs) */
 static uint32_t gort_running;  /* atomic: a gort_main is in progress */
 static struct m *m0;           /* the thread that called gort_main */
@@ -1257,7 +1265,7 @@ execute_prep(struct m *mp, struct g *gp, bool inherit, enum gtrace t)
             gort__stackcache_refill_reserved(&pp->stackcache, &gp->stack);
         }
         gp->sched_sp = gort__ctx_make((void *)gp->stack.hi, gostart,
-                                      gp->fpctl);
+                                      &gp->fpctl);
     }
     mp->nexecute++; /* a new stretch of execution (preempt.c's rawsys) */
     /* Release: sysmon load-acquires curg and then touches the G, whose
@@ -1393,23 +1401,35 @@ static void allgadd(struct g *gp)
 {
     gort__lock(&gort__allglock);
     if (gort__allglen == allgcap) {
-        /* A copy, not realloc: a dump may be reading the old array
-         * without the lock, so it is retired (freed at shutdown). */
+        /* The first array is the reservation (allgs_map), which never
+         * fills in practice.  Past it, or without it, a copy, not
+         * realloc: a dump may be reading the old array without the lock,
+         * so it is retired (freed at shutdown). */
         uint32_t cap = allgcap ? allgcap * 2 : 1024;
-        struct g **na = malloc(cap * sizeof *na);
-        if (!na)
+        struct g **na = NULL;
+        if (!allgcap) {
+            void *m = mmap(NULL, (size_t)ALLGS_RESERVE * sizeof *na,
+                           PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
+                           0);
+            if (m != MAP_FAILED) {
+                allgs_map = na = m;
+                cap = ALLGS_RESERVE;
+            }
+        }
+        if (!na && !(na = malloc(cap * sizeof *na)))
             gort__fatal("out of memory growing allgs to %u", cap);
         struct g **old = gort__allgs;
         if (old) {
             memcpy(na, old, gort__allglen * sizeof *na);
-            gort__retire(old);
+            if (old != allgs_map)
+                gort__retire(old); /* the reservation goes at shutdown */
         }
         /* Release: a dump that load-acquires the array sees the copied
          * entries. */
         store_rel(&gort__allgs, na);
         allgcap = cap;
     }
-    gp->allgs_index = gort__allglen;
     gort__allgs[gort__allglen] = gp;
     /* Release: the dump reads allglen then the entries without the lock. */
     store_rel(&gort__allglen, gort__allglen + 1);
@@ -1541,7 +1561,7 @@ static inline void gsetup(struct g *gp, void (*fn)(void *), void *arg,
                           uintptr_t pc, int64_t goid, int64_t parent)
 {
     gp->sched_sp = NULL; /* made when it first runs (execute_prep) */
-    gort__fpctl_save(gp->fpctl); /* it starts with its creator's FP modes */
+    gort__fpctl_save(&gp->fpctl); /* it starts with its creator's FP modes */
     gp->fn = fn;
     gp->arg = arg;
     gp->gopc = pc;
@@ -2409,7 +2429,11 @@ static void teardown(void)
         free(gchunks);
         gchunks = next;
     }
-    free(gort__allgs);
+    if (gort__allgs != allgs_map)
+        free(gort__allgs);
+    if (allgs_map)
+        munmap(allgs_map, (size_t)ALLGS_RESERVE * sizeof *allgs_map);
+    allgs_map = NULL;
     for (int32_t i = 0; i < gort__allp_len; i++)
         free(gort__allp[i]);
     free(gort__allp);

@@ -187,7 +187,7 @@ GORT_HIDDEN void *gort__ctx_make(void *stack_top, void (*entry)(void *),
                                  const uint64_t *fpctl);
 /* Save the FP control modes (rounding, flush-to-zero, exception masks) in
  * the form gort__ctx_make takes. */
-GORT_HIDDEN void gort__fpctl_save(uint64_t fpctl[2]);
+GORT_HIDDEN void gort__fpctl_save(uint64_t *fpctl);
 
 /* ---------------------------------------------------------------------------
  * G: goroutine.  Mirrors type g (runtime2.go).
@@ -250,8 +250,8 @@ struct gort_defer_rec {
  * there is one, is the page just below lo. */
 struct gstack {
     uintptr_t lo, hi;  /* usable bounds */
-    uintptr_t base;    /* start of the slot including the guard page */
-    size_t size;       /* slot size including the guard page */
+    uintptr_t base;    /* start of the slot including the guard page (the
+                          slot's size is the pool's, stack.c) */
     uint8_t guard;     /* STACK_GUARD_* how overflow is caught */
     unsigned valgrind_id; /* Valgrind stack registration id, 0 if none */
 };
@@ -264,10 +264,6 @@ struct g {
     struct gstack stack;
     uint32_t atomicstatus;  /* enum gstatus; changed only by casgstatus */
     uint32_t waitreason;    /* enum waitreason while WAITING; owner writes */
-    /* /sched/latencies sampling (Go's trackingSeq): written by whoever
-     * makes a status change, under the same hand-over as the status. */
-    uint8_t trackingseq;    /* transitions out of RUNNING, mod 256 */
-    bool tracking;          /* this scheduling round is being timed */
     int64_t goid;           /* 0 while dead */
     struct m *m;            /* M running it, or NULL; owner M writes */
     struct g *schedlink;    /* next in whatever list holds this G */
@@ -279,46 +275,66 @@ struct g {
                                address), for dumps; owner writes */
     struct sudog *waiting;  /* sudogs of the select/chan op it is parked
                                in, linked by waitlink; owner only */
-    uint32_t selectdone;    /* atomic: a select case already won */
     struct gort_defer_rec *defers; /* LIFO cleanup handlers; owner only */
+    struct m *lockedm;      /* M it is wired to (LockOSThread), or NULL;
+                               owner writes, schedulers read */
+    uint32_t selectdone;    /* atomic: a select case already won */
     uint32_t preempt;       /* preemption requested: sysmon writes, the G
                                reads at runtime entries (relaxed: a late
                                read only delays preemption) */
-    uint64_t fpctl[2];      /* creator's FP modes, for the first context */
-    bool is_main;           /* the main goroutine (goid 1) */
-    int64_t waitsince;      /* about when it parked (sched.coarsenow),
-                               for dumps */
-    uintptr_t gopc;         /* return address of the gort_go call */
-    struct m *lockedm;      /* M it is wired to (LockOSThread), or NULL;
-                               owner writes, schedulers read */
     uint32_t preemptoff;    /* gort_preempt_disable depth: no async
                                preemption while > 0; owner only (the
                                signal handler reads it on the same thread) */
-    bool foreign;           /* stands for a thread gort did not create
-                               (extra M): parks on the M's note */
     uint32_t traceseq;      /* trace.c: times it was made runnable by
                                another G (<< 1), low bit set until it
                                starts: links the two in the trace */
-    void *asan_fake_stack;  /* AddressSanitizer fake-stack save slot */
-    void *tsan_fiber;       /* ThreadSanitizer fiber, or NULL (san.c) */
+    /* /sched/latencies sampling (Go's trackingSeq): written by whoever
+     * makes a status change, under the same hand-over as the status
+     * (trackingstamp below). */
+    uint8_t trackingseq;    /* transitions out of RUNNING, mod 256 */
+    bool tracking;          /* this scheduling round is being timed */
+    bool is_main;           /* the main goroutine (goid 1) */
+    bool foreign;           /* stands for a thread gort did not create
+                               (extra M): parks on the M's note */
     bool tsan_stale;        /* its last goroutine ended in gort_goexit:
                                the fiber holds frames that never
                                returned (san.c) */
-    uint32_t allgs_index;   /* position in gort__allgs */
+    bool syscalltrap;       /* see syscallpc */
+    uint64_t fpctl;         /* creator's FP modes, for the first context
+                               (gort__fpctl_save) */
+    union {
+        int64_t waitsince;  /* while waiting or in a syscall: about when
+                               it began (sched.coarsenow), for dumps */
+        int64_t trackingstamp; /* while runnable and tracked: when it
+                               became runnable (metrics.c) */
+    };
+    uintptr_t gopc;         /* return address of the gort_go call */
+    union {                 /* one sanitizer at a time (san.c) */
+        void *asan_fake_stack; /* AddressSanitizer fake-stack save slot */
+        void *tsan_fiber;      /* ThreadSanitizer fiber, or NULL */
+    };
     /* For dumps (traceback.c); owner writes, dumps read racily. */
     int64_t parentgoid;     /* goid of the goroutine that created it, or 0 */
-    uintptr_t syscallfp;    /* in a syscall: the frame record of the
-                               function that called entersyscall, */
-    uintptr_t syscallpc;    /* and the return address into it; or, for a
-                               call found by the preemption signal
-                               (syscalltrap), the interrupted fp and pc */
-    uintptr_t syscallret;   /* with syscalltrap: where the interrupted
-                               function returns if it has no frame record
-                               (tbstart.leafret), or 0 */
-    bool syscalltrap;
-    uintptr_t preemptctx;   /* its signal context copied at an asynchronous
-                               preemption (a ucontext_t), while preempted */
-    int64_t trackingstamp;  /* while tracking: when it became runnable */
+    /* A G is in a syscall or asynchronously preempted, never both: the
+     * dumps read the first three only in G_SYSCALL, preemptctx in any
+     * other status (traceback.c). */
+    union {
+        struct {
+            uintptr_t syscallfp; /* in a syscall: the frame record of the
+                                    function that called entersyscall, */
+            uintptr_t syscallpc; /* and the return address into it; or,
+                                    for a call found by the preemption
+                                    signal (syscalltrap), the interrupted
+                                    fp and pc */
+            uintptr_t syscallret; /* with syscalltrap: where the
+                                    interrupted function returns if it has
+                                    no frame record (tbstart.leafret), or
+                                    0 */
+        };
+        uintptr_t preemptctx;   /* its signal context copied at an
+                                   asynchronous preemption (a ucontext_t),
+                                   while preempted, or 0 */
+    };
 };
 
 GORT_HIDDEN extern const uint16_t gort__legal[16];

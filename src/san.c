@@ -228,7 +228,8 @@ void gort__san_g_dead(struct g *gp)
 
 void gort__san_g_teardown(struct g *gp)
 {
-    if (!gp->tsan_fiber)
+    /* The fiber shares its word with ASan's fake-stack slot. */
+    if (!(gort__san & GORT_SAN_TSAN) || !gp->tsan_fiber)
         return;
     /* A G that never ran, or that ended (the main goroutine), has no
      * ignores on; one discarded while parked inside gort has (see the

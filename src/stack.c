@@ -301,7 +301,6 @@ static void fill(struct gstack *st, uintptr_t base, uint8_t guard)
 {
     uintptr_t offs = ((base / pool.slot) % 8) * 64;
     st->base = base;
-    st->size = pool.slot;
     st->lo = base + GUARD_SIZE;
     st->hi = base + pool.slot - offs;
     st->guard = guard;
@@ -405,7 +404,7 @@ void gort__stack_renew(struct gstack *st)
      * the page tables, or an mprotect mapping) is not touched.  The new
      * mapping has the arena's flags, so the kernel merges it back into
      * the arena's: no mapping is added. */
-    uintptr_t end = st->base + st->size;
+    uintptr_t end = st->base + pool.slot;
     void *p = mmap((void *)st->lo, end - st->lo, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED,
                    -1, 0);

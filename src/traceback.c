@@ -284,7 +284,8 @@ GORT_NO_TSAN static enum view locate(struct g *gp, uint32_t st, struct m *me,
     memset(s, 0, sizeof *s);
     s->lo = gp->stack.lo;
     s->hi = gp->stack.hi;
-    s->preemptctx = gp->preemptctx;
+    /* Shares its word with the syscall record (struct g). */
+    s->preemptctx = st == G_SYSCALL ? 0 : gp->preemptctx;
     bool mine = me && gp == me->curg;
     if (gp->foreign)
         return st == G_RUNNING && !mine ? VIEW_ELSEWHERE : VIEW_NONE;

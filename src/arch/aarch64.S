@@ -209,8 +209,8 @@ gort__ctx_make:
         .cfi_endproc
         .size   gort__ctx_make, .-gort__ctx_make
 
-/* void gort__fpctl_save(uint64_t fpctl[2]): the FP control modes in the
- * layout gort__ctx_make takes (FPCR, then an unused word). */
+/* void gort__fpctl_save(uint64_t *fpctl): the FP control modes in the
+ * form gort__ctx_make takes (FPCR). */
         .globl  gort__fpctl_save
         .hidden gort__fpctl_save
         .type   gort__fpctl_save, %function
@@ -219,7 +219,7 @@ gort__fpctl_save:
         .cfi_startproc
         GORT_BTI_C
         mrs     x1, fpcr
-        stp     x1, xzr, [x0]
+        str     x1, [x0]
         ret
         .cfi_endproc
         .size   gort__fpctl_save, .-gort__fpctl_save

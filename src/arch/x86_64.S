@@ -137,9 +137,9 @@ gort__ctx_make:
         movq    $0, 16(%rax)
         testq   %rdx, %rdx
         jz      1f
-        movq    (%rdx), %rcx            /* FP modes saved by fpctl_save */
+        movzwl  (%rdx), %ecx            /* FP modes saved by fpctl_save */
         movq    %rcx, (%rax)
-        movq    8(%rdx), %rcx
+        movl    4(%rdx), %ecx
         movq    %rcx, 8(%rax)
         ret
 1:      stmxcsr 8(%rax)                 /* no fpctl: the current FP modes */
@@ -148,8 +148,9 @@ gort__ctx_make:
         .cfi_endproc
         .size   gort__ctx_make, .-gort__ctx_make
 
-/* void gort__fpctl_save(uint64_t fpctl[2]): the FP control modes, in the
- * layout gort__ctx_make takes (x87 control word, then MXCSR). */
+/* void gort__fpctl_save(uint64_t *fpctl): the FP control modes in the
+ * form gort__ctx_make takes: the x87 control word in bytes 0-1, MXCSR in
+ * bytes 4-7. */
         .globl  gort__fpctl_save
         .hidden gort__fpctl_save
         .type   gort__fpctl_save, @function
@@ -157,9 +158,8 @@ gort__ctx_make:
 gort__fpctl_save:
         .cfi_startproc
         movq    $0, (%rdi)
-        movq    $0, 8(%rdi)
         fnstcw  (%rdi)
-        stmxcsr 8(%rdi)
+        stmxcsr 4(%rdi)
         ret
         .cfi_endproc
         .size   gort__fpctl_save, .-gort__fpctl_save

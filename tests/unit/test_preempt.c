@@ -1361,19 +1361,20 @@ TEST(preempt_disable)
 #include <signal.h>
 #include <unistd.h>
 
-static volatile sig_atomic_t usr_urg, usr_usr1;
+static int usr_urg, usr_usr1; /* atomic */
 static volatile int us_stop;
 
+/* Atomic: a sanitizer may run the handlers on two threads at once. */
 static void on_urg(int sig)
 {
     (void)sig;
-    usr_urg++;
+    __atomic_add_fetch(&usr_urg, 1, __ATOMIC_RELAXED);
 }
 
 static void on_usr1(int sig)
 {
     (void)sig;
-    usr_usr1++;
+    __atomic_add_fetch(&usr_usr1, 1, __ATOMIC_RELAXED);
 }
 
 static void us_spinner(void *arg)
@@ -1416,15 +1417,17 @@ static void us_main(void *arg)
      * that got one reaches a point of its choosing, and a standard signal
      * sent again while one is pending is merged with it: there, only
      * delivery can be asked for, not the count. */
-    CHECK(usr_usr1 >= (TSAN ? 1 : 10));
-    CHECK(usr_urg >= (TSAN ? 1 : 10));
+    int usr1 = __atomic_load_n(&usr_usr1, __ATOMIC_RELAXED);
+    int urg = __atomic_load_n(&usr_urg, __ATOMIC_RELAXED);
+    CHECK(usr1 >= (TSAN ? 1 : 10));
+    CHECK(urg >= (TSAN ? 1 : 10));
     ATOMIC_STORE(&us_stop, 1);
     CHECK_EQ(pipe(us_pipe), 0);
     gort_go(us_reader, NULL);
     gort_sleep(50 * 1000 * 1000); /* well past one preemption period */
     CHECK_EQ(write(us_pipe[1], "x", 1), 1);
     gort_sleep(10 * 1000 * 1000);
-    say("usr1 %d urg %d\n", (int)usr_usr1, (int)usr_urg);
+    say("usr1 %d urg %d\n", usr1, urg);
 }
 
 TEST(user_signals)

@@ -27,6 +27,10 @@
  *                            "no goroutines (main called runtime.Goexit)"
  *   twice                    gort_main twice in a process; nested -EBUSY
  *   gomaxprocs_query_outside queries outside gort_main do not crash
+ *   fp_modes                 a goroutine starts with its creator's rounding
+ *                            mode (x87 and SSE on x86-64, FPCR on aarch64),
+ *                            keeps it across a yield, and does not pass it
+ *                            on to goroutines it switches to
  *
  * Sizes shrink under AddressSanitizer and ThreadSanitizer, which make
  * every goroutine and switch many times more expensive: million runs
@@ -39,6 +43,7 @@
 #include "test_util.h"
 
 #include <errno.h>
+#include <fenv.h>
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
@@ -1089,4 +1094,64 @@ TEST(stack_scavenge)
     CHECK_EQ(r.exit_code, 0);
     CHECK_STR_CONTAINS(r.out, "ok\n");
     test_child_free(&r);
+}
+
+/* ---------------------------------------------------------------------------
+ * fp_modes
+ * ------------------------------------------------------------------------- */
+
+static gort_waitgroup fm_wg = GORT_WAITGROUP_INIT;
+static int fm_bad;
+
+/* The rounding mode as the arithmetic sees it: SSE on x86-64 (fegetround
+ * reads the x87 control word there), the FPU on aarch64. */
+static int fm_arith(void)
+{
+    volatile double one = 1.0, three = 3.0;
+    double q = one / three;
+    return q > 0x1.5555555555555p-2 ? FE_UPWARD : FE_TONEAREST;
+}
+
+static void fm_check(int want)
+{
+    if (fegetround() != want || fm_arith() != want)
+        __atomic_add_fetch(&fm_bad, 1, __ATOMIC_RELAXED);
+}
+
+static void fm_upward(void *arg)
+{
+    (void)arg;
+    fm_check(FE_UPWARD);
+    gort_gosched();
+    fm_check(FE_UPWARD);
+    gort_waitgroup_done(&fm_wg);
+}
+
+static void fm_nearest(void *arg)
+{
+    (void)arg;
+    fm_check(FE_TONEAREST);
+    gort_gosched();
+    fm_check(FE_TONEAREST);
+    gort_waitgroup_done(&fm_wg);
+}
+
+static void fm_main(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 50; i++) {
+        gort_waitgroup_add(&fm_wg, 2);
+        CHECK_EQ(fesetround(FE_UPWARD), 0);
+        CHECK(gort_go(fm_upward, NULL) > 0);
+        CHECK_EQ(fesetround(FE_TONEAREST), 0);
+        CHECK(gort_go(fm_nearest, NULL) > 0);
+        gort_waitgroup_wait(&fm_wg);
+        fm_check(FE_TONEAREST);
+    }
+    CHECK_EQ(fm_bad, 0);
+}
+
+TEST(fp_modes)
+{
+    run_main(fm_main, NULL);
 }
