@@ -214,6 +214,7 @@ static void *sysmon(void *arg)
     prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
     int64_t delay_us = GORT_SYSMON_MIN_US, lasttrace = 0, lastscavenge = 0;
     uint32_t idle = 0;
+    bool quick = false; /* one short round, then the rounds as they were */
     for (;;) {
         if (idle == 0)
             delay_us = GORT_SYSMON_MIN_US;
@@ -221,12 +222,14 @@ static void *sysmon(void *arg)
             delay_us *= 2;
         if (delay_us > GORT_SYSMON_MAX_US)
             delay_us = GORT_SYSMON_MAX_US;
+        int64_t sleep_us = quick ? GORT_SYSMON_MIN_US : delay_us;
+        quick = false;
         uint32_t gen = load_acq(&sysmon_gen);
-        bool longsleep = delay_us > GORT_SYSMON_MIN_US;
+        bool longsleep = sleep_us > GORT_SYSMON_MIN_US;
         if (longsleep)
             store_seqcst(&sysmon_long, 1);
         if (!load_seqcst(&sysmon_stopping))
-            gort__futexsleep(&sysmon_gen, gen, delay_us * 1000);
+            gort__futexsleep(&sysmon_gen, gen, sleep_us * 1000);
         if (longsleep && !xchg_acqrel(&sysmon_long, 0))
             idle = 0; /* kicked: short rounds again */
         if (load_acq(&sysmon_stopping))
@@ -256,7 +259,11 @@ static void *sysmon(void *arg)
              * every 10 ms, which is what preemption needs, and a syscall
              * with work waiting kicks sysmon back to short rounds
              * (gort__sysmon_kick).  Restarting at 20 us here would wake
-             * sysmon ~100 times for every deep sleep. */
+             * sysmon ~100 times for every deep sleep.  But the first
+             * round comes at once, so that the P taken now is first seen
+             * now: a G that keeps it is then asked to yield after 10 ms,
+             * not after up to 20. */
+            quick = true;
             if (load_relaxed(&sysmon_stopping))
                 break;
             continue;
