@@ -920,35 +920,37 @@ static int ti_lfd;
 static struct sockaddr_in ti_addr;
 static gort_waitgroup ti_wg;
 
-/* Connection 0: echo until EOF.  1: two messages in one write, then the
- * echo of one message, then EOF.  2: one message and EOF. */
+/* Serve one connection.  Kind 0: echo until EOF.  1: two messages in one
+ * write, then the echo of one message, then EOF.  2: one message and
+ * EOF. */
 static void ti_server(void *arg)
 {
-    (void)arg;
-    for (int k = 0; k < 3; k++) {
-        int fd = gort_accept(ti_lfd, NULL, NULL);
-        CHECK(fd >= 0);
-        char buf[4096];
-        memset(buf, 'a' + k, sizeof buf);
-        if (k == 0) {
-            long n;
-            while ((n = gort_read(fd, buf, sizeof buf)) > 0)
-                CHECK_EQ(gort_write(fd, buf, (size_t)n), n);
-        } else if (k == 1) {
-            CHECK_EQ(gort_write(fd, buf, 2 * TI_MSG), 2 * TI_MSG);
-            long n = gort_read(fd, buf, TI_MSG);
-            CHECK_EQ(n, TI_MSG);
-            CHECK_EQ(gort_write(fd, buf, TI_MSG), TI_MSG);
-        } else {
-            CHECK_EQ(gort_write(fd, buf, TI_MSG), TI_MSG);
-        }
-        CHECK_EQ(gort_close(fd), 0);
+    int k = (int)(intptr_t)arg;
+    int fd = gort_accept(ti_lfd, NULL, NULL);
+    CHECK(fd >= 0);
+    char buf[4096];
+    memset(buf, 'a' + k, sizeof buf);
+    if (k == 0) {
+        long n;
+        while ((n = gort_read(fd, buf, sizeof buf)) > 0)
+            CHECK_EQ(gort_write(fd, buf, (size_t)n), n);
+    } else if (k == 1) {
+        CHECK_EQ(gort_write(fd, buf, 2 * TI_MSG), 2 * TI_MSG);
+        long n = gort_read(fd, buf, TI_MSG);
+        CHECK_EQ(n, TI_MSG);
+        CHECK_EQ(gort_write(fd, buf, TI_MSG), TI_MSG);
+    } else {
+        CHECK_EQ(gort_write(fd, buf, TI_MSG), TI_MSG);
     }
+    CHECK_EQ(gort_close(fd), 0);
     gort_waitgroup_done(&ti_wg);
 }
 
-static int ti_dial(void)
+/* A connection to a server goroutine of the given kind. */
+static int ti_dial(int kind)
 {
+    gort_waitgroup_add(&ti_wg, 1);
+    CHECK(gort_go(ti_server, (void *)(intptr_t)kind) > 0);
     int fd = gort_socket(AF_INET, SOCK_STREAM, 0);
     CHECK(fd >= 0);
     CHECK_EQ(gort_connect(fd, (struct sockaddr *)&ti_addr, sizeof ti_addr,
@@ -985,8 +987,6 @@ static void ti_main(void *arg)
     socklen_t len = sizeof ti_addr;
     CHECK_EQ(getsockname(ti_lfd, (struct sockaddr *)&ti_addr, &len), 0);
     CHECK_EQ(listen(ti_lfd, 16), 0);
-    gort_waitgroup_add(&ti_wg, 1);
-    CHECK(gort_go(ti_server, NULL) > 0);
     char buf[2 * TI_MSG];
 
     /* Round trips of exactly one message each way, on one P: with more,
@@ -994,35 +994,47 @@ static void ti_main(void *arg)
      * readiness it leaves makes a later read try too early (rarely, but
      * often under a sanitizer's slowdown). */
     int procs = gort_gomaxprocs(1);
-    int fd = ti_dial();
-    int64_t calls0 = __atomic_load_n(&ti_calls, __ATOMIC_RELAXED);
-    int64_t eagain0 = __atomic_load_n(&ti_eagain, __ATOMIC_RELAXED);
-    for (int i = 0; i < TI_ROUNDS; i++) {
-        memset(buf, 'a', TI_MSG);
-        CHECK_EQ(gort_write(fd, buf, TI_MSG), TI_MSG);
-        ti_read(fd, buf, TI_MSG, 'a');
-    }
-    int64_t calls = __atomic_load_n(&ti_calls, __ATOMIC_RELAXED) - calls0;
-    int64_t eagain = __atomic_load_n(&ti_eagain, __ATOMIC_RELAXED) - eagain0;
-    say("%d round trips: %lld recvmsg calls (both ends), %lld found nothing\n",
-        TI_ROUNDS, (long long)calls, (long long)eagain);
-    if (calls == 0) {
-        /* A kernel before 4.18 refuses TCP_INQ: plain reads. */
-        fprintf(stderr, "tcp_inq: TCP_INQ not available; counts skipped\n");
-    } else if (getenv("GORT_TEST_EMULATOR")) {
-        fprintf(stderr, "tcp_inq: under an emulator; counts skipped\n");
-    } else {
+    /* Up to three connections: now and then a second M sits in epoll
+     * while the only P runs both ends, and its polls leave readiness
+     * behind that makes reads try early (one in about thirty runs, for a
+     * whole connection); without TCP_INQ every attempt fails. */
+    bool counted = false, ok = false;
+    for (int attempt = 0; attempt < 3 && !ok; attempt++) {
+        int fd = ti_dial(0);
+        int64_t calls0 = __atomic_load_n(&ti_calls, __ATOMIC_RELAXED);
+        int64_t eagain0 = __atomic_load_n(&ti_eagain, __ATOMIC_RELAXED);
+        for (int i = 0; i < TI_ROUNDS; i++) {
+            memset(buf, 'a', TI_MSG);
+            CHECK_EQ(gort_write(fd, buf, TI_MSG), TI_MSG);
+            ti_read(fd, buf, TI_MSG, 'a');
+        }
+        int64_t calls =
+            __atomic_load_n(&ti_calls, __ATOMIC_RELAXED) - calls0;
+        int64_t eagain =
+            __atomic_load_n(&ti_eagain, __ATOMIC_RELAXED) - eagain0;
+        say("%d round trips: %lld recvmsg calls (both ends), %lld found "
+            "nothing\n", TI_ROUNDS, (long long)calls, (long long)eagain);
+        CHECK_EQ(gort_close(fd), 0);
+        if (calls == 0 || getenv("GORT_TEST_EMULATOR"))
+            break;
+        counted = true;
         /* Each end reads once a round trip; without TCP_INQ the client's
          * exact reads would each be preceded by one that fails. */
         CHECK(calls >= 2 * TI_ROUNDS);
-        CHECK(eagain <= TI_ROUNDS / 10);
+        ok = eagain <= TI_ROUNDS / 10;
     }
-    CHECK_EQ(gort_close(fd), 0);
+    if (!counted)
+        /* A kernel before 4.18 refuses TCP_INQ (plain reads), or an
+         * emulator. */
+        fprintf(stderr, "tcp_inq: TCP_INQ not available or under an "
+                        "emulator; counts skipped\n");
+    else
+        CHECK(ok);
     gort_gomaxprocs(procs);
 
     /* Data left behind by an exact read is read at once, not waited for:
      * the second message is already queued when the first is read. */
-    fd = ti_dial();
+    int fd = ti_dial(1);
     ti_read(fd, buf, TI_MSG, 'b');
     memset(buf, 'x', TI_MSG);
     CHECK_EQ(gort_write(fd, buf, TI_MSG), TI_MSG);
@@ -1034,7 +1046,7 @@ static void ti_main(void *arg)
     CHECK_EQ(gort_close(fd), 0);
 
     /* An exact read of the last bytes before end of stream, then EOF. */
-    fd = ti_dial();
+    fd = ti_dial(2);
     gort_sleep(20 * 1000 * 1000); /* the data and the FIN have arrived */
     ti_read(fd, buf, TI_MSG, 'c');
     CHECK_EQ(gort_read(fd, buf, 1), 0);
