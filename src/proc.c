@@ -69,39 +69,35 @@ static struct m *m0;           /* the thread that called gort_main */
 static int main_status;
 
 /* The current M.  initial-exec TLS: one %fs-relative load, also in the
- * shared library (static TLS is reserved for libraries loaded at start). */
-static __thread struct m *tls_m __attribute__((tls_model("initial-exec")));
+ * shared library (static TLS is reserved for libraries loaded at start).
+ * Read through gort__getm (runtime.h), never directly. */
+__thread struct m *gort__tls_m __attribute__((tls_model("initial-exec")));
 
-static GORT_NOINLINE struct m *getm_slow(struct m *mp);
-
-/* Every entry into gort comes through here, which makes it the place to
- * finish two states the M may be in without knowing: a syscall marked by
- * the preemption signal (the thread came back from the kernel and is about
- * to touch what a P owns), and a thread gort did not create (it needs an
- * extra M).  One load and branch for the usual case. */
+#if !(defined(__x86_64__) && defined(__GNUC__))
 GORT_NOINLINE struct m *gort__getm(void)
 {
-    struct m *mp = tls_m;
+    struct m *mp = gort__tls_m;
     /* Keep the compiler from treating this as a pure function whose
      * result can be reused across a context switch. */
     __asm__ __volatile__("" : "+r"(mp)::"memory");
     if (GORT_UNLIKELY(!mp || load_relaxed(&mp->insyscall) == 2 ||
                       mp->foreign))
-        return getm_slow(mp);
+        return gort__getm_slow(mp);
     return mp;
 }
+#endif
 
 /* The M without side effects: for signal handlers and the extra-M code. */
 GORT_NOINLINE struct m *gort__getm_raw(void)
 {
-    struct m *mp = tls_m;
+    struct m *mp = gort__tls_m;
     __asm__ __volatile__("" : "+r"(mp)::"memory");
     return mp;
 }
 
 GORT_NOINLINE void gort__setm(struct m *mp)
 {
-    tls_m = mp;
+    gort__tls_m = mp;
 }
 
 /* errno's address must be recomputed after a switch (glibc declares
@@ -2029,7 +2025,7 @@ static struct m *needm(void)
     return mp;
 }
 
-static GORT_NOINLINE struct m *getm_slow(struct m *mp)
+GORT_NOINLINE struct m *gort__getm_slow(struct m *mp)
 {
     GORT_SAN_SCOPE(); /* needm allocates */
     if (mp && mp->foreign) {

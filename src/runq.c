@@ -24,6 +24,14 @@
  * The global queue is a plain list under sched.lock; its length is read
  * without the lock (relaxed) as a hint only.
  *
+ * With one P (gomaxprocs == 1) there are no thieves: a thief steals into
+ * a P of its own, and there is no other.  The owner then takes runnext
+ * and the ring's head with plain (relaxed) stores instead of locked CAS
+ * and exchange instructions (runq_owned).  The count changes only with
+ * the world stopped, which the owner is not while it holds its P, so it
+ * cannot change under a queue operation; the stop-the-world's hand-over
+ * orders the owner's next load of it after the change.
+ *
  * Invariants:
  *   - 0 <= tail - head <= GORT_RUNQ_SIZE at every instant.
  *   - A G is in at most one of: a ring, a runnext, the global queue.
@@ -36,6 +44,13 @@
 static bool randomized(void)
 {
     return GORT_UNLIKELY(gort__debug.randomize != 0);
+}
+
+/* No other M can touch pp's runnext or head: there is one P (see above).
+ * Owner only.  Relaxed: the count changes only with the world stopped. */
+static inline bool runq_owned(void)
+{
+    return load_relaxed(&gort__gomaxprocs) == 1;
 }
 
 /* Put gp and half of pp's full ring on the global queue in one batch.
@@ -88,9 +103,10 @@ void gort__runqput_slow(struct p *pp, struct g *gp, bool next)
             return;
         }
         /* Acq-rel exchange: a thief may CAS the old G out on its last
-         * pass at the same time. */
-        old = xchg_acqrel(&pp->runnext, gp);
-        if (!old)
+         * pass at the same time; with no thief, a store. */
+        if (runq_owned())
+            store_relaxed(&pp->runnext, gp);
+        else if (!(old = xchg_acqrel(&pp->runnext, gp)))
             return;
         gp = old; /* kick the old runnext out to the ring */
     }
@@ -116,9 +132,12 @@ void gort__runqput_slow(struct p *pp, struct g *gp, bool next)
  * ring.  Owner P only.  Mirrors runtime.runqget (proc.go). */
 struct g *gort__runqget(struct p *pp, bool *inherit_time)
 {
-    /* A thief may CAS runnext to NULL concurrently, so take it by CAS. */
+    /* A thief may CAS runnext to NULL concurrently, so take it by CAS
+     * (with no thief, by a store). */
+    bool owned = runq_owned();
     struct g *next = load_relaxed(&pp->runnext);
-    if (next && cas_acqrel(&pp->runnext, next, NULL)) {
+    if (next && (owned ? (store_relaxed(&pp->runnext, NULL), true)
+                       : cas_acqrel(&pp->runnext, next, NULL))) {
         *inherit_time = true;
         return next;
     }
@@ -131,6 +150,10 @@ struct g *gort__runqget(struct p *pp, bool *inherit_time)
             return NULL;
         struct g *gp = load_relaxed(&pp->runq[SLOT(h)]);
         /* Release: our read of the slot precedes its reuse. */
+        if (owned) {
+            store_rel(&pp->runqhead, h + 1);
+            return gp;
+        }
         if (cas_rel(&pp->runqhead, h, h + 1))
             return gp;
     }

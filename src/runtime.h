@@ -773,16 +773,56 @@ GORT_HIDDEN extern struct gort_debugvars gort__debug;
 /* ---------------------------------------------------------------------------
  * The current M and G.
  *
- * Code reaches them only through this non-inlined accessor: a goroutine can
- * resume on another thread after any switch, and a compiler may keep a TLS
- * address in a register across a call it believes cannot change it.
+ * A goroutine can resume on another thread after any switch, and a
+ * compiler may keep a TLS address (or the thread pointer it came from) in
+ * a register across a call it believes cannot change it.  So code reaches
+ * the M only through gort__getm, which reads the thread pointer afresh at
+ * every call:
+ *   - on x86-64, inline: the %fs-relative load is volatile asm with a
+ *     memory clobber, so it is neither merged with an earlier read nor
+ *     moved across a switch (the clobber orders it as a call would);
+ *   - elsewhere (aarch64 reads tpidr_el0 into a register the compiler may
+ *     reuse), through a function that is never inlined.
+ * Every entry into gort comes through it, which makes it the place to
+ * finish two states the M may be in without knowing (gort__getm_slow): a
+ * syscall marked by the preemption signal, and a thread gort did not
+ * create.  One load and three tests for the usual case.
  * ------------------------------------------------------------------------- */
 
-GORT_HIDDEN struct m *gort__getm(void);
 /* The M as it is, without finishing a signal-marked syscall or making an
  * extra M: for signal handlers and the code that does those things. */
 GORT_HIDDEN struct m *gort__getm_raw(void);
 GORT_HIDDEN void gort__setm(struct m *mp);
+GORT_HIDDEN struct m *gort__getm_slow(struct m *mp);
+
+#if defined(__x86_64__) && defined(__GNUC__)
+/* The current M (proc.c); initial-exec, also in the shared library. */
+GORT_HIDDEN extern __thread struct m *gort__tls_m
+    __attribute__((tls_model("initial-exec")));
+
+static inline __attribute__((always_inline)) struct m *gort__getm(void)
+{
+    struct m *mp;
+#if defined(__PIC__)
+    __asm__ __volatile__("movq gort__tls_m@gottpoff(%%rip), %0\n\t"
+                         "movq %%fs:(%0), %0"
+                         : "=r"(mp)
+                         :
+                         : "memory");
+#else
+    __asm__ __volatile__("movq %%fs:gort__tls_m@tpoff, %0"
+                         : "=r"(mp)
+                         :
+                         : "memory");
+#endif
+    if (GORT_UNLIKELY(!mp || load_relaxed(&mp->insyscall) == 2 ||
+                      mp->foreign))
+        return gort__getm_slow(mp);
+    return mp;
+}
+#else
+GORT_HIDDEN struct m *gort__getm(void);
+#endif
 /* The running user G, or NULL on g0 / outside gort. */
 static inline struct g *gort__getg(void)
 {
