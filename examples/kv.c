@@ -31,7 +31,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #define MAX_ARGS 1024
 #define MAX_BULK (1024 * 1024)
@@ -45,7 +44,7 @@
 struct entry {
     struct entry *next;
     uint64_t hash;
-    size_t klen, vlen;
+    size_t klen, vlen, vcap; /* vcap: bytes allocated at val */
     char *val;
     char key[];
 };
@@ -56,11 +55,25 @@ static struct shard {
     size_t nb, n;
 } shards[NSHARDS];
 
+/* 8 bytes at a time, each word mixed by a multiply and a rotation, then a
+ * final avalanche (the shard is the top 6 bits, the bucket the bottom). */
 static uint64_t hash(const char *k, size_t n)
 {
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)k[i]) * 1099511628211ULL;
+    uint64_t h = 0x9e3779b97f4a7c15ULL ^ n;
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, k, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdULL;
+        h = (h << 29) | (h >> 35);
+        k += 8;
+        n -= 8;
+    }
+    uint64_t w = 0;
+    memcpy(&w, k, n);
+    h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
     return h;
 }
 
@@ -109,15 +122,21 @@ static bool grow(struct shard *s)
 static bool store_set_locked(struct shard *s, uint64_t h, const char *k,
                              size_t kn, const char *v, size_t vn)
 {
+    struct entry *e = find(s, h, k, kn, NULL);
+    if (e && vn <= e->vcap && e->vcap <= 2 * vn + 64) {
+        /* Overwritten in place when it fits without wasting much. */
+        memcpy(e->val, v, vn);
+        e->vlen = vn;
+        return true;
+    }
     char *nv = malloc(vn ? vn : 1);
     if (!nv)
         return false;
     memcpy(nv, v, vn);
-    struct entry *e = find(s, h, k, kn, NULL);
     if (e) {
         free(e->val);
         e->val = nv;
-        e->vlen = vn;
+        e->vlen = e->vcap = vn;
         return true;
     }
     if ((s->n + 1 > s->nb * 2 && !grow(s)) ||
@@ -129,7 +148,7 @@ static bool store_set_locked(struct shard *s, uint64_t h, const char *k,
     e->klen = kn;
     memcpy(e->key, k, kn);
     e->val = nv;
-    e->vlen = vn;
+    e->vlen = e->vcap = vn;
     e->next = s->b[h & (s->nb - 1)];
     s->b[h & (s->nb - 1)] = e;
     s->n++;
@@ -156,20 +175,29 @@ struct out {
     bool oom;
 };
 
+/* Room for n more bytes at o->p + o->n; false (and o->oom) when out of
+ * memory. */
+static bool reserve(struct out *o, size_t n)
+{
+    if (o->n + n <= o->cap)
+        return true;
+    size_t cap = o->cap ? o->cap : 4096;
+    while (cap < o->n + n)
+        cap *= 2;
+    char *np = realloc(o->p, cap);
+    if (!np) {
+        o->oom = true;
+        return false;
+    }
+    o->p = np;
+    o->cap = cap;
+    return true;
+}
+
 static void put(struct out *o, const void *d, size_t n)
 {
-    if (o->n + n > o->cap) {
-        size_t cap = o->cap ? o->cap : 4096;
-        while (cap < o->n + n)
-            cap *= 2;
-        char *np = realloc(o->p, cap);
-        if (!np) {
-            o->oom = true;
-            return;
-        }
-        o->p = np;
-        o->cap = cap;
-    }
+    if (!reserve(o, n))
+        return;
     memcpy(o->p + o->n, d, n);
     o->n += n;
 }
@@ -179,20 +207,52 @@ static void puts_(struct out *o, const char *s)
     put(o, s, strlen(s));
 }
 
+/* v in decimal into b (at least 20 bytes); returns the length. */
+static size_t fmt_u64(char *b, uint64_t v)
+{
+    char t[20];
+    size_t n = 0;
+    do {
+        t[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    for (size_t i = 0; i < n; i++)
+        b[i] = t[n - 1 - i];
+    return n;
+}
+
+/* A line "<c><v>\r\n": ":42", "$5", "*3". */
+static void put_line(struct out *o, char c, long long v)
+{
+    if (!reserve(o, 24))
+        return;
+    char *b = o->p + o->n;
+    size_t n = 0;
+    b[n++] = c;
+    if (v < 0) {
+        b[n++] = '-';
+        n += fmt_u64(b + n, 0 - (uint64_t)v);
+    } else {
+        n += fmt_u64(b + n, (uint64_t)v);
+    }
+    b[n++] = '\r';
+    b[n++] = '\n';
+    o->n += n;
+}
+
 static void put_int(struct out *o, long long v)
 {
-    char b[32];
-    int n = snprintf(b, sizeof b, ":%lld\r\n", v);
-    put(o, b, (size_t)n);
+    put_line(o, ':', v);
 }
 
 static void put_bulk(struct out *o, const char *d, size_t n)
 {
-    char b[32];
-    int k = snprintf(b, sizeof b, "$%zu\r\n", n);
-    put(o, b, (size_t)k);
-    put(o, d, n);
-    put(o, "\r\n", 2);
+    if (!reserve(o, 24 + n + 2))
+        return;
+    put_line(o, '$', (long long)n);
+    memcpy(o->p + o->n, d, n);
+    memcpy(o->p + o->n + n, "\r\n", 2);
+    o->n += n + 2;
 }
 
 /* ---------------------------------------------------------------------------
@@ -204,9 +264,16 @@ struct arg {
     size_t n;
 };
 
+/* Whether a is name (upper case, letters only), in any case.  c & 0xdf
+ * folds a lower-case letter onto its upper case and keeps every other
+ * byte off the letters, so only the two cases of each letter match. */
 static bool is(const struct arg *a, const char *name)
 {
-    return a->n == strlen(name) && !strncasecmp(a->p, name, a->n);
+    size_t i = 0;
+    for (; i < a->n; i++)
+        if (!name[i] || ((unsigned char)a->p[i] & 0xdf) != (unsigned char)name[i])
+            return false;
+    return !name[i];
 }
 
 static void wrong_args(struct out *o, const struct arg *cmd)
@@ -261,9 +328,7 @@ static bool command(struct out *o, struct arg *a, int argc)
             wrong_args(o, &a[0]);
             return true;
         }
-        char b[32];
-        int k = snprintf(b, sizeof b, "*%d\r\n", argc - 1);
-        put(o, b, (size_t)k);
+        put_line(o, '*', argc - 1);
         for (int i = 1; i < argc; i++)
             reply_get(o, &a[i]);
     } else if (is(&a[0], "DEL") || is(&a[0], "EXISTS")) {
@@ -363,20 +428,26 @@ static bool command(struct out *o, struct arg *a, int argc)
 static int number(const char *p, const char *end, long long *v,
                   const char **next)
 {
-    const char *cr = memchr(p, '\r', (size_t)(end - p));
-    if (!cr || cr + 1 >= end)
-        return (end - p) > 32 ? -1 : 1;
-    if (cr[1] != '\n' || cr == p || cr - p > 20)
-        return -1;
+    /* At most 20 characters before the CR: a sign and 19 digits. */
+    const char *q = p, *lim = end - p > 21 ? p + 21 : end;
+    bool neg = q < lim && *q == '-';
+    q += neg;
     long long x = 0;
-    bool neg = *p == '-';
-    for (const char *q = p + neg; q < cr; q++) {
-        if (*q < '0' || *q > '9')
+    for (; q < lim && *q >= '0' && *q <= '9'; q++) {
+        if (x > (LLONG_MAX - 9) / 10)
             return -1;
         x = x * 10 + (*q - '0');
     }
+    if (q == lim)
+        return (end - p) > 32 ? -1 : 1; /* no CR yet */
+    if (*q != '\r' || q == p + neg)
+        return -1;
+    if (q + 1 >= end)
+        return 1;
+    if (q[1] != '\n')
+        return -1;
     *v = neg ? -x : x;
-    *next = cr + 2;
+    *next = q + 2;
     return 0;
 }
 

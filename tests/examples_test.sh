@@ -67,6 +67,22 @@ kv_commands)
     expect 2 $R DEL k1 n missing
     expect 0 $R EXISTS k1
     expect "ERR unknown command 'NOPE'" $R NOPE
+    # Command names in any case; a value overwritten shorter, then longer.
+    expect OK $R set k2 abcdef
+    expect OK $R sEt k2 ab
+    expect ab $R gEt k2
+    long=$(printf 'v%.0s' $(seq 300))
+    expect OK $R SET k2 "$long"
+    expect "$long" $R GET k2
+    expect 1 $R del k2
+    # Integers at the edges: negative, the largest, one past it.
+    expect OK $R SET neg -5
+    expect -4 $R INCR neg
+    expect OK $R SET big 9223372036854775806
+    expect 9223372036854775807 $R INCR big
+    expect "ERR increment or decrement would overflow" $R INCR big
+    expect "ERR unknown command 'GETX'" $R GETX a
+    expect "ERR unknown command 'GE'" $R GE a
     expect "ERR wrong number of arguments for 'GET' command" $R GET
     # Pipelining: many commands in one write, replies in order.
     out=$(printf 'SET p 5\r\nINCR p\r\nINCR p\r\nGET p\r\n' | $R --pipe 2>&1 | tail -1) || true
@@ -116,6 +132,14 @@ r = talk(b"*2\r\n$3\r\nGET\r\n$x\r\n")
 check(r.startswith(b"-ERR Protocol error"), "bad number: %r" % r)
 r = talk(b"*1\r\n$4\r\nPINGxx")
 check(r.startswith(b"-ERR Protocol error"), "missing CRLF: %r" % r)
+r = talk(b"*1\r\n$-1\r\n")
+check(r.startswith(b"-ERR Protocol error"), "negative bulk length: %r" % r)
+r = talk(b"*1\r\n$-\r\n")
+check(r.startswith(b"-ERR Protocol error"), "sign without digits: %r" % r)
+r = talk(b"*1\r\n$" + b"9" * 25 + b"\r\n")
+check(r.startswith(b"-ERR Protocol error"), "25-digit length: %r" % r)
+r = talk(b"*2\r\n$4\r\nping\r\n$2\r\nhi\r\n*1\r\n$4\r\nPING\r\n")
+check(r == b"$2\r\nhi\r\n+PONG\r\n", "lower-case ping, then PING: %r" % r)
 r = talk(b"*1\r\n$4\r\nPI", wait=0.3)
 check(r == b"", "truncated frame answered: %r" % r)
 r = talk(b"*1\r\n$4\r\nPING\r\n*1\r\n$4\r\nPI", wait=0.3)
