@@ -373,8 +373,9 @@ enum gtrace { GT_CHECK = 0, GT_OFF, GT_ON };
  * collector sets a scan bit concurrently; gort has no such party.  The
  * check still catches a double ready or a wake-up of a running G.  This
  * saves a locked instruction per transition, three per park/wake cycle. */
-static inline void gort__casgstatus_t(struct g *gp, uint32_t oldval,
-                                      uint32_t newval, enum gtrace t)
+static inline __attribute__((always_inline)) void
+gort__casgstatus_t(struct g *gp, uint32_t oldval, uint32_t newval,
+                   enum gtrace t)
 {
     /* Relaxed load: the caller's right to the transition came through the
      * queue or lock that handed it the G; this only checks it.  Release

@@ -63,6 +63,27 @@ GORT_HIDDEN extern uint32_t gort__trace_on;
 
 #ifdef GORT_NO_TRACE
 #define GORT_TRACE_ON() 0
+#elif defined(__x86_64__) && defined(__GNUC__)
+/* On x86-64 the test is a compare with memory and a branch (two
+ * instructions); the atomic load below takes three, since compilers load
+ * an atomic into a register before testing it.  An aligned 32-bit read is
+ * atomic on x86-64 and this one orders nothing (relaxed), which the asm
+ * keeps; it is the hottest check in the scheduler, on every park, wake-up,
+ * spawn and exit. */
+static inline __attribute__((always_inline)) bool gort__trace_on_check(void)
+{
+    __asm__ goto("cmpl $0, gort__trace_on(%%rip)\n\t"
+                 "jne %l[on]"
+                 :
+                 :
+                 : "cc"
+                 : on);
+    return false;
+on:
+    __attribute__((cold));
+    return true;
+}
+#define GORT_TRACE_ON() gort__trace_on_check()
 #else
 #define GORT_TRACE_ON() GORT_UNLIKELY(load_relaxed(&gort__trace_on))
 #endif

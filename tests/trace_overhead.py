@@ -32,6 +32,7 @@ Exits 0 when every benchmark is within the limit, 1 otherwise, 77 (with a
 reason) when valgrind or objdump is missing.
 """
 import argparse
+import bisect
 import os
 import re
 import shutil
@@ -42,56 +43,120 @@ from collections import defaultdict
 
 
 def callgrind(binary, args, out):
-    cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out,
-           binary] + args
+    cmd = ["valgrind", "--tool=callgrind", "--dump-instr=yes",
+           "--callgrind-out-file=" + out, binary] + args
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        universal_newlines=True)
     if r.returncode != 0:
         sys.exit("trace_overhead: %s failed (%d):\n%s" % (" ".join(cmd), r.returncode, r.stderr[-2000:]))
-    return parse(out)
+    return parse(out, binary)
 
 
-def parse(path):
+def parse(path, binary):
     """Exclusive Ir and incoming calls per function (recursion levels
-    such as "f'2" merged into f) from a callgrind output file."""
-    names = {}
-    self_ir = defaultdict(int)
+    such as "f'2" merged into f) from a callgrind output file made with
+    --dump-instr=yes.
+
+    The exclusive cost is summed by instruction address over each
+    function's range in the binary's symbol table, not taken from
+    callgrind's per-function figures: those follow callgrind's shadow call
+    stack, which a context switch confuses (gort__park returns on another
+    goroutine's stack), so they move instructions between functions, and
+    differently in two builds.  Addresses are exact.  Callgrind writes
+    them relative to the object for some code and absolute for the rest
+    (the library's code shows as object "???"), so each object's offset is
+    found from its functions: the offset most of them agree on between
+    their lowest executed address and their start in the symbol table."""
+    ids = {"fn": {}, "ob": {}}
+    cost = defaultdict(int)          # (ob, address) -> Ir
+    lowest = {}                      # (ob, fn) -> lowest address
     calls = defaultdict(int)
     total = 0
-    fn = cfn = None
+    fn = ob = cfn = None
     after_calls = False
+    last = 0
 
-    def name_of(ref):
+    def name_of(kind, ref):
         m = re.match(r"\((\d+)\)(?:\s+(.*))?$", ref)
         if not m:
             return ref.split("'")[0]
         if m.group(2):
-            names[m.group(1)] = m.group(2).split("'")[0]
-        return names.get(m.group(1), "?")
+            ids[kind][m.group(1)] = m.group(2).split("'")[0]
+        return ids[kind].get(m.group(1), "?")
+
+    def position(tok):
+        """An instruction address: absolute (0x...), relative to the last
+        one (+N, -N), or the same (*)."""
+        nonlocal last
+        if tok.startswith("0x"):
+            last = int(tok, 16)
+        elif tok.startswith("+"):
+            last += int(tok[1:])
+        elif tok.startswith("-"):
+            last -= int(tok[1:])
+        return last
 
     with open(path) as f:
         for line in f:
             line = line.rstrip("\n")
             if line.startswith("fn="):
-                fn = name_of(line[3:])
+                fn = name_of("fn", line[3:])
                 after_calls = False
+            elif line.startswith("ob="):
+                ob = name_of("ob", line[3:])
+            elif line.startswith("cob="):
+                name_of("ob", line[4:])
             elif line.startswith("cfn="):
-                cfn = name_of(line[4:])
+                cfn = name_of("fn", line[4:])
             elif line.startswith("calls="):
                 calls[cfn] += int(line[6:].split()[0])
                 after_calls = True
             elif line.startswith("summary:") or line.startswith("totals:"):
                 total = int(line.split()[1])
-            elif line and (line[0].isdigit() or line[0] in "+-*"):
+            elif line and (line[0] in "0+-*"):
                 parts = line.split()
-                ir = int(parts[1]) if len(parts) > 1 else 0
+                addr = position(parts[0])
+                ir = int(parts[-1]) if len(parts) > 1 else 0
                 if after_calls:
                     after_calls = False  # a call's inclusive cost
                 elif fn is not None:
-                    self_ir[fn] += ir
-            elif "=" in line and not line.startswith(("fl=", "fi=", "fe=", "cfi=", "cfl=", "ob=", "cob=")):
+                    cost[(ob, addr)] += ir
+                    key = (ob, fn)
+                    if key not in lowest or addr < lowest[key]:
+                        lowest[key] = addr
+            elif "=" in line and not line.startswith(("fl=", "fi=", "fe=", "cfi=", "cfl=")):
                 after_calls = False
+    ranges = symbols(binary)
+    votes = defaultdict(lambda: defaultdict(int))
+    for (o, name), lo in lowest.items():
+        if name in ranges:
+            votes[o][lo - ranges[name][0]] += 1
+    offset = {o: max(v.items(), key=lambda kv: kv[1])[0] for o, v in votes.items()}
+    starts = sorted((lo, hi, name) for name, (lo, hi) in ranges.items())
+    los = [r[0] for r in starts]
+    self_ir = defaultdict(int)
+    for (o, addr), ir in cost.items():
+        if o not in offset:
+            continue  # another object (libc, the dynamic linker)
+        a = addr - offset[o]
+        k = bisect.bisect_right(los, a) - 1
+        if k >= 0 and starts[k][0] <= a < starts[k][1]:
+            self_ir[starts[k][2]] += ir
     return total, self_ir, calls
+
+
+def symbols(binary):
+    """Each function's [start, end) in the binary, from its symbol table."""
+    r = subprocess.run(["nm", "-S", "--defined-only", binary],
+                       stdout=subprocess.PIPE, universal_newlines=True, check=True)
+    out = {}
+    for line in r.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 4 and parts[2] in "tTwW":
+            lo, size = int(parts[0], 16), int(parts[1], 16)
+            if size:
+                out[parts[3]] = (lo, lo + size)
+    return out
 
 
 def functions(binary):
