@@ -438,8 +438,8 @@ static int number(const char *p, const char *end, long long *v,
             return -1;
         x = x * 10 + (*q - '0');
     }
-    if (q == lim)
-        return (end - p) > 32 ? -1 : 1; /* no CR yet */
+    if (q == lim) /* no CR yet: wait for more, unless 21 bytes came */
+        return lim == end ? 1 : -1;
     if (*q != '\r' || q == p + neg)
         return -1;
     if (q + 1 >= end)

@@ -186,6 +186,9 @@ uint32_t gort__runqlen(struct p *pp)
 static uint32_t runqgrab(struct p *pp, struct g **batch, uint32_t bh,
                          bool stealnext)
 {
+    /* runq_owned's premise: with one P nobody steals. */
+    if (GORT_UNLIKELY(runq_owned()))
+        gort__throw("runqgrab: stealing with one P");
     for (;;) {
         /* Acquire both: pairs with the owner's store-release of tail
          * (slot contents) and other consumers' CAS of head. */

@@ -19,7 +19,9 @@
  *     the global queue, a free list, a wait queue), linked through
  *     schedlink when the queue is a list.
  *   - The local run queue is owned by its P: only the M holding the P
- *     writes runq slots and runqtail; any M may advance runqhead by CAS.
+ *     writes runq slots and runqtail; any M may advance runqhead by CAS
+ *     while there is more than one P (with one, only the owner touches
+ *     runqhead and runnext, by plain stores: runq.c).
  *
  * Lock order (a lock may be taken while holding only locks above it):
  *
@@ -629,7 +631,8 @@ struct p {
     uint32_t sysmon_syscalltick;
 
     /* Local run queue: owner writes slots and runqtail (store-release);
-     * anyone may CAS runqhead.  Free-running counters: size = tail - head. */
+     * with more than one P anyone may CAS runqhead (with one, the owner
+     * stores it: runq.c).  Free-running counters: size = tail - head. */
     uint32_t runqhead;
     uint32_t runqtail;
     struct g *runq[GORT_RUNQ_SIZE];

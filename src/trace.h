@@ -72,15 +72,17 @@ GORT_HIDDEN extern uint32_t gort__trace_on;
  * spawn and exit. */
 static inline __attribute__((always_inline)) bool gort__trace_on_check(void)
 {
-    __asm__ goto("cmpl $0, gort__trace_on(%%rip)\n\t"
+    __asm__ goto("cmpl $0, %0\n\t"
                  "jne %l[on]"
                  :
-                 :
+                 : "m"(gort__trace_on)
                  : "cc"
                  : on);
     return false;
 on:
+#if !defined(__clang__)
     __attribute__((cold));
+#endif
     return true;
 }
 #define GORT_TRACE_ON() gort__trace_on_check()

@@ -71,6 +71,8 @@ kv_commands)
     expect OK $R set k2 abcdef
     expect OK $R sEt k2 ab
     expect ab $R gEt k2
+    expect OK $R SET k2 abcd
+    expect abcd $R GET k2
     long=$(printf 'v%.0s' $(seq 300))
     expect OK $R SET k2 "$long"
     expect "$long" $R GET k2
@@ -138,6 +140,10 @@ r = talk(b"*1\r\n$-\r\n")
 check(r.startswith(b"-ERR Protocol error"), "sign without digits: %r" % r)
 r = talk(b"*1\r\n$" + b"9" * 25 + b"\r\n")
 check(r.startswith(b"-ERR Protocol error"), "25-digit length: %r" % r)
+r = talk(b"*1\r\n$" + b"0" * 24 + b"4\r\nPING\r\n")
+check(r.startswith(b"-ERR Protocol error"), "length padded to 25 digits: %r" % r)
+r = talk(b"*1\r\n$0004\r\nPING\r\n")
+check(r == b"+PONG\r\n", "length with leading zeros: %r" % r)
 r = talk(b"*2\r\n$4\r\nping\r\n$2\r\nhi\r\n*1\r\n$4\r\nPING\r\n")
 check(r == b"$2\r\nhi\r\n+PONG\r\n", "lower-case ping, then PING: %r" % r)
 r = talk(b"*1\r\n$4\r\nPI", wait=0.3)

@@ -115,48 +115,65 @@ def parse(path, binary):
                 total = int(line.split()[1])
             elif line and (line[0] in "0+-*"):
                 parts = line.split()
+                if after_calls:
+                    # A call's inclusive cost.  Its position is written
+                    # relative to the call's own line, which it does not
+                    # replace as the base for the next one.
+                    after_calls = False
+                    continue
                 addr = position(parts[0])
                 ir = int(parts[-1]) if len(parts) > 1 else 0
-                if after_calls:
-                    after_calls = False  # a call's inclusive cost
-                elif fn is not None:
+                if fn is not None:
                     cost[(ob, addr)] += ir
                     key = (ob, fn)
                     if key not in lowest or addr < lowest[key]:
                         lowest[key] = addr
             elif "=" in line and not line.startswith(("fl=", "fi=", "fe=", "cfi=", "cfl=")):
                 after_calls = False
-    ranges = symbols(binary)
+    # Only the binary itself: its path, or "???" for the part callgrind
+    # does not place (libraries share crt names such as frame_dummy).
+    mine = {o for o in set(ob for ob, _ in cost) if o == "???" or
+            (o and os.path.realpath(o) == os.path.realpath(binary))}
+    syms = symbols(binary)
+    unique = {}
+    for lo, hi, name in syms:
+        unique[name] = None if name in unique else lo
     votes = defaultdict(lambda: defaultdict(int))
     for (o, name), lo in lowest.items():
-        if name in ranges:
-            votes[o][lo - ranges[name][0]] += 1
-    offset = {o: max(v.items(), key=lambda kv: kv[1])[0] for o, v in votes.items()}
-    starts = sorted((lo, hi, name) for name, (lo, hi) in ranges.items())
-    los = [r[0] for r in starts]
+        if o in mine and unique.get(name) is not None:
+            votes[o][lo - unique[name]] += 1
+    offset = {}
+    for o, v in votes.items():
+        best, n = max(v.items(), key=lambda kv: kv[1])
+        if n >= 3 and 2 * n > sum(v.values()):
+            offset[o] = best
+    if not offset:
+        sys.exit("trace_overhead: could not place %s's code in its profile" % binary)
+    los = [r[0] for r in syms]
     self_ir = defaultdict(int)
     for (o, addr), ir in cost.items():
         if o not in offset:
             continue  # another object (libc, the dynamic linker)
         a = addr - offset[o]
         k = bisect.bisect_right(los, a) - 1
-        if k >= 0 and starts[k][0] <= a < starts[k][1]:
-            self_ir[starts[k][2]] += ir
+        if k >= 0 and syms[k][0] <= a < syms[k][1]:
+            self_ir[syms[k][2]] += ir  # copies of one static name add up
     return total, self_ir, calls
 
 
 def symbols(binary):
-    """Each function's [start, end) in the binary, from its symbol table."""
+    """The binary's functions as (start, end, name), sorted, from its
+    symbol table (a static name may appear more than once)."""
     r = subprocess.run(["nm", "-S", "--defined-only", binary],
                        stdout=subprocess.PIPE, universal_newlines=True, check=True)
-    out = {}
+    out = []
     for line in r.stdout.splitlines():
         parts = line.split()
         if len(parts) == 4 and parts[2] in "tTwW":
             lo, size = int(parts[0], 16), int(parts[1], 16)
             if size:
-                out[parts[3]] = (lo, lo + size)
-    return out
+                out.append((lo, lo + size, parts[3]))
+    return sorted(out)
 
 
 def functions(binary):
