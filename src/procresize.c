@@ -99,10 +99,16 @@ void gort__stw_stop(struct m *mp)
         }
         gort__noteclear(&gort__sched.stopnote);
     }
-    for (int32_t i = 0; i < gort__gomaxprocs; i++)
-        if (gort__allp[i]->status != P_GCSTOP)
-            gort__throw("stopTheWorld: P%d not stopped (status %u)", i,
-                        gort__allp[i]->status);
+    /* Acquire loads: the status is an atomic word that sysmon, the
+     * syscall exit and handoffp change by CAS and atomic stores; the last
+     * change to each reached us through sched.lock or the stop note, but
+     * a plain read of it is still a data race in the memory model's
+     * terms (ThreadSanitizer reported one against retake's CAS). */
+    for (int32_t i = 0; i < gort__gomaxprocs; i++) {
+        uint32_t st = load_acq(&gort__allp[i]->status);
+        if (st != P_GCSTOP)
+            gort__throw("stopTheWorld: P%d not stopped (status %u)", i, st);
+    }
     gort__stw_record_stopping(began, gort_nanotime());
 }
 
