@@ -628,7 +628,8 @@ static struct g *take_lockedwant_locked(struct m *mp)
  * must exit (shutdown). */
 static struct g *stoplockedm(struct m *mp)
 {
-    if (!mp->lockedg || mp->lockedg->lockedm != mp)
+    struct g *wired = load_relaxed(&mp->lockedg);
+    if (!wired || load_relaxed(&wired->lockedm) != mp)
         gort__throw("stoplockedm: inconsistent locking");
     gort__lock(&gort__sched.lock);
     struct g *gp = mp->p ? take_lockedwant_locked(mp) : NULL;
@@ -668,7 +669,7 @@ static struct g *stoplockedm(struct m *mp)
 bool gort__stoplockedm(struct m *mp)
 {
     struct g *gp = stoplockedm(mp);
-    if (gp && gp != mp->lockedg)
+    if (gp && gp != load_relaxed(&mp->lockedg))
         gort__throw("stoplockedm: handed a G wired elsewhere");
     return gp != NULL;
 }
@@ -736,7 +737,7 @@ static struct g *lock_to_m0(struct g *gp)
     gort__dropg(mp);
     /* Under sched.lock: M0's own G may be wiring itself right now. */
     gort__lock(&gort__sched.lock);
-    bool taken = m0->lockedg || m0->dead || m0->exiting;
+    bool taken = load_relaxed(&m0->lockedg) || m0->dead || m0->exiting;
     if (!taken) {
         m0->lockedext = 1;
         store_relaxed(&m0->lockedg, gp);
@@ -771,14 +772,14 @@ void gort_lock_os_thread(void)
     }
     if (mp->is_m0)
         gort__lock(&gort__sched.lock); /* see lock_to_m0 */
-    if (!mp->lockedg) {
+    if (!load_relaxed(&mp->lockedg)) {
         mp->lockedext = 1;
         dolock(mp, gp);
     }
     if (mp->is_m0)
         gort__unlock(&gort__sched.lock);
     /* M0 already promised to the main goroutine: move on and retry. */
-    if (mp->lockedg != gp) {
+    if (load_relaxed(&mp->lockedg) != gp) {
         gort_gosched();
         gort_lock_os_thread();
     }
@@ -788,7 +789,8 @@ void gort_unlock_os_thread(void)
 {
     struct m *mp = gort__getm();
     struct g *gp = mp ? mp->curg : NULL;
-    if (!gp || gp->foreign || mp->lockedext == 0 || mp->lockedg != gp)
+    if (!gp || gp->foreign || mp->lockedext == 0 ||
+        load_relaxed(&mp->lockedg) != gp)
         return;
     if (--mp->lockedext == 0 && mp->lockedint == 0) {
         store_relaxed(&mp->lockedg, NULL);
@@ -1326,7 +1328,9 @@ static void schedule(void)
     for (;;) {
         if (mp->locks)
             gort__throw("schedule: holding locks");
-        if (GORT_UNLIKELY(mp->lockedg)) {
+        /* Relaxed: another M wires the main goroutine to M0 (lock_to_m0)
+         * and hands it over through startlockedm's note. */
+        if (GORT_UNLIKELY(load_relaxed(&mp->lockedg))) {
             /* Wired: run only our G, when it is handed to us. */
             struct g *lg = stoplockedm(mp);
             if (!lg)

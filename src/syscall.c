@@ -233,7 +233,7 @@ static struct g *exitsyscall0(struct g *gp)
         gort__acquirep(mp, pp);
         return gp; /* run it at once (run_g executes what we return) */
     }
-    if (mp->lockedg) {
+    if (load_relaxed(&mp->lockedg)) {
         /* Wired to this M: wait until a P is handed over with it. */
         gort__stoplockedm(mp);
         return gp;
