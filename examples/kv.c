@@ -270,9 +270,11 @@ struct arg {
 static bool is(const struct arg *a, const char *name)
 {
     size_t i = 0;
-    for (; i < a->n; i++)
-        if (!name[i] || ((unsigned char)a->p[i] & 0xdf) != (unsigned char)name[i])
+    for (; i < a->n; i++) {
+        unsigned char c = (unsigned char)a->p[i];
+        if (!name[i] || (c & 0xdf) != (unsigned char)name[i])
             return false;
+    }
     return !name[i];
 }
 

@@ -80,10 +80,7 @@ GORT_NOINLINE struct m *gort__getm(void)
     /* Keep the compiler from treating this as a pure function whose
      * result can be reused across a context switch. */
     __asm__ __volatile__("" : "+r"(mp)::"memory");
-    if (GORT_UNLIKELY(!mp || load_relaxed(&mp->insyscall) == 2 ||
-                      mp->foreign))
-        return gort__getm_slow(mp);
-    return mp;
+    return gort__getm_finish(mp);
 }
 #endif
 

@@ -136,10 +136,16 @@ struct g *gort__runqget(struct p *pp, bool *inherit_time)
      * (with no thief, by a store). */
     bool owned = runq_owned();
     struct g *next = load_relaxed(&pp->runnext);
-    if (next && (owned ? (store_relaxed(&pp->runnext, NULL), true)
-                       : cas_acqrel(&pp->runnext, next, NULL))) {
-        *inherit_time = true;
-        return next;
+    if (next) {
+        bool took = true;
+        if (owned)
+            store_relaxed(&pp->runnext, NULL);
+        else
+            took = cas_acqrel(&pp->runnext, next, NULL);
+        if (took) {
+            *inherit_time = true;
+            return next;
+        }
     }
     *inherit_time = false;
     for (;;) {

@@ -799,6 +799,16 @@ GORT_HIDDEN struct m *gort__getm_raw(void);
 GORT_HIDDEN void gort__setm(struct m *mp);
 GORT_HIDDEN struct m *gort__getm_slow(struct m *mp);
 
+/* gort__getm's test on the M it read, the same on every architecture. */
+static inline __attribute__((always_inline)) struct m *
+gort__getm_finish(struct m *mp)
+{
+    if (GORT_UNLIKELY(!mp || load_relaxed(&mp->insyscall) == 2 ||
+                      mp->foreign))
+        return gort__getm_slow(mp);
+    return mp;
+}
+
 #if defined(__x86_64__) && defined(__GNUC__)
 /* The current M (proc.c); initial-exec, also in the shared library. */
 GORT_HIDDEN extern __thread struct m *gort__tls_m
@@ -819,10 +829,7 @@ static inline __attribute__((always_inline)) struct m *gort__getm(void)
                          :
                          : "memory");
 #endif
-    if (GORT_UNLIKELY(!mp || load_relaxed(&mp->insyscall) == 2 ||
-                      mp->foreign))
-        return gort__getm_slow(mp);
-    return mp;
+    return gort__getm_finish(mp);
 }
 #else
 GORT_HIDDEN struct m *gort__getm(void);
