@@ -232,18 +232,23 @@ static void restore_default(int sig, void (*h)(int, siginfo_t *, void *),
 /* SIGPIPE, as in Go: a write to a broken pipe or socket on a descriptor
  * other than 1 and 2 fails with -EPIPE; on 1 and 2, and in the program's
  * own write(2) calls, the signal keeps its default action and ends the
- * process.  gort's write paths set gort__nosigpipe around the call; the
+ * process.  gort's write paths set the flag around the call (GORT_NOSIGPIPE); the
  * signal is raised on the writing thread before the call returns, so the
  * flag says whose write it was.  Installed only while the action is the
  * default: a program that ignores SIGPIPE or handles it keeps its way. */
-__thread uint32_t gort__nosigpipe __attribute__((tls_model("initial-exec")));
+static __thread uint32_t nosigpipe __attribute__((tls_model("initial-exec")));
 static bool pipe_installed;
+
+void gort__nosigpipe_set(uint32_t on)
+{
+    nosigpipe = on;
+}
 
 static void pipe_handler(int sig, siginfo_t *info, void *uctx)
 {
     (void)info;
     (void)uctx;
-    if (gort__nosigpipe)
+    if (nosigpipe)
         return;
     /* Not gort's write: the default action, once this handler returns and
      * the signal is unblocked again. */
