@@ -35,6 +35,7 @@
 #include "runtime.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -2266,6 +2267,34 @@ void gort__preempt_yield(struct m *mp, struct g *gp)
  * Deadlock detection.  Mirrors checkdead (proc.go).
  * ------------------------------------------------------------------------- */
 
+/* Where a runnable G found by checkdead is queued, for the message:
+ * nothing runs, so the queues hold still.  sched.lock held. */
+static const char *where_queued_locked(struct g *gp, char *buf, size_t n)
+{
+    for (struct g *q = gort__sched.runq.head; q; q = q->schedlink)
+        if (q == gp)
+            return "on the global queue";
+    int32_t procs = load_acq(&gort__gomaxprocs);
+    for (int32_t i = 0; i < procs; i++) {
+        struct p *pp = gort__allp_load()[i];
+        const char *how = NULL;
+        if (load_relaxed(&pp->runnext) == gp)
+            how = "in runnext";
+        uint32_t h = load_relaxed(&pp->runqhead);
+        uint32_t t = load_relaxed(&pp->runqtail);
+        for (uint32_t k = h; !how && k != t; k++)
+            if (load_relaxed(&pp->runq[k % GORT_RUNQ_SIZE]) == gp)
+                how = "in the run queue";
+        if (how) {
+            snprintf(buf, n, "%s of P%d (status %u, idle %d)", how, i,
+                     (unsigned)load_relaxed(&pp->status),
+                     (int)gort__isidlep(i));
+            return buf;
+        }
+    }
+    return "on no run queue";
+}
+
 void gort__checkdead_locked(void)
 {
     if (gort__debug.checkdeadoff || load_relaxed(&gort__sched.exiting))
@@ -2290,8 +2319,16 @@ void gort__checkdead_locked(void)
         if (s == G_WAITING || s == G_PREEMPTED)
             waiting++;
         else if (s == G_RUNNABLE || s == G_RUNNING || s == G_SYSCALL)
-            gort__throw("checkdead: runnable goroutine %lld (status %s)",
-                        (long long)gp->goid, gort__gstatus_name(s));
+        {
+            char buf[96];
+            gort__throw("checkdead: runnable goroutine %lld (status %s, %s; "
+                        "npidle=%d nmspinning=%d runqsize=%d)",
+                        (long long)gp->goid, gort__gstatus_name(s),
+                        where_queued_locked(gp, buf, sizeof buf),
+                        (int)load_relaxed(&gort__sched.npidle),
+                        (int)load_relaxed(&gort__sched.nmspinning),
+                        (int)gort__sched.runqsize);
+        }
     }
     if (waiting == 0 && load_relaxed(&gort__sched.main_goexited))
         gort__fatal("no goroutines (main called runtime.Goexit) - deadlock!");

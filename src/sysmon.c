@@ -24,7 +24,9 @@
  *
  * Invariants:
  *   - sysmon holds no P and never runs Gs; its M is counted in
- *     sched.nmsys so that deadlock detection ignores it.
+ *     sched.nmsys so that deadlock detection ignores it, except while
+ *     it holds goroutines its network poll readied (then it counts as
+ *     running until they are queued).
  *   - sched.sysmonwait is set only by sysmon and cleared by exactly one
  *     exchange (sysmon's or a waker's); the one who clears it owns the
  *     matching note wake-up.
@@ -278,12 +280,25 @@ static void *sysmon(void *arg)
         if (gort__netpoll_waiters() > 0 && last != 0 &&
             last + 10 * 1000 * 1000 < now &&
             cas_acqrel(&gort__sched.lastpoll, last, now)) {
+            /* Count sysmon as a running M while it holds what it polled
+             * (Go's incidlelocked(-1) around injectglist): from the moment
+             * netpoll takes a G from its descriptor (runnable, no longer a
+             * poll waiter) until it is queued and an M started for it, the
+             * last M may find no work, stop and run checkdead, which must
+             * not see every M idle with a G in our hands.  Under
+             * sched.lock, as checkdead reads the count. */
+            gort__lock(&gort__sched.lock);
+            gort__sched.nmsys--;
+            gort__unlock(&gort__sched.lock);
             struct gqueue q;
             int32_t n = gort__netpoll(0, &q);
             if (n > 0) {
                 gort__injectglist(&q, n);
                 idle = 0;
             }
+            gort__lock(&gort__sched.lock);
+            gort__sched.nmsys++;
+            gort__unlock(&gort__sched.lock);
         }
         if (lastscavenge + 1000000000 <= now) {
             lastscavenge = now;
