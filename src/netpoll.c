@@ -852,7 +852,7 @@ int gort_fd_set_deadline(int fd, int mode, int64_t when)
             (res) = (call);                                                    \
             if ((res) >= 0)                                                    \
                 break;                                                         \
-            int e_ = errno;                                                    \
+            int e_ = GORT_ERRNO;                                               \
             if (e_ == EINTR)                                                   \
                 continue;                                                      \
             if (e_ != EAGAIN && e_ != EWOULDBLOCK) {                           \
@@ -910,10 +910,11 @@ long gort__fd_read(struct polldesc *pd, void *buf, size_t n)
                 store_relaxed(&pd->rdrained, 1);
             return r;
         }
-        if (errno == EINTR)
+        int e = GORT_ERRNO;
+        if (e == EINTR)
             continue;
-        if (errno != EAGAIN && errno != EWOULDBLOCK)
-            return -errno;
+        if (e != EAGAIN && e != EWOULDBLOCK)
+            return -e;
         if ((err = netpollwait(pd, 'r')) != 0)
             return err;
     }
@@ -933,10 +934,11 @@ long gort__fd_write(struct polldesc *pd, const void *buf, size_t n)
             done += (size_t)r;
             continue;
         }
-        if (errno == EINTR)
+        int e = GORT_ERRNO;
+        if (e == EINTR)
             continue;
-        if (errno != EAGAIN && errno != EWOULDBLOCK)
-            return done > 0 ? (long)done : -errno;
+        if (e != EAGAIN && e != EWOULDBLOCK)
+            return done > 0 ? (long)done : -e;
         int w = netpollwait(pd, 'w');
         if (w)
             return done > 0 ? (long)done : w;
@@ -1036,7 +1038,7 @@ static int pd_accept(struct polldesc *pd, struct sockaddr *addr,
             }
             return nfd;
         }
-        int e = errno;
+        int e = GORT_ERRNO;
         if (e == EINTR || e == ECONNABORTED)
             continue;
         if (e != EAGAIN && e != EWOULDBLOCK)
@@ -1075,7 +1077,7 @@ static int pd_connect(struct polldesc *pd, const struct sockaddr *addr,
         int soerr = 0;
         socklen_t len = sizeof soerr;
         if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len) < 0) {
-            err = -errno;
+            err = -GORT_ERRNO;
             break;
         }
         if (soerr == EINPROGRESS || soerr == EALREADY || soerr == EINTR)
@@ -1126,7 +1128,7 @@ static long pd_recvfrom(struct polldesc *pd, void *buf, size_t n, int flags,
                 *fromlen = (unsigned)len;
             return r;
         }
-        int e = errno;
+        int e = GORT_ERRNO;
         if (e == EINTR)
             continue;
         if (e != EAGAIN && e != EWOULDBLOCK)

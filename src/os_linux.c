@@ -232,24 +232,59 @@ static void restore_default(int sig, void (*h)(int, siginfo_t *, void *),
 /* SIGPIPE, as in Go: a write to a broken pipe or socket on a descriptor
  * other than 1 and 2 fails with -EPIPE; on 1 and 2, and in the program's
  * own write(2) calls, the signal keeps its default action and ends the
- * process.  gort's write paths set the flag around the call (GORT_NOSIGPIPE); the
- * signal is raised on the writing thread before the call returns, so the
- * flag says whose write it was.  Installed only while the action is the
- * default: a program that ignores SIGPIPE or handles it keeps its way. */
-static __thread uint32_t nosigpipe __attribute__((tls_model("initial-exec")));
+ * process.  gort's write paths bracket the call (GORT_NOSIGPIPE) with a
+ * flag of the writing thread: the kernel raises the signal on that thread
+ * before the call returns, so the flag says whose write it was.
+ *
+ * An emulator may deliver it later: qemu-user has been seen to run the
+ * handler a few instructions after the call returned, the flag cleared.
+ * So a gort write that failed with EPIPE and saw no signal inside the
+ * bracket leaves one owed on its thread, and the handler takes an owed
+ * signal first.  The handler and the bracket's end run on one thread, so
+ * plain thread variables do, and every order works out: a signal before
+ * `owed` is raised is seen and the debt cancelled; one after is taken
+ * from the debt.  On a kernel, which delivers within the call, nothing is
+ * ever owed.
+ *
+ * Installed only while the action is the default: a program that ignores
+ * SIGPIPE or handles it keeps its way. */
+static __thread volatile uint32_t nosigpipe
+    __attribute__((tls_model("initial-exec")));
+static __thread volatile uint32_t sigpipe_seen
+    __attribute__((tls_model("initial-exec")));
+static __thread volatile uint32_t sigpipe_owed
+    __attribute__((tls_model("initial-exec")));
 static bool pipe_installed;
 
-void gort__nosigpipe_set(uint32_t on)
+void gort__nosigpipe_begin(int fd)
 {
-    nosigpipe = on;
+    sigpipe_seen = 0;
+    nosigpipe = fd > 2;
+}
+
+void gort__nosigpipe_end(int err)
+{
+    if (nosigpipe && err == EPIPE) {
+        sigpipe_owed++;
+        __asm__ __volatile__("" ::: "memory");
+        if (sigpipe_seen)
+            sigpipe_owed--; /* it came inside the bracket */
+    }
+    nosigpipe = 0;
 }
 
 static void pipe_handler(int sig, siginfo_t *info, void *uctx)
 {
     (void)info;
     (void)uctx;
-    if (nosigpipe)
+    if (sigpipe_owed) {
+        sigpipe_owed--;
         return;
+    }
+    if (nosigpipe) {
+        sigpipe_seen = 1;
+        return;
+    }
     /* Not gort's write: the default action, once this handler returns and
      * the signal is unblocked again. */
     signal(sig, SIG_DFL);

@@ -100,7 +100,7 @@ GORT_NOINLINE void gort__setm(struct m *mp)
 
 /* errno's address must be recomputed after a switch (glibc declares
  * __errno_location const, so a cached result would name the old thread). */
-static GORT_NOINLINE int *errno_ptr(void)
+int *gort__errno_ptr(void)
 {
     int *p = &errno;
     __asm__ __volatile__("" : "+r"(p)::"memory");
@@ -420,7 +420,7 @@ struct m *gort__allocm_sys(void)
 static int mstart_common(struct m *mp)
 {
     gort__setm(mp);
-    mp->errnop = errno_ptr();
+    mp->errnop = gort__errno_ptr();
     int err = gort__minit(mp);
     if (err)
         return err;
@@ -1525,7 +1525,7 @@ static GORT_NOINLINE GORT_NORETURN void gostart_san(void *prev)
     gort__san_gostart();
     after_switch(prev);
     struct g *gp = gort__getg();
-    *errno_ptr() = 0;
+    *gort__errno_ptr() = 0;
     gort__san_acquire(gp); /* gort_go happens before the body (san.c) */
     gort__san_callback(gp->fn, gp->arg);
     goexit1(gp);
@@ -1538,7 +1538,7 @@ static void gostart(void *prev)
         gostart_san(prev);
     after_switch(prev);
     struct g *gp = gort__getg();
-    *errno_ptr() = 0;
+    *gort__errno_ptr() = 0;
     gp->fn(gp->arg);
     goexit1(gp);
 }
@@ -2009,7 +2009,7 @@ static struct m *needm(void)
     if (!gp)
         gort__fatal("out of memory making a G for a foreign thread");
     mp->procid = gort__gettid();
-    mp->errnop = errno_ptr();
+    mp->errnop = gort__errno_ptr();
     uint64_t seed = (uint64_t)gort_nanotime() ^ (uint64_t)(uintptr_t)mp;
     mp->fastrand[0] = (uint32_t)(seed | 1);
     mp->fastrand[1] = (uint32_t)(seed >> 32) | 0x9e3779b9u;

@@ -1199,23 +1199,32 @@ GORT_HIDDEN void gort__fd_unref(struct polldesc *pd);
 GORT_HIDDEN long gort__fd_read(struct polldesc *pd, void *buf, size_t n);
 GORT_HIDDEN long gort__fd_write(struct polldesc *pd, const void *buf,
                                 size_t n);
-/* Set the flag (on this thread) that brackets gort's own write(2)-like
- * calls on a descriptor other than 1 and 2: the SIGPIPE a broken pipe
- * raises is ignored and the call fails with -EPIPE, as in Go
- * (os_linux.c).  Out of line, never inlined: the compiler takes the thread
- * pointer for a constant within a function and may compute a thread
- * variable's address once, before a loop in which the goroutine parks and
- * comes back on another thread (gcc does so on aarch64); a call computes
- * it afresh on the thread that makes it. */
-GORT_HIDDEN GORT_NOINLINE void gort__nosigpipe_set(uint32_t on);
-/* expr (a write(2)-like call on fd) with the flag set for it; the flag is
- * this thread's, so it brackets the call alone (the goroutine may move to
- * another thread between calls).  errno is left as the call set it. */
+/* This thread's errno, its address computed afresh at every call: glibc
+ * declares __errno_location const, so in a loop that may park (and come
+ * back on another thread) the compiler may compute `errno`'s address once,
+ * before the loop, and read the first thread's afterwards.  Loops around
+ * a call that may park read errno through GORT_ERRNO. */
+GORT_HIDDEN GORT_NOINLINE int *gort__errno_ptr(void);
+#define GORT_ERRNO (*gort__errno_ptr())
+/* Bracket gort's own write(2)-like calls on fd (begin before, end after
+ * with the call's errno or 0): on a descriptor other than 1 and 2 the
+ * SIGPIPE a broken pipe raises is ignored and the call fails with -EPIPE,
+ * as in Go (os_linux.c).  Out of line, never inlined: the compiler takes
+ * the thread pointer for a constant within a function and may compute a
+ * thread variable's address once, before a loop in which the goroutine
+ * parks and comes back on another thread (gcc does so on aarch64); a call
+ * computes it afresh on the thread that makes it. */
+GORT_HIDDEN GORT_NOINLINE void gort__nosigpipe_begin(int fd);
+GORT_HIDDEN GORT_NOINLINE void gort__nosigpipe_end(int err);
+/* expr (a write(2)-like call on fd, -1 and errno on failure) bracketed so;
+ * the flag is this thread's, so it brackets the call alone (the goroutine
+ * may move to another thread between calls).  errno is left as the call
+ * set it. */
 #define GORT_NOSIGPIPE(fd, expr)                                               \
     __extension__({                                                            \
-        gort__nosigpipe_set((fd) > 2);                                         \
+        gort__nosigpipe_begin(fd);                                             \
         __typeof__(expr) gort__np_r = (expr);                                  \
-        gort__nosigpipe_set(0);                                                \
+        gort__nosigpipe_end(gort__np_r < 0 ? GORT_ERRNO : 0);                  \
         gort__np_r;                                                            \
     })
 /* Close a registered fd (0 or -errno), or 1 when it is not registered. */

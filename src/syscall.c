@@ -298,7 +298,7 @@ void gort_exitsyscall(void)
         for (;;) {                                                             \
             gort_entersyscall();                                               \
             type r_ = (call);                                                  \
-            int e_ = r_ < 0 ? errno : 0;                                       \
+            int e_ = r_ < 0 ? GORT_ERRNO : 0;                                  \
             gort_exitsyscall();                                                \
             if (r_ >= 0)                                                       \
                 return r_;                                                     \

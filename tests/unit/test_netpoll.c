@@ -646,18 +646,25 @@ static void spp_closer(void *arg)
     gort_waitgroup_done(&r->wg);
 }
 
+static int spp_stop;
+static gort_waitgroup spp_spinning = GORT_WAITGROUP_INIT;
+
+/* Keeps both Ps busy now and then, so that the writer often comes back on
+ * another thread. */
 static void spp_spinner(void *arg)
 {
-    volatile int *stop = arg;
-    while (!*stop)
+    (void)arg;
+    while (!__atomic_load_n(&spp_stop, __ATOMIC_RELAXED))
         gort_gosched();
+    gort_waitgroup_done(&spp_spinning);
 }
 
 static void spp_main(void *arg)
 {
     (void)arg;
-    volatile int stop = 0;
-    CHECK(gort_go(spp_spinner, (void *)&stop) > 0);
+    __atomic_store_n(&spp_stop, 0, __ATOMIC_RELAXED);
+    gort_waitgroup_add(&spp_spinning, 1);
+    CHECK(gort_go(spp_spinner, NULL) > 0);
     int moved = 0;
     for (int i = 0; i < SPP_ROUNDS && moved < 20; i++) {
         struct spp_round r = {{-1, -1}, GORT_WAITGROUP_INIT, 0, 0, 0};
@@ -671,7 +678,8 @@ static void spp_main(void *arg)
             moved++;
         CHECK_EQ(gort_close(r.fds[1]), 0);
     }
-    stop = 1;
+    __atomic_store_n(&spp_stop, 1, __ATOMIC_RELAXED);
+    gort_waitgroup_wait(&spp_spinning);
     /* Otherwise the test proves nothing. */
     CHECK(moved > 0);
 }
