@@ -265,8 +265,7 @@ void gort__nosigpipe_begin(int fd)
 void gort__nosigpipe_end(int err)
 {
     if (nosigpipe && err == EPIPE) {
-        sigpipe_owed++;
-        __asm__ __volatile__("" ::: "memory");
+        sigpipe_owed++; /* volatile: stays before the read of seen */
         if (sigpipe_seen)
             sigpipe_owed--; /* it came inside the bracket */
     }

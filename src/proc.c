@@ -2318,8 +2318,7 @@ void gort__checkdead_locked(void)
             continue; /* a thread outside gort: not ours to judge */
         if (s == G_WAITING || s == G_PREEMPTED)
             waiting++;
-        else if (s == G_RUNNABLE || s == G_RUNNING || s == G_SYSCALL)
-        {
+        else if (s == G_RUNNABLE || s == G_RUNNING || s == G_SYSCALL) {
             char buf[96];
             gort__throw("checkdead: runnable goroutine %lld (status %s, %s; "
                         "npidle=%d nmspinning=%d runqsize=%d)",
