@@ -16,9 +16,20 @@
  *
  * Only the callee-saved registers and the floating-point control state are
  * saved: every caller of gort__ctx_switch is a C call site, so the compiler
- * already treats the other registers as clobbered.  The resume address is
- * popped and reached with an indirect jmp rather than `ret`, since a `ret`
- * onto another stack always misses the return-stack predictor.
+ * already treats the other registers as clobbered.
+ *
+ * A context saved here is resumed with `ret`.  The return-stack predictor
+ * then guesses the address this call to the switch returns to, which is
+ * right whenever the two contexts switched from the same call site (a
+ * goroutine parking on a channel handing over to another that parked
+ * there too), and it keeps the return stack balanced: the caller's call
+ * pushed one entry and `ret` pops it, so the resumed goroutine's own
+ * returns are predicted too.  Resuming with `pop` + indirect `jmp` left
+ * that entry behind, and every return after the switch missed (thread-ring
+ * 47 -> 38 ns a hop, channel ping-pong 88 -> 75 ns a round trip on one P).
+ * A fresh context's first resume goes to the trampoline, which no return
+ * predictor can guess; it takes the indirect `jmp`, which the branch-target
+ * predictor learns (a stream of new goroutines resumes there every time).
  *
  * void *gort__ctx_switch(void **save_sp, void *to_sp, void *arg)
  *     rdi = where to save this context's sp, rsi = the context to resume,
@@ -91,10 +102,15 @@ gort__ctx_switch:
         popq    %rbp
         .cfi_adjust_cfa_offset -8
         .cfi_restore rbp
+        movq    %rdx, %rax
+        leaq    .Lctx_trampoline_resume(%rip), %rcx
+        cmpq    %rcx, (%rsp)
+        je      1f
+        ret
+1:      /* a fresh context: its first resume goes to the trampoline */
         popq    %rcx
         .cfi_adjust_cfa_offset -8
         .cfi_register rip, rcx  /* the resume address is now in rcx */
-        movq    %rdx, %rax
         jmpq    *%rcx
         .cfi_endproc
         .size   gort__ctx_switch, .-gort__ctx_switch
