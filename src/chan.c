@@ -136,8 +136,9 @@ int gort__chan_release(gort_chan *c)
 
 /* Hand ep to the waiting receiver sg, then unlock c and ready it.
  * Mirrors send (chan.go). */
-void gort__chan_send_direct(struct m *mp, struct gort_chan *c,
-                            struct sudog *sg, const void *ep)
+static inline __attribute__((always_inline)) void
+chan_send_direct(struct m *mp, struct gort_chan *c, struct sudog *sg,
+                 const void *ep)
 {
     if (sg->elem)
         gort__elemcopy(c, sg->elem, ep);
@@ -145,13 +146,13 @@ void gort__chan_send_direct(struct m *mp, struct gort_chan *c,
     struct g *gp = sg->g;
     gp->param = sg;
     gort__spinunlock_m(mp, &c->lock);
-    gort__ready_m(mp, gp, true);
+    gort__ready_inline(mp, gp, true);
 }
 
-static bool chanparkcommit(struct g *gp, void *lock)
+static bool chanparkcommit(struct m *mp, struct g *gp, void *lock)
 {
     (void)gp;
-    gort__spinunlock(lock);
+    gort__spinunlock_m(mp, lock);
     return true;
 }
 
@@ -221,7 +222,7 @@ chansend(struct m *mp, struct gort_chan *c, const void *ep, bool block,
     }
     struct sudog *sg = c->recvq.first ? gort__waitq_dequeue(&c->recvq) : NULL;
     if (sg) {
-        gort__chan_send_direct(mp, c, sg, ep);
+        chan_send_direct(mp, c, sg, ep);
         return true;
     }
     if (c->qcount < c->dataqsiz) {
@@ -246,8 +247,9 @@ chansend(struct m *mp, struct gort_chan *c, const void *ep, bool block,
 /* Take a value from the waiting sender sg into ep, then unlock c and
  * ready it.  With a buffer (then full), the receiver takes the head and
  * the sender's value goes to the tail: FIFO is kept.  Mirrors recv. */
-void gort__chan_recv_direct(struct m *mp, struct gort_chan *c,
-                            struct sudog *sg, void *ep)
+static inline __attribute__((always_inline)) void
+chan_recv_direct(struct m *mp, struct gort_chan *c, struct sudog *sg,
+                 void *ep)
 {
     if (c->dataqsiz == 0) {
         gort__elemcopy(c, ep, sg->elem);
@@ -263,7 +265,7 @@ void gort__chan_recv_direct(struct m *mp, struct gort_chan *c,
     struct g *gp = sg->g;
     gp->param = sg;
     gort__spinunlock_m(mp, &c->lock);
-    gort__ready_m(mp, gp, true);
+    gort__ready_inline(mp, gp, true);
 }
 
 /* Returns whether a receive happened (always, when blocking); *ok says
@@ -309,7 +311,7 @@ chanrecv(struct m *mp, struct gort_chan *c, void *ep, bool block, bool *ok,
         struct sudog *sg =
             c->sendq.first ? gort__waitq_dequeue(&c->sendq) : NULL;
         if (sg) {
-            gort__chan_recv_direct(mp, c, sg, ep);
+            chan_recv_direct(mp, c, sg, ep);
             *ok = true;
             return true;
         }

@@ -81,12 +81,6 @@ static inline struct sudog *gort__waitq_dequeue(struct waitq *q)
     return sg ? gort__waitq_dequeue_slow(q) : NULL;
 }
 GORT_HIDDEN void gort__waitq_remove(struct waitq *q, struct sudog *sg);
-/* With c->lock held: complete a hand-off with a waiter, then unlock c and
- * ready the waiter. */
-GORT_HIDDEN void gort__chan_send_direct(struct m *mp, struct gort_chan *c,
-                                        struct sudog *sg, const void *ep);
-GORT_HIDDEN void gort__chan_recv_direct(struct m *mp, struct gort_chan *c,
-                                        struct sudog *sg, void *ep);
 /* ---------------------------------------------------------------------------
  * Element copies.
  * ------------------------------------------------------------------------- */

@@ -240,8 +240,9 @@ static struct g *netpollunblock(uintptr_t *gpp, bool ioready)
     }
 }
 
-static bool netpollblockcommit(struct g *gp, void *arg)
+static bool netpollblockcommit(struct m *mp, struct g *gp, void *arg)
 {
+    (void)mp;
     uintptr_t *gpp = arg;
     /* Release: publishes the parked G to netpollunblock's acquire. */
     bool ok = cas_acqrel(gpp, PD_WAIT, (uintptr_t)gp);

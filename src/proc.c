@@ -73,11 +73,18 @@ static int main_status;
  * shared library (static TLS is reserved for libraries loaded at start).
  * Read through gort__getm (runtime.h), never directly. */
 __thread struct m *gort__tls_m __attribute__((tls_model("initial-exec")));
+/* The same M when gort__getm has nothing to finish for it (runtime.h),
+ * else NULL: NULL for a foreign thread's M and while the preemption
+ * signal has this thread's M in a syscall.  Written only by this thread:
+ * gort__setm, the signal handler marking a syscall
+ * (gort__entersyscall_m) and gort__getm_slow finishing it
+ * (gort__exitsyscall_m). */
+__thread struct m *gort__tls_mfast __attribute__((tls_model("initial-exec")));
 
 #if !(defined(__x86_64__) && defined(__GNUC__))
 GORT_NOINLINE struct m *gort__getm(void)
 {
-    struct m *mp = gort__tls_m;
+    struct m *mp = gort__tls_mfast;
     /* Keep the compiler from treating this as a pure function whose
      * result can be reused across a context switch. */
     __asm__ __volatile__("" : "+r"(mp)::"memory");
@@ -96,6 +103,12 @@ GORT_NOINLINE struct m *gort__getm_raw(void)
 GORT_NOINLINE void gort__setm(struct m *mp)
 {
     gort__tls_m = mp;
+    gort__tls_mfast = mp && !mp->foreign ? mp : NULL;
+}
+
+void gort__setm_fast(struct m *mp)
+{
+    gort__tls_mfast = mp;
 }
 
 /* errno's address must be recomputed after a switch (glibc declares
@@ -397,7 +410,7 @@ static struct g *take_lockedwant_locked(struct m *mp);
 static struct g *stoplockedm(struct m *mp);
 static int64_t newproc_foreign(void (*fn)(void *), void *arg, uintptr_t pc);
 static void park_foreign(struct m *mp, struct g *gp,
-                         bool (*unlockf)(struct g *, void *), void *lock);
+                         gort__unlockf unlockf, void *lock);
 static void ready_slow(struct m *mp, struct g *gp);
 
 /* An M for a runtime thread that runs without a P (sysmon): counted in
@@ -1842,12 +1855,12 @@ static struct g *park_m(struct g *gp)
     struct m *mp = gort__getm();
     gort__casgstatus(gp, G_RUNNING, G_WAITING);
     gort__dropg(mp);
-    bool (*fn)(struct g *, void *) = mp->waitunlockf;
+    gort__unlockf fn = mp->waitunlockf;
     if (fn) {
         void *lock = mp->waitlock;
         mp->waitunlockf = NULL;
         mp->waitlock = NULL;
-        if (!fn(gp, lock)) {
+        if (!fn(mp, gp, lock)) {
             gort__casgstatus(gp, G_WAITING, G_RUNNABLE);
             return gp; /* resume it at once, same time slice */
         }
@@ -1861,13 +1874,13 @@ static struct g *park_m(struct g *gp)
 static void post_park(struct m *mp, struct g *prev)
 {
     post_unlock_sched(mp);
-    bool (*fn)(struct g *, void *) = mp->waitunlockf;
+    gort__unlockf fn = mp->waitunlockf;
     if (!fn)
         return;
     void *lock = mp->waitlock;
     mp->waitunlockf = NULL;
     mp->waitlock = NULL;
-    if (!fn(prev, lock)) {
+    if (!fn(mp, prev, lock)) {
         gort__casgstatus(prev, G_WAITING, G_RUNNABLE);
         gort__runqput(mp->p, prev, true);
     }
@@ -1875,7 +1888,7 @@ static void post_park(struct m *mp, struct g *prev)
 
 /* gort__park's body, traced or not (enum gtrace). */
 static inline __attribute__((always_inline)) void
-park_impl(bool (*unlockf)(struct g *, void *), void *lock, uint32_t reason,
+park_impl(gort__unlockf unlockf, void *lock, uint32_t reason,
           enum gtrace t)
 {
     struct m *mp = gort__getm();
@@ -1903,13 +1916,13 @@ park_impl(bool (*unlockf)(struct g *, void *), void *lock, uint32_t reason,
     g_handoff(mp, gp, next, inherit, locked, post_park, false, t);
 }
 
-static GORT_NOINLINE __attribute__((cold)) void park_traced(bool (*unlockf)(struct g *, void *),
+static GORT_NOINLINE __attribute__((cold)) void park_traced(gort__unlockf unlockf,
                                       void *lock, uint32_t reason)
 {
     park_impl(unlockf, lock, reason, GT_ON);
 }
 
-void gort__park(bool (*unlockf)(struct g *, void *), void *lock,
+void gort__park(gort__unlockf unlockf, void *lock,
                 uint32_t reason)
 {
     /* The parking G holds its P until it switches away. */
@@ -2027,9 +2040,10 @@ static struct m *needm(void)
     return mp;
 }
 
-GORT_NOINLINE struct m *gort__getm_slow(struct m *mp)
+GORT_NOINLINE struct m *gort__getm_slow(void)
 {
     GORT_SAN_SCOPE(); /* needm allocates */
+    struct m *mp = gort__getm_raw();
     if (mp && mp->foreign) {
         if (mp->foreign_gen == load_acq(&runtime_gen) &&
             load_acq(&gort__main_started))
@@ -2051,7 +2065,8 @@ GORT_NOINLINE struct m *gort__getm_slow(struct m *mp)
     }
     /* The preemption signal found this thread blocked in the kernel and
      * put it into a syscall; it is back in gort now. */
-    gort__exitsyscall_m(mp, mp->curg);
+    if (load_relaxed(&mp->insyscall) == 2)
+        gort__exitsyscall_m(mp, mp->curg);
     return gort__getm_raw();
 }
 
@@ -2096,12 +2111,12 @@ static GORT_NOINLINE void ready_slow(struct m *mp, struct g *gp)
 
 /* gort__park on a foreign thread: sleep on the M's note. */
 static GORT_NOINLINE void park_foreign(struct m *mp, struct g *gp,
-                                       bool (*unlockf)(struct g *, void *),
+                                       gort__unlockf unlockf,
                                        void *lock)
 {
     foreign_inside(1);
     gort__casgstatus(gp, G_RUNNING, G_WAITING);
-    if (unlockf && !unlockf(gp, lock)) {
+    if (unlockf && !unlockf(mp, gp, lock)) {
         gort__casgstatus(gp, G_WAITING, G_RUNNABLE);
     } else {
         gort__notesleep(&mp->park);

@@ -508,6 +508,10 @@ struct glist {
  * M: OS thread.  Mirrors type m (runtime2.go).
  * ------------------------------------------------------------------------- */
 
+/* A park's commit function (gort__park): runs on the parking G's M once
+ * the G's context is saved; false makes the G runnable again at once. */
+typedef bool (*gort__unlockf)(struct m *mp, struct g *gp, void *arg);
+
 struct m {
     struct g *g0;          /* scheduling stack: the thread's own */
     struct g *curg;        /* the user G running, or NULL; owner writes */
@@ -534,7 +538,7 @@ struct m {
     void (*post_fn)(struct m *, struct g *);
     bool post_locked;      /* the hand-off holds sched.lock for post_fn */
     /* park: unlock function and its argument, run on g0 after switch. */
-    bool (*waitunlockf)(struct g *, void *);
+    gort__unlockf waitunlockf;
     void *waitlock;
     struct gqueue woken;   /* Gs woken by sleep timers, being collected
                               (time.c flush_woken); owner only */
@@ -790,41 +794,47 @@ GORT_HIDDEN extern struct gort_debugvars gort__debug;
  * Every entry into gort comes through it, which makes it the place to
  * finish two states the M may be in without knowing (gort__getm_slow): a
  * syscall marked by the preemption signal, and a thread gort did not
- * create.  One load and three tests for the usual case.
+ * create.  One load and one test for the usual case.
  * ------------------------------------------------------------------------- */
 
 /* The M as it is, without finishing a signal-marked syscall or making an
  * extra M: for signal handlers and the code that does those things. */
 GORT_HIDDEN struct m *gort__getm_raw(void);
 GORT_HIDDEN void gort__setm(struct m *mp);
-GORT_HIDDEN struct m *gort__getm_slow(struct m *mp);
+/* This thread's M as gort__getm's one test sees it: mp, or NULL while
+ * the M needs gort__getm_slow (syscall.c, around a signal-marked
+ * syscall). */
+GORT_HIDDEN void gort__setm_fast(struct m *mp);
+GORT_HIDDEN struct m *gort__getm_slow(void);
 
-/* gort__getm's test on the M it read, the same on every architecture. */
+/* gort__getm's test, the same on every architecture.  It reads a second
+ * thread-local slot that holds the M only when there is nothing to
+ * finish (not a foreign thread's M, not in a signal-marked syscall), so
+ * the usual case is one load and one test. */
 static inline __attribute__((always_inline)) struct m *
-gort__getm_finish(struct m *mp)
+gort__getm_finish(struct m *fast)
 {
-    if (GORT_UNLIKELY(!mp || load_relaxed(&mp->insyscall) == 2 ||
-                      mp->foreign))
-        return gort__getm_slow(mp);
-    return mp;
+    if (GORT_UNLIKELY(!fast))
+        return gort__getm_slow();
+    return fast;
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
 /* The current M (proc.c); initial-exec, also in the shared library. */
-GORT_HIDDEN extern __thread struct m *gort__tls_m
+GORT_HIDDEN extern __thread struct m *gort__tls_mfast
     __attribute__((tls_model("initial-exec")));
 
 static inline __attribute__((always_inline)) struct m *gort__getm(void)
 {
     struct m *mp;
 #if defined(__PIC__)
-    __asm__ __volatile__("movq gort__tls_m@gottpoff(%%rip), %0\n\t"
+    __asm__ __volatile__("movq gort__tls_mfast@gottpoff(%%rip), %0\n\t"
                          "movq %%fs:(%0), %0"
                          : "=r"(mp)
                          :
                          : "memory");
 #else
-    __asm__ __volatile__("movq %%fs:gort__tls_m@tpoff, %0"
+    __asm__ __volatile__("movq %%fs:gort__tls_mfast@tpoff, %0"
                          : "=r"(mp)
                          :
                          : "memory");
@@ -949,9 +959,9 @@ static inline struct g *gort__globrunqget_locked(struct p *pp, int32_t max)
  * ------------------------------------------------------------------------- */
 
 /* Park the running G with the given reason.  On g0, after the G's context
- * is saved, unlockf(gp, lock) runs; if it returns false the G resumes at
- * once.  Mirrors gopark (proc.go). */
-GORT_HIDDEN void gort__park(bool (*unlockf)(struct g *, void *), void *lock,
+ * is saved, unlockf(mp, gp, lock) runs on its M; if it returns false the
+ * G resumes at once.  Mirrors gopark (proc.go). */
+GORT_HIDDEN void gort__park(gort__unlockf unlockf, void *lock,
                             uint32_t reason);
 /* Make a WAITING G runnable on the current P (in runnext when next).
  * Mirrors goready/ready (proc.go). */
@@ -959,6 +969,24 @@ GORT_HIDDEN void gort__ready(struct g *gp, bool next);
 /* gort__ready for a caller that has its M at hand. */
 GORT_HIDDEN void gort__ready_m(struct m *mp, struct g *gp, bool next);
 GORT_HIDDEN void gort__wakep(void);
+/* gort__ready_m with its usual case inline, for the channel hand-offs:
+ * tracing off, the caller holding a P, a G of gort's own.  The same steps
+ * as proc.c's ready_impl; anything else goes to gort__ready_m. */
+static inline __attribute__((always_inline)) void
+gort__ready_inline(struct m *mp, struct g *gp, bool next)
+{
+    struct p *pp = mp->p;
+    if (GORT_TRACE_ON() || GORT_UNLIKELY(gp->foreign || !pp)) {
+        gort__ready_m(mp, gp, next);
+        return;
+    }
+    mp->locks++;
+    gort__casgstatus_t(gp, G_WAITING, G_RUNNABLE, GT_OFF);
+    gort__runqput(pp, gp, next);
+    if (load_relaxed(&gort__sched.npidle) != 0) /* wakep's first test */
+        gort__wakep();
+    mp->locks--;
+}
 /* Hand pp, whose M is blocking, to another M or the idle list. */
 GORT_HIDDEN void gort__handoffp(struct p *pp);
 GORT_HIDDEN struct m *gort__allocm_sys(void);

@@ -59,17 +59,17 @@ static void selunlock(const gort_case *cases, const uint16_t *lockorder, int n)
 
 /* park's unlock function: the G is parked, release its channels in the
  * order of g->waiting (lock order). */
-static bool selparkcommit(struct g *gp, void *arg)
+static bool selparkcommit(struct m *mp, struct g *gp, void *arg)
 {
     (void)arg;
     struct gort_chan *last = NULL;
     for (struct sudog *sg = gp->waiting; sg; sg = sg->waitlink) {
         if (sg->c != last && last)
-            gort__spinunlock(&last->lock);
+            gort__spinunlock_m(mp, &last->lock);
         last = sg->c;
     }
     if (last)
-        gort__spinunlock(&last->lock);
+        gort__spinunlock_m(mp, &last->lock);
     return true;
 }
 

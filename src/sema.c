@@ -134,10 +134,10 @@ static bool cansemacquire(uint32_t *addr)
     }
 }
 
-static bool unlock_lock(struct g *gp, void *lock)
+static bool unlock_lock(struct m *mp, struct g *gp, void *lock)
 {
     (void)gp;
-    gort__unlock(lock);
+    gort__unlock_m(mp, lock);
     return true;
 }
 

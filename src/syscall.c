@@ -155,6 +155,8 @@ void gort__entersyscall_m(struct m *mp, struct g *gp, uint32_t how)
     mp->oldp = pp;
     mp->oldpstatus = word;
     store_relaxed(&mp->insyscall, how); /* sysmon reads it */
+    if (how == 2) /* on this thread, from the signal handler */
+        gort__setm_fast(NULL); /* gort__getm must finish it */
     store_relaxed(&mp->p, NULL);
     store_relaxed(&pp->m, NULL);
     /* Seq-cst: publishes oldp and the G's status to whoever CASes the P
@@ -248,6 +250,8 @@ void gort__exitsyscall_m(struct m *mp, struct g *gp)
     mp->locks++;
     struct p *oldp = mp->oldp;
     mp->oldp = NULL;
+    if (mp->insyscall == 2) /* this thread's M (gort__getm_slow) */
+        gort__setm_fast(mp);
     store_relaxed(&mp->insyscall, 0);
     /* The fast path: our P is still waiting for us.  Acq-rel: pairs with
      * the seq-cst store of the word; acquiring makes the P's state as the

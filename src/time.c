@@ -449,10 +449,10 @@ static void sleep_fire(struct gtimer *t, int64_t now)
     mp->nwoken++;
 }
 
-static bool sleep_commit(struct g *gp, void *arg)
+static bool sleep_commit(struct m *mp, struct g *gp, void *arg)
 {
     (void)gp;
-    timer_add(gort__getm()->p, arg);
+    timer_add(mp->p, arg);
     return true;
 }
 
