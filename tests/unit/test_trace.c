@@ -389,14 +389,19 @@ TEST(twice)
 
 static char exit_path[256];
 
+/* How many of the two goroutines below have started. */
+static int32_t exit_started;
+
 void trace_forever_blocked(void *arg)
 {
+    __atomic_fetch_add(&exit_started, 1, __ATOMIC_RELAXED);
     gort_waitgroup_wait(arg); /* nobody ever calls done */
 }
 
 void trace_forever_spinning(void *arg)
 {
     int64_t *stop = arg;
+    __atomic_fetch_add(&exit_started, 1, __ATOMIC_RELAXED);
     while (!__atomic_load_n(stop, __ATOMIC_RELAXED))
         gort_gosched();
 }
@@ -406,12 +411,21 @@ static int64_t exit_stop;
 static void exit_main(void *arg)
 {
     (void)arg;
+    __atomic_store_n(&exit_started, 0, __ATOMIC_RELAXED);
     CHECK_EQ(gort_trace_start(exit_path), 0);
     static gort_waitgroup never;
     gort_waitgroup_add(&never, 1);
     gort_go(trace_forever_blocked, &never);
     gort_go(trace_forever_spinning, &exit_stop);
+    /* Both must have run for the trace to show them.  Not a fixed sleep:
+     * a thread that stole one of them can be held off the CPU for
+     * milliseconds (under qemu, about one run in fifty). */
     gort_sleep(5 * MS);
+    for (int i = 0; __atomic_load_n(&exit_started, __ATOMIC_RELAXED) < 2;
+         i++) {
+        CHECK(i < 5000); /* 5 s */
+        gort_sleep(MS);
+    }
     /* Return with both alive: gort_main stops the trace. */
 }
 
