@@ -155,19 +155,100 @@ static void th_init(void)
  * Sampling /sched/latencies.  Mirrors the tracking half of casgstatus.
  * ------------------------------------------------------------------------- */
 
+/* The clock of the samples: the CPU's counter, not gort_nanotime.  A
+ * sampled round reads it twice, and on the virtual machines gort is
+ * measured on clock_gettime costs 26-30 ns (kvm-clock through the vDSO)
+ * where rdtsc costs about 11: with Go's one round in 8, the clock was a
+ * quarter of a yield's time.  Counter ticks become nanoseconds at a rate
+ * measured against gort_nanotime (Go's ticksPerSecond does the same for
+ * its profiling events); aarch64's counter states its own frequency.
+ * The counters of two CPUs may differ by a few tens of nanoseconds (a
+ * wait that looks negative is recorded as 0), which a histogram whose
+ * finest bucket is 64 ns hardly sees. */
+#if defined(__x86_64__) && defined(__GNUC__)
+static inline uint64_t track_ticks(void)
+{
+    return __builtin_ia32_rdtsc();
+}
+#elif defined(__aarch64__) && defined(__GNUC__)
+static inline uint64_t track_ticks(void)
+{
+    uint64_t v;
+    __asm__ __volatile__("mrs %0, cntvct_el0" : "=r"(v));
+    return v;
+}
+#else
+static inline uint64_t track_ticks(void)
+{
+    return (uint64_t)gort_nanotime();
+}
+#endif
+
+/* Nanoseconds per tick in 32.32 fixed point; 0 until measured.  The rate
+ * is measured against the pair (calib_ticks, calib_ns) taken at the first
+ * gort_main, once calib_settle_ns have passed; before that each sample
+ * computes it afresh (a clock read more).  Written racily by whichever
+ * sample settles it first, all with about the same value: relaxed. */
+static uint64_t tick_mult;
+static uint64_t calib_ticks;
+static int64_t calib_ns;
+static const int64_t calib_settle_ns = 10 * 1000 * 1000;
+
+void gort__track_clock_init(void)
+{
+#if defined(__aarch64__) && defined(__GNUC__)
+    uint64_t freq;
+    __asm__ __volatile__("mrs %0, cntfrq_el0" : "=r"(freq));
+    if (freq) {
+        store_relaxed(&tick_mult,
+                      (uint64_t)(((unsigned __int128)1000000000 << 32) /
+                                 freq));
+        return;
+    }
+#elif !(defined(__x86_64__) && defined(__GNUC__))
+    store_relaxed(&tick_mult, (uint64_t)1 << 32); /* ticks are ns */
+    return;
+#endif
+    if (load_relaxed(&calib_ns) != 0)
+        return; /* measured from an earlier gort_main's pair */
+    store_relaxed(&calib_ticks, track_ticks());
+    store_relaxed(&calib_ns, gort_nanotime());
+}
+
+/* Nanoseconds in dt ticks. */
+static int64_t ticks_to_ns(uint64_t dt)
+{
+    uint64_t mult = load_relaxed(&tick_mult);
+    if (GORT_UNLIKELY(mult == 0)) {
+        uint64_t t = track_ticks();
+        int64_t ns = gort_nanotime() - load_relaxed(&calib_ns);
+        uint64_t ticks = t - load_relaxed(&calib_ticks);
+        if (ns <= 0 || ticks == 0)
+            return 0;
+        mult = (uint64_t)(((unsigned __int128)ns << 32) / ticks);
+        if (ns >= calib_settle_ns)
+            store_relaxed(&tick_mult, mult);
+    }
+    unsigned __int128 v = ((unsigned __int128)dt * mult) >> 32;
+    return v > (unsigned __int128)INT64_MAX ? INT64_MAX : (int64_t)v;
+}
+
 /* A tracked G (casgstatus set gp->tracking) becomes runnable or runs.
  * Its other transitions (into waiting, a syscall, preemption, death) need
  * nothing: a dead G's flag is reset when it is reused (gsetup). */
 void gort__gtrack(struct g *gp, uint32_t oldval, uint32_t newval)
 {
     if (newval == G_RUNNABLE) {
-        gp->trackingstamp = gort_nanotime();
+        gp->trackingstamp = (int64_t)track_ticks();
         return;
     }
     /* Running.  From a syscall straight back to running the wait was 0
      * (Go records that too). */
-    int64_t d = oldval == G_RUNNABLE ? gort_nanotime() - gp->trackingstamp
-                                     : 0;
+    int64_t d = 0;
+    if (oldval == G_RUNNABLE) {
+        int64_t dt = (int64_t)(track_ticks() - (uint64_t)gp->trackingstamp);
+        d = dt > 0 ? ticks_to_ns((uint64_t)dt) : 0;
+    }
     gp->tracking = false;
     /* The M making a G run holds the P it runs on; a foreign thread's
      * stand-in G has none and is not scheduled: not recorded. */

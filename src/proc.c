@@ -2539,6 +2539,7 @@ int gort_main(void (*fn)(void *), void *arg)
         return -EBUSY;
     reset_globals();
     gort__runtime_init_time = gort_nanotime();
+    gort__track_clock_init();
     struct m *mp = allocm();
     if (!mp) {
         store_rel(&gort_running, 0);

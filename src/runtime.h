@@ -349,6 +349,8 @@ GORT_HIDDEN GORT_NORETURN void gort__casgstatus_fail(struct g *gp,
  * those.  The cold half, in metrics.c, stamps a tracked G when it becomes
  * runnable and records the wait in its P's histogram when it runs. */
 #define GORT_TRACKING_PERIOD 8
+/* The samples' clock (metrics.c), set up by gort_main. */
+GORT_HIDDEN void gort__track_clock_init(void);
 GORT_HIDDEN __attribute__((cold)) void gort__gtrack(struct g *gp, uint32_t oldval,
                                                   uint32_t newval);
 /*

@@ -585,6 +585,9 @@ static void latencies_main(void *arg)
     CHECK_GE(t1 - t0, 25);
     CHECK_LE(t1 - t0, 120);
     CHECK_GE(slow, 20);
+    /* Each wait is the others' 7 ms, give or take a loaded machine: none
+     * near half a second (the samples' clock converts at the right rate). */
+    CHECK_EQ(at_least(b, after, 0.5) - at_least(b, before, 0.5), 0);
     gort_gomaxprocs(old);
 }
 
