@@ -6,8 +6,9 @@
  *
  *   GORTDEBUG      comma-separated key=value pairs, like Go's GODEBUG
  *                  (schedtrace, scheddetail, asyncpreemptoff, randomize,
- *                  stackguard, checkdeadoff, stackidle, trace) into
- *                  gort__debug;
+ *                  stackguard, checkdeadoff, stackidle, lockfence,
+ *                  trace) into gort__debug (lockfence takes effect when
+ *                  the library is loaded: lock_futex.c reads it then);
  *   GORTMAXPROCS   the number of Ps, like GOMAXPROCS;
  *   GORTSTACKSIZE  the virtual size of goroutine stacks (suffixes k, m);
  *   GORTTRACEBACK  what fatal errors and SIGQUIT print, like GOTRACEBACK;
@@ -318,6 +319,7 @@ static const struct dsetting {
     {"stackguard", offsetof(struct gort_debugvars, stackguard), D_GUARD},
     {"checkdeadoff", offsetof(struct gort_debugvars, checkdeadoff), D_BOOL},
     {"stackidle", offsetof(struct gort_debugvars, stackidle), D_MS},
+    {"lockfence", offsetof(struct gort_debugvars, lockfence), D_BOOL},
     {"trace", offsetof(struct gort_debugvars, trace), D_PATH},
 };
 #define NDSETTINGS (sizeof dsettings / sizeof dsettings[0])
@@ -809,7 +811,8 @@ int gort__default_procs(const char *root, int ncpu)
 void gort__read_env(void)
 {
     gort__debug = (struct gort_debugvars){.stackguard = -1,
-                                          .stackidle = GORT_STACK_IDLE_MS};
+                                          .stackidle = GORT_STACK_IDLE_MS,
+                                          .lockfence = 1};
     gort__parse_debug(getenv("GORTDEBUG"), &gort__debug);
     gort__ncpu = gort__affinity_cpus();
     int dflt = gort__default_procs("", gort__ncpu);

@@ -147,9 +147,13 @@ _Static_assert(GORT_RUNQ_SIZE >= 2 &&
  * Low-level locks and notes (lock_futex.c).  Mirrors lock_futex.go.
  * ------------------------------------------------------------------------- */
 
-/* A runtime mutex: 0 unlocked, 1 locked, 2 locked with sleepers. */
+/* A runtime mutex (lock_futex.c): key 0 unlocked, 1 locked; in the
+ * exchange protocol also 2, locked and someone may sleep.  nsleep: in the
+ * fenced protocol, the threads asleep or about to sleep on key.  A spin
+ * lock uses key alone (0 or 1). */
 typedef struct gort_lock {
     uint32_t key;
+    uint32_t nsleep;
 } gort_lock;
 
 /* A one-shot wake-up event: sleep until woken, wake exactly once, clear
@@ -161,6 +165,10 @@ typedef struct gort_note {
 GORT_HIDDEN void gort__lock(gort_lock *l);
 GORT_HIDDEN void gort__unlock(gort_lock *l);
 GORT_HIDDEN void gort__lock_slow(gort_lock *l, uint32_t v);
+/* Which protocol the runtime mutexes follow, fixed when the library is
+ * loaded (lock_futex.c): true, the fenced one (unlock is a store). */
+GORT_HIDDEN extern bool gort__lock_fenced;
+GORT_HIDDEN void gort__unlock_wake(gort_lock *l);
 /* The contended path of a spin lock (below, and lock_futex.c). */
 GORT_HIDDEN void gort__spinlock_slow(gort_lock *l);
 
@@ -774,6 +782,9 @@ struct gort_debugvars {
     int32_t randomize;       /* 1: randomise runnext and queue order */
     int32_t stackguard;      /* STACK_GUARD_* forced, or -1 = auto */
     int32_t checkdeadoff;    /* 1: no deadlock detection */
+    int32_t lockfence;       /* 0: runtime mutexes use the exchange
+                                protocol (read again, and acted on, by
+                                lock_futex.c when the library loads) */
     int32_t stackidle;       /* ms a free stack stays committed in the
                                 pool before sysmon returns its pages */
     char trace[GORT_TRACE_PATH_MAX]; /* trace=path: trace file, "" off */
@@ -1291,14 +1302,30 @@ GORT_HIDDEN void gort__notifylistnotifyall(gort_cond *c);
 static inline void gort__lock_m(struct m *mp, gort_lock *l)
 {
     mp->locks++;
-    /* Acquire: pairs with the release exchange in unlock. */
+    /* Acquire: pairs with the release store or exchange in unlock. */
     uint32_t v = xchg_acqrel(&l->key, 1);
     if (GORT_UNLIKELY(v != 0))
         gort__lock_slow(l, v);
 }
 
-static inline void gort__unlock_m(struct m *mp, gort_lock *l)
+/* Release l, in either protocol; throws if it was not locked. */
+static inline void gort__unlock_word(gort_lock *l)
 {
+    if (GORT_LIKELY(gort__lock_fenced)) {
+        /* Relaxed: only the holder changes a locked word (to 0). */
+        if (GORT_UNLIKELY(load_relaxed(&l->key) != 1))
+            gort__throw("unlock of unlocked lock");
+        /* Release: publishes the critical section to the next locker.
+         * Then a plain look at nsleep, kept after the store by the
+         * compiler fence; the processor may still read it before the
+         * store is visible, which the sleeper's membarrier covers
+         * (lock_futex.c). */
+        store_rel(&l->key, 0);
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        if (GORT_UNLIKELY(load_relaxed(&l->nsleep) != 0))
+            gort__unlock_wake(l);
+        return;
+    }
     /* Release: publishes the critical section to the next locker; the
      * old value says whether someone sleeps (2). */
     uint32_t v = xchg_acqrel(&l->key, 0);
@@ -1307,6 +1334,11 @@ static inline void gort__unlock_m(struct m *mp, gort_lock *l)
             gort__throw("unlock of unlocked lock");
         gort__futexwake(&l->key, 1);
     }
+}
+
+static inline void gort__unlock_m(struct m *mp, gort_lock *l)
+{
+    gort__unlock_word(l);
     mp->locks--;
 }
 

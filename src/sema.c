@@ -408,7 +408,7 @@ struct notifywaiter {
     struct notifywaiter *next; /* under the list lock */
 };
 
-_Static_assert(sizeof(gort_lock) == sizeof(uint32_t) &&
+_Static_assert(sizeof(gort_lock) == sizeof(((gort_cond *)0)->lock) &&
                    _Alignof(gort_lock) == _Alignof(uint32_t),
                "gort_cond.lock holds a gort_lock");
 

@@ -1,0 +1,130 @@
+/*
+ * test_lock.c - the runtime mutexes alone (lock_futex.c), on plain
+ * threads without the scheduler (off the runtime gort__getm() is NULL,
+ * which gort__lock accepts).
+ *
+ *   exclusion           8 threads take one lock 4,000 times each; some
+ *                       holders keep it for 200 us, so waiters use up
+ *                       their spinning and sleep in the kernel: the
+ *                       critical sections never overlap, none is lost,
+ *                       every sleeper is woken (a lost wake-up hangs the
+ *                       case until its timeout), and sleeps did happen.
+ *                       Runs in the protocol the library chose at load:
+ *                       the fenced one where membarrier(2) works (checked
+ *                       against the kernel here), else the exchange one
+ *   exclusion_exchange  the same in a child run with GORTDEBUG=
+ *                       lockfence=0: the exchange protocol, whatever the
+ *                       kernel offers
+ *   unlock_unlocked     unlocking a free lock is a fatal error naming it
+ */
+#include "runtime.h"
+#include "test_util.h"
+
+#include <linux/membarrier.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+GORT_HIDDEN extern uint64_t gort__lock_sleeps;
+
+#define NTHREADS 8
+#define ITERS 4000
+
+static gort_lock lk;
+static int inside;          /* threads in the critical section */
+static uint64_t counter;    /* plain: the lock alone protects it */
+static int overlaps;
+
+static void hold_for_us(int us)
+{
+    struct timespec ts = {0, us * 1000L};
+    nanosleep(&ts, NULL);
+}
+
+static void *worker(void *arg)
+{
+    intptr_t id = (intptr_t)arg;
+    for (int i = 0; i < ITERS; i++) {
+        gort__lock(&lk);
+        /* Relaxed atomics: overlaps must be seen, not raced on. */
+        if (__atomic_add_fetch(&inside, 1, __ATOMIC_RELAXED) != 1)
+            __atomic_add_fetch(&overlaps, 1, __ATOMIC_RELAXED);
+        counter++;
+        if ((i + id) % 64 == 0)
+            hold_for_us(200);
+        __atomic_sub_fetch(&inside, 1, __ATOMIC_RELAXED);
+        gort__unlock(&lk);
+    }
+    return NULL;
+}
+
+static void run_exclusion(void)
+{
+    uint64_t sleeps0 = __atomic_load_n(&gort__lock_sleeps, __ATOMIC_RELAXED);
+    pthread_t t[NTHREADS];
+    for (intptr_t i = 0; i < NTHREADS; i++)
+        CHECK_EQ(pthread_create(&t[i], NULL, worker, (void *)i), 0);
+    for (int i = 0; i < NTHREADS; i++)
+        CHECK_EQ(pthread_join(t[i], NULL), 0);
+    uint64_t sleeps =
+        __atomic_load_n(&gort__lock_sleeps, __ATOMIC_RELAXED) - sleeps0;
+    printf("%s protocol: %d x %d sections, %llu sleeps in the kernel\n",
+           gort__lock_fenced ? "fenced" : "exchange", NTHREADS, ITERS,
+           (unsigned long long)sleeps);
+    CHECK_EQ(overlaps, 0);
+    CHECK_EQ(counter, (uint64_t)NTHREADS * ITERS);
+    CHECK_EQ(lk.key, 0);
+    CHECK_EQ(lk.nsleep, 0);
+    CHECK_GT(sleeps, 0);
+}
+
+TEST(exclusion)
+{
+    /* The library uses the fenced protocol exactly where the kernel
+     * offers the expedited barrier. */
+    bool offered =
+        syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0) > 0 &&
+        (syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0) &
+         MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0;
+    CHECK_EQ(gort__lock_fenced, offered);
+    run_exclusion();
+}
+
+TEST(exclusion_exchange_child)
+{
+    CHECK(!gort__lock_fenced);
+    run_exclusion();
+}
+
+TEST(exclusion_exchange)
+{
+    static const char *const env[] = {"GORTDEBUG= lockfence = 0 ", NULL};
+    struct test_child r;
+    test_run_child("exclusion_exchange_child", env, 100, &r);
+    if (r.exit_code != 0 || r.signal != 0)
+        fprintf(stderr, "child: exit %d signal %d\n%s\n%s\n", r.exit_code,
+                r.signal, r.out, r.err);
+    CHECK_EQ(r.signal, 0);
+    CHECK_EQ(r.exit_code, 0);
+    CHECK_STR_CONTAINS(r.out, "exchange protocol:");
+    test_child_free(&r);
+}
+
+TEST(unlock_unlocked_child)
+{
+    gort__unlock(&lk);
+    say("survived\n");
+}
+
+TEST(unlock_unlocked)
+{
+    struct test_child r;
+    run_death("unlock_unlocked_child", NULL, &r);
+    CHECK_EQ(r.signal, SIGABRT);
+    CHECK(strstr(r.out, "survived") == NULL);
+    CHECK_STR_CONTAINS(r.err, "unlock of unlocked lock");
+    test_child_free(&r);
+}
