@@ -231,9 +231,12 @@ TEST(debug_keys)
 {
     struct gort_debugvars dv = dv_default();
     cap_begin();
+    dv.lockfence = 1;
     gort__parse_debug("schedtrace=1000,scheddetail=1,asyncpreemptoff=1,"
-                      "randomize=1,stackguard=mprotect,checkdeadoff=1",
+                      "randomize=1,stackguard=mprotect,checkdeadoff=1,"
+                      "lockfence=0",
                       &dv);
+    CHECK_EQ(dv.lockfence, 0);
     CHECK_EQ(dv.schedtrace, 1000);
     CHECK_EQ(dv.scheddetail, 1);
     CHECK_EQ(dv.asyncpreemptoff, 1);
