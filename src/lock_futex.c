@@ -101,6 +101,25 @@ static inline bool lock_spin_take(gort_lock *l, uint32_t wait)
     return false;
 }
 
+/* Spin for l before sleeping: actively with PAUSE (when there is another
+ * CPU for the holder to run on), then yielding the CPU `passive` times.
+ * True when it took the lock, leaving `wait` in the word. */
+static bool lock_spin(gort_lock *l, uint32_t wait, int passive)
+{
+    int spin = gort__ncpu > 1 ? ACTIVE_SPIN : 0;
+    for (int i = 0; i < spin; i++) {
+        if (lock_spin_take(l, wait))
+            return true;
+        procyield(ACTIVE_SPIN_CNT);
+    }
+    for (int i = 0; i < passive; i++) {
+        if (lock_spin_take(l, wait))
+            return true;
+        gort__osyield();
+    }
+    return false;
+}
+
 /* Written once, by the constructor below, before any thread of gort
  * exists; read plainly by every unlock. */
 bool gort__lock_fenced;
@@ -173,17 +192,8 @@ void gort__unlock_wake(gort_lock *l)
  * sleeper, fence, and sleep until the word is 0 and ours. */
 static void lock_slow_fenced(gort_lock *l)
 {
-    int spin = gort__ncpu > 1 ? ACTIVE_SPIN : 0;
-    for (int i = 0; i < spin; i++) {
-        if (lock_spin_take(l, MUTEX_LOCKED))
-            return;
-        procyield(ACTIVE_SPIN_CNT);
-    }
-    for (int i = 0; i < PASSIVE_SPIN_FENCED; i++) {
-        if (lock_spin_take(l, MUTEX_LOCKED))
-            return;
-        gort__osyield();
-    }
+    if (lock_spin(l, MUTEX_LOCKED, PASSIVE_SPIN_FENCED))
+        return;
     /* Acq-rel: ordered before the fence and the exchanges below. */
     xadd_acqrel(&l->nsleep, 1);
     lock_fence();
@@ -218,18 +228,9 @@ void gort__lock_slow(gort_lock *l, uint32_t v)
     /* Remember whether a sleeper may exist: we must leave SLEEPING in the
      * word if we take the lock from under one, or its wake-up is lost. */
     uint32_t wait = v;
-    int spin = gort__ncpu > 1 ? ACTIVE_SPIN : 0;
     for (;;) {
-        for (int i = 0; i < spin; i++) {
-            if (lock_spin_take(l, wait))
-                return;
-            procyield(ACTIVE_SPIN_CNT);
-        }
-        for (int i = 0; i < PASSIVE_SPIN; i++) {
-            if (lock_spin_take(l, wait))
-                return;
-            gort__osyield();
-        }
+        if (lock_spin(l, wait, PASSIVE_SPIN))
+            return;
         v = xchg_acqrel(&l->key, MUTEX_SLEEPING);
         if (v == MUTEX_UNLOCKED)
             return;
