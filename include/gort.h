@@ -323,10 +323,10 @@ typedef struct gort_cond {
     gort_mutex *l;     /* held around wait and (usually) signal */
     uint32_t wait;     /* notify list: next ticket to hand a waiter */
     uint32_t notify;   /* next ticket to wake */
-    uint32_t lock[2];  /* runtime lock of the list */
+    uint32_t lock;     /* runtime lock of the list */
     void *head, *tail; /* waiters, in ticket order */
 } gort_cond;
-#define GORT_COND_INIT(mutexp) {(mutexp), 0, 0, {0, 0}, NULL, NULL}
+#define GORT_COND_INIT(mutexp) {(mutexp), 0, 0, 0, NULL, NULL}
 
 /* Atomically unlock c->l and park until signalled, then lock c->l again. */
 GORT_EXTERN void gort_cond_wait(gort_cond *c);

@@ -30,7 +30,7 @@ struct waitq {
 struct gort_timer;
 
 struct gort_chan {
-    gort_lock lock;
+    gort_spinlock lock;
     uint32_t closed;     /* 0 -> 1 under lock; read racily (see chan.c) */
     uint32_t qcount;     /* elements in buf; written under lock, read
                             racily (relaxed) by len and fast paths */

@@ -160,7 +160,9 @@ static bool lockfence_off(void)
     return off;
 }
 
-__attribute__((constructor)) static void lock_protocol_init(void)
+/* Priority 102: before the program's own constructors (and any use of a
+ * runtime mutex they might make), after san.c's detection (101). */
+__attribute__((constructor(102))) static void lock_protocol_init(void)
 {
     if (lockfence_off())
         return;
@@ -175,12 +177,16 @@ __attribute__((constructor)) static void lock_protocol_init(void)
 }
 
 /* The sleeper's half of the fenced protocol: every running thread of the
- * process executes a full memory barrier before this returns. */
-static void lock_fence(void)
+ * process executes a full memory barrier before this returns true.  It
+ * worked at start, but the kernel may still refuse (ENOMEM where CPU masks
+ * are allocated, a seccomp filter installed since): false, after one
+ * retry. */
+static bool lock_fence(void)
 {
-    if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0) != 0)
-        gort__throw("membarrier failed (errno %d) after it worked at start",
-                    errno);
+    for (int i = 0; i < 2; i++)
+        if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0) == 0)
+            return true;
+    return false;
 }
 
 void gort__unlock_wake(gort_lock *l)
@@ -196,10 +202,12 @@ static void lock_slow_fenced(gort_lock *l)
         return;
     /* Acq-rel: ordered before the fence and the exchanges below. */
     xadd_acqrel(&l->nsleep, 1);
-    lock_fence();
+    /* Without the fence an unlock may have missed our count: sleep in
+     * slices of 1 ms, so that a lost wake-up costs at most that. */
+    int64_t slice = lock_fence() ? -1 : 1000 * 1000;
     while (xchg_acqrel(&l->key, MUTEX_LOCKED) != MUTEX_UNLOCKED) {
         xadd_relaxed(&gort__lock_sleeps, 1);
-        gort__futexsleep(&l->key, MUTEX_LOCKED, -1);
+        gort__futexsleep(&l->key, MUTEX_LOCKED, slice);
     }
     xadd_acqrel(&l->nsleep, (uint32_t)-1);
 }
@@ -242,7 +250,7 @@ void gort__lock_slow(gort_lock *l, uint32_t v)
 
 /* A spin lock's contended path (runtime.h): spin on a plain load (the line
  * stays shared), then let the holder's thread run if it was descheduled. */
-void gort__spinlock_slow(gort_lock *l)
+void gort__spinlock_slow(gort_spinlock *l)
 {
     for (;;) {
         for (int i = 0; i < 64; i++) {

@@ -194,6 +194,25 @@ static uint64_t calib_ticks;
 static int64_t calib_ns;
 static const int64_t calib_settle_ns = 10 * 1000 * 1000;
 
+/* A (ticks, ns) pair read together: the clock read bracketed by two
+ * counter reads, the tightest bracket of five kept, the counter taken at
+ * its middle.  A thread descheduled between the two reads of one pair
+ * would otherwise skew the rate, for good once it is settled. */
+static void clock_pair(uint64_t *ticks, int64_t *ns)
+{
+    uint64_t best = UINT64_MAX;
+    for (int i = 0; i < 5; i++) {
+        uint64_t t0 = track_ticks();
+        int64_t n = gort_nanotime();
+        uint64_t t1 = track_ticks();
+        if (t1 - t0 < best) {
+            best = t1 - t0;
+            *ticks = t0 + (t1 - t0) / 2;
+            *ns = n;
+        }
+    }
+}
+
 void gort__track_clock_init(void)
 {
 #if defined(__aarch64__) && defined(__GNUC__)
@@ -211,8 +230,11 @@ void gort__track_clock_init(void)
 #endif
     if (load_relaxed(&calib_ns) != 0)
         return; /* measured from an earlier gort_main's pair */
-    store_relaxed(&calib_ticks, track_ticks());
-    store_relaxed(&calib_ns, gort_nanotime());
+    uint64_t t = 0;
+    int64_t ns = 0;
+    clock_pair(&t, &ns);
+    store_relaxed(&calib_ticks, t);
+    store_relaxed(&calib_ns, ns);
 }
 
 /* Nanoseconds in dt ticks. */
@@ -220,8 +242,10 @@ static int64_t ticks_to_ns(uint64_t dt)
 {
     uint64_t mult = load_relaxed(&tick_mult);
     if (GORT_UNLIKELY(mult == 0)) {
-        uint64_t t = track_ticks();
-        int64_t ns = gort_nanotime() - load_relaxed(&calib_ns);
+        uint64_t t = 0;
+        int64_t now = 0;
+        clock_pair(&t, &now);
+        int64_t ns = now - load_relaxed(&calib_ns);
         uint64_t ticks = t - load_relaxed(&calib_ticks);
         if (ns <= 0 || ticks == 0)
             return 0;

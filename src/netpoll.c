@@ -116,7 +116,7 @@ struct polldesc {
 };
 
 static struct {
-    gort_lock lock;
+    gort_spinlock lock;
     struct polldesc *free;
     struct polldesc **byfd;  /* fd -> pollDesc, or NULL */
     int nbyfd;

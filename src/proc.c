@@ -2392,7 +2392,7 @@ struct retired {
     void *mem;
 };
 static struct retired *retired;
-static gort_lock retired_lock; /* a leaf: taken under allplock or the
+static gort_spinlock retired_lock; /* a leaf: taken under allplock or the
                                   poll cache's lock */
 
 void gort__retire(void *mem)

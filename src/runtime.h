@@ -149,12 +149,16 @@ _Static_assert(GORT_RUNQ_SIZE >= 2 &&
 
 /* A runtime mutex (lock_futex.c): key 0 unlocked, 1 locked; in the
  * exchange protocol also 2, locked and someone may sleep.  nsleep: in the
- * fenced protocol, the threads asleep or about to sleep on key.  A spin
- * lock uses key alone (0 or 1). */
+ * fenced protocol, the threads asleep or about to sleep on key. */
 typedef struct gort_lock {
     uint32_t key;
     uint32_t nsleep;
 } gort_lock;
+
+/* A spin lock (below): key 0 unlocked, 1 locked; waiters never sleep. */
+typedef struct gort_spinlock {
+    uint32_t key;
+} gort_spinlock;
 
 /* A one-shot wake-up event: sleep until woken, wake exactly once, clear
  * before reuse.  key 0 = not signalled, 1 = signalled. */
@@ -170,7 +174,7 @@ GORT_HIDDEN void gort__lock_slow(gort_lock *l, uint32_t v);
 GORT_HIDDEN extern bool gort__lock_fenced;
 GORT_HIDDEN void gort__unlock_wake(gort_lock *l);
 /* The contended path of a spin lock (below, and lock_futex.c). */
-GORT_HIDDEN void gort__spinlock_slow(gort_lock *l);
+GORT_HIDDEN void gort__spinlock_slow(gort_spinlock *l);
 
 GORT_HIDDEN void gort__noteclear(gort_note *n);
 GORT_HIDDEN void gort__notewakeup(gort_note *n);
@@ -1343,16 +1347,18 @@ static inline void gort__unlock_m(struct m *mp, gort_lock *l)
 }
 
 /*
- * Spin locks: a gort_lock for critical sections of a few dozen
+ * Spin locks: a gort_spinlock for critical sections of a few dozen
  * instructions never held across a blocking call (channel locks; park
  * hands one to the next G on the same M, which releases it at once).
  * Waiters spin, then yield the thread, and never sleep in the kernel, so
- * with nobody to wake unlock is a release store: no locked instruction,
- * where the futex lock's unlock needs an exchange to learn whether someone
- * sleeps (chanstream: 30 -> 20 ns an item).  mp may be NULL (a thread
- * outside the runtime).
+ * with nobody to wake unlock is a release store: no locked instruction
+ * (chanstream: 30 -> 20 ns an item, against the exchange the runtime
+ * mutex then used), and no sleeper needs to fence (the runtime mutex's
+ * fenced protocol, lock_futex.c).  One word, so it fits a public
+ * structure's uint32_t (gort_cond).  mp may be NULL (a thread outside the
+ * runtime).
  */
-static inline void gort__spinlock_m(struct m *mp, gort_lock *l)
+static inline void gort__spinlock_m(struct m *mp, gort_spinlock *l)
 {
     if (mp)
         mp->locks++;
@@ -1361,7 +1367,7 @@ static inline void gort__spinlock_m(struct m *mp, gort_lock *l)
         gort__spinlock_slow(l);
 }
 
-static inline void gort__spinunlock_m(struct m *mp, gort_lock *l)
+static inline void gort__spinunlock_m(struct m *mp, gort_spinlock *l)
 {
     /* Release: publishes the critical section to the next locker. */
     store_rel(&l->key, 0);
@@ -1369,12 +1375,12 @@ static inline void gort__spinunlock_m(struct m *mp, gort_lock *l)
         mp->locks--;
 }
 
-static inline void gort__spinlock(gort_lock *l)
+static inline void gort__spinlock(gort_spinlock *l)
 {
     gort__spinlock_m(gort__getm(), l);
 }
 
-static inline void gort__spinunlock(gort_lock *l)
+static inline void gort__spinunlock(gort_spinlock *l)
 {
     gort__spinunlock_m(gort__getm(), l);
 }

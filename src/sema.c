@@ -408,13 +408,22 @@ struct notifywaiter {
     struct notifywaiter *next; /* under the list lock */
 };
 
-_Static_assert(sizeof(gort_lock) == sizeof(((gort_cond *)0)->lock) &&
-                   _Alignof(gort_lock) == _Alignof(uint32_t),
-               "gort_cond.lock holds a gort_lock");
+/* The list lock is a spin lock: its holders only queue, unqueue and
+ * count, and a waiter's park releases it at once (as a channel's). */
+_Static_assert(sizeof(gort_spinlock) == sizeof(((gort_cond *)0)->lock) &&
+                   _Alignof(gort_spinlock) == _Alignof(uint32_t),
+               "gort_cond.lock holds a gort_spinlock");
 
-static gort_lock *notifylock(gort_cond *c)
+static gort_spinlock *notifylock(gort_cond *c)
 {
-    return (gort_lock *)&c->lock;
+    return (gort_spinlock *)&c->lock;
+}
+
+static bool unlock_spin(struct m *mp, struct g *gp, void *lock)
+{
+    (void)gp;
+    gort__spinunlock_m(mp, lock);
+    return true;
 }
 
 /* a < b for running counters that may wrap, whose unwrapped difference
@@ -435,11 +444,11 @@ uint32_t gort__notifylistadd(gort_cond *c)
 
 void gort__notifylistwait(gort_cond *c, uint32_t t)
 {
-    gort_lock *l = notifylock(c);
-    gort__lock(l);
+    gort_spinlock *l = notifylock(c);
+    gort__spinlock(l);
     /* Relaxed under the list lock, which every store of notify holds. */
     if (ticket_less(t, load_relaxed(&c->notify))) {
-        gort__unlock(l); /* already notified */
+        gort__spinunlock(l); /* already notified */
         return;
     }
     struct g *gp = gort__getg();
@@ -452,7 +461,7 @@ void gort__notifylistwait(gort_cond *c, uint32_t t)
         c->head = &s;
     c->tail = &s;
     store_relaxed(&gp->waitobj, (const void *)c); /* dumps only */
-    gort__park(unlock_lock, l, WAIT_SYNC_COND_WAIT);
+    gort__park(unlock_spin, l, WAIT_SYNC_COND_WAIT);
     store_relaxed(&gp->waitobj, NULL);
 }
 
@@ -469,11 +478,11 @@ void gort__notifylistnotifyone(gort_cond *c)
 {
     if (notify_none(c))
         return;
-    gort_lock *l = notifylock(c);
-    gort__lock(l);
+    gort_spinlock *l = notifylock(c);
+    gort__spinlock(l);
     uint32_t t = load_relaxed(&c->notify);
     if (t == load_relaxed(&c->wait)) {
-        gort__unlock(l);
+        gort__spinunlock(l);
         return;
     }
     /* Relaxed: written under the list lock; the fast paths only compare
@@ -493,28 +502,28 @@ void gort__notifylistnotifyone(gort_cond *c)
             c->head = s->next;
         if (!s->next)
             c->tail = prev;
-        gort__unlock(l);
+        gort__spinunlock(l);
         /* Still parked: the park released the list lock after saving
          * its context, so s is valid until the ready. */
         gort__ready(s->g, true);
         return;
     }
-    gort__unlock(l);
+    gort__spinunlock(l);
 }
 
 void gort__notifylistnotifyall(gort_cond *c)
 {
     if (notify_none(c))
         return;
-    gort_lock *l = notifylock(c);
-    gort__lock(l);
+    gort_spinlock *l = notifylock(c);
+    gort__spinlock(l);
     struct notifywaiter *s = c->head;
     c->head = c->tail = NULL;
     /* Every ticket handed out so far is notified: those holders are on
      * the list taken above, or will see notify when they try to queue.
      * Relaxed: written under the list lock. */
     store_relaxed(&c->notify, load_relaxed(&c->wait));
-    gort__unlock(l);
+    gort__spinunlock(l);
     while (s) {
         /* Read next before the ready: s dies when its G runs. */
         struct notifywaiter *next = s->next;

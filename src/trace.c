@@ -161,7 +161,7 @@ static struct {
     const char *stw_why;
     /* The buffer lock: a leaf (runtime.h).  Protects the lists below and
      * the foreign slot. */
-    gort_lock lock GORT_CACHELINE;
+    gort_spinlock lock GORT_CACHELINE;
     struct gort__tracebuf *free;
     int32_t nfree;           /* atomic: read without the lock as a hint */
     struct gort__tracebuf *qhead, *qtail;
