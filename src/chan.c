@@ -149,13 +149,6 @@ chan_send_direct(struct m *mp, struct gort_chan *c, struct sudog *sg,
     gort__ready_inline(mp, gp, true);
 }
 
-static bool chanparkcommit(struct m *mp, struct g *gp, void *lock)
-{
-    (void)gp;
-    gort__spinunlock_m(mp, lock);
-    return true;
-}
-
 /* Queue the running G on q (c's sendq or recvq, c locked) with a sudog on
  * this stack pointing at the caller's element, and park; c's lock is
  * released once the G is parked.  Returns whether a value moved (false:
@@ -173,7 +166,7 @@ chan_block(struct m *mp, struct gort_chan *c, struct waitq *q, void *ep,
     gp->param = NULL;
     gp->waitobj = c;
     gort__waitq_enqueue(q, &mysg);
-    gort__park(chanparkcommit, &c->lock, reason);
+    gort__park(gort__spinunlock_commit, &c->lock, reason);
     gp->waiting = NULL;
     gp->waitobj = NULL;
     if (san) /* the operation that woke us, or the close */

@@ -356,8 +356,10 @@ static bool debug_value(enum dkind k, const char *v, size_t n, int32_t *out)
 }
 
 /* Report an unknown key, listing the known ones from the table. */
-static void debug_unknown(const char *key, size_t n)
+static void debug_unknown(const char *key, size_t n, bool quiet)
 {
+    if (quiet)
+        return;
     char known[256], shown[SHOW_MAX + 4];
     size_t len = 0;
     for (size_t i = 0; i < NDSETTINGS && len < sizeof known; i++)
@@ -367,14 +369,18 @@ static void debug_unknown(const char *key, size_t n)
            show(key, n, shown), known);
 }
 
-/* Apply one entry e[0..n) ("key=value") to *dv, or report why not. */
-static void debug_entry(const char *e, size_t n, struct gort_debugvars *dv)
+/* Apply one entry e[0..n) ("key=value") to *dv, or report why not
+ * (unless quiet). */
+static void debug_entry(const char *e, size_t n, struct gort_debugvars *dv,
+                        bool quiet)
 {
     char shown[SHOW_MAX + 4], shown2[SHOW_MAX + 4];
     const char *eq = memchr(e, '=', n);
     if (eq == NULL) {
-        report("GORTDEBUG: \"%s\" has no value (want key=value); ignored",
-               show(e, n, shown));
+        if (!quiet)
+            report("GORTDEBUG: \"%s\" has no value (want key=value); "
+                   "ignored",
+                   show(e, n, shown));
         return;
     }
     const char *key = e, *val = eq + 1;
@@ -393,12 +399,12 @@ static void debug_entry(const char *e, size_t n, struct gort_debugvars *dv)
         } else if (ds->kind != D_PATH &&
                    debug_value(ds->kind, val, vlen, &v))
             *(int32_t *)((char *)dv + ds->off) = v;
-        else
+        else if (!quiet)
             report("GORTDEBUG: %s=\"%s\" is not valid (want %s); ignored",
                    ds->name, show(val, vlen, shown2), dkind_want[ds->kind]);
         return;
     }
-    debug_unknown(key, klen);
+    debug_unknown(key, klen, quiet);
 }
 
 /*
@@ -407,7 +413,7 @@ static void debug_entry(const char *e, size_t n, struct gort_debugvars *dv)
  * twice ends with its last valid value.  Empty entries are skipped.  The
  * caller sets the defaults in *dv; NULL s leaves them alone.
  */
-void gort__parse_debug(const char *s, struct gort_debugvars *dv)
+static void parse_debug(const char *s, struct gort_debugvars *dv, bool quiet)
 {
     if (s == NULL)
         return;
@@ -417,11 +423,21 @@ void gort__parse_debug(const char *s, struct gort_debugvars *dv)
         size_t elen = n;
         trim(&e, &elen);
         if (elen > 0)
-            debug_entry(e, elen, dv);
+            debug_entry(e, elen, dv, quiet);
         s += n;
         if (*s == ',')
             s++;
     }
+}
+
+void gort__parse_debug(const char *s, struct gort_debugvars *dv)
+{
+    parse_debug(s, dv, false);
+}
+
+void gort__parse_debug_quiet(const char *s, struct gort_debugvars *dv)
+{
+    parse_debug(s, dv, true);
 }
 
 /* ---------------------------------------------------------------------------

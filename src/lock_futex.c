@@ -4,8 +4,8 @@
  * The runtime's own locks (sched.lock and friends) are held for a few
  * hundred nanoseconds at most, so a lock first spins (actively with PAUSE,
  * then by yielding the CPU once) and only then sleeps in the kernel.
- * Mirrors lock_futex.go.  Spin locks (runtime.h: channel locks) share the
- * lock word and have their contended path here too.
+ * Mirrors lock_futex.go.  Spin locks (gort_spinlock, runtime.h: channel
+ * locks and a few other short ones) have their contended path here too.
  *
  * Two protocols, chosen once when the library is loaded:
  *
@@ -23,7 +23,7 @@
  * the process; only after it does it look at the word again.  Every
  * unlocker then either ran its barrier before its load (and sees the
  * count) or had its store made visible before the sleeper's look (and the
- * sleeper takes the lock).  The barrier costs a few microseconds, paid
+ * sleeper takes the lock).  The barrier costs 1-25 microseconds, paid
  * only by a thread that has spun and is about to sleep in the kernel
  * anyway (the asymmetric Dekker pattern, as in userspace RCU).
  *
@@ -49,7 +49,6 @@
 #include <linux/futex.h>
 #include <linux/membarrier.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -128,36 +127,12 @@ uint64_t gort__lock_sleeps;
 
 /* Whether GORTDEBUG asks for the exchange protocol (lockfence=0).  The
  * whole variable is checked, and malformed settings reported, by
- * gort_main (env.c); here only that one setting is looked for. */
+ * gort_main (env.c). */
 static bool lockfence_off(void)
 {
-    const char *e = getenv("GORTDEBUG");
-    bool off = false;
-    while (e && *e) {
-        const char *end = strchr(e, ',');
-        size_t n = end ? (size_t)(end - e) : strlen(e);
-        const char *eq = memchr(e, '=', n);
-        if (eq) {
-            /* key and value with the blanks around them trimmed, as
-             * env.c reads them; the last setting wins. */
-            const char *k = e, *ke = eq, *v = eq + 1, *ve = e + n;
-            while (k < ke && (*k == ' ' || *k == '\t'))
-                k++;
-            while (ke > k && (ke[-1] == ' ' || ke[-1] == '\t'))
-                ke--;
-            while (v < ve && (*v == ' ' || *v == '\t'))
-                v++;
-            while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
-                ve--;
-            if (ke - k == 9 && memcmp(k, "lockfence", 9) == 0 &&
-                ve - v == 1 && (*v == '0' || *v == '1'))
-                off = *v == '0';
-        }
-        e += n;
-        if (*e == ',')
-            e++;
-    }
-    return off;
+    struct gort_debugvars dv = {.lockfence = 1};
+    gort__parse_debug_quiet(getenv("GORTDEBUG"), &dv);
+    return dv.lockfence == 0;
 }
 
 /* Priority 102: before the program's own constructors (and any use of a
@@ -187,11 +162,6 @@ static bool lock_fence(void)
         if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0) == 0)
             return true;
     return false;
-}
-
-void gort__unlock_wake(gort_lock *l)
-{
-    gort__futexwake(&l->key, 1);
 }
 
 /* The fenced protocol's contended lock: spin, then count ourselves a
@@ -261,6 +231,13 @@ void gort__spinlock_slow(gort_spinlock *l)
         }
         gort__osyield();
     }
+}
+
+bool gort__spinunlock_commit(struct m *mp, struct g *gp, void *lock)
+{
+    (void)gp;
+    gort__spinunlock_m(mp, lock);
+    return true;
 }
 
 void gort__unlock(gort_lock *l)

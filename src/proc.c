@@ -2168,12 +2168,7 @@ ready_impl(struct m *mp, struct g *gp, bool next, enum gtrace t)
         ready_slow(mp, gp);
         return;
     }
-    mp->locks++;
-    gort__casgstatus_t(gp, G_WAITING, G_RUNNABLE, t);
-    gort__runqput(mp->p, gp, next);
-    if (load_relaxed(&gort__sched.npidle) != 0) /* wakep's first test */
-        gort__wakep();
-    mp->locks--;
+    gort__ready_onp(mp, mp->p, gp, next, t);
 }
 
 static GORT_NOINLINE __attribute__((cold)) void ready_traced(struct m *mp, struct g *gp,

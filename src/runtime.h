@@ -172,9 +172,12 @@ GORT_HIDDEN void gort__lock_slow(gort_lock *l, uint32_t v);
 /* Which protocol the runtime mutexes follow, fixed when the library is
  * loaded (lock_futex.c): true, the fenced one (unlock is a store). */
 GORT_HIDDEN extern bool gort__lock_fenced;
-GORT_HIDDEN void gort__unlock_wake(gort_lock *l);
 /* The contended path of a spin lock (below, and lock_futex.c). */
 GORT_HIDDEN void gort__spinlock_slow(gort_spinlock *l);
+/* gort__park's commit function for a G that parks holding the spin lock
+ * `lock` (a channel's, a gort_cond's list): releases it. */
+GORT_HIDDEN bool gort__spinunlock_commit(struct m *mp, struct g *gp,
+                                         void *lock);
 
 GORT_HIDDEN void gort__noteclear(gort_note *n);
 GORT_HIDDEN void gort__notewakeup(gort_note *n);
@@ -986,9 +989,23 @@ GORT_HIDDEN void gort__ready(struct g *gp, bool next);
 /* gort__ready for a caller that has its M at hand. */
 GORT_HIDDEN void gort__ready_m(struct m *mp, struct g *gp, bool next);
 GORT_HIDDEN void gort__wakep(void);
+/* The wake-up itself, for a caller holding P pp and a G of gort's own:
+ * gort__ready_m's body (proc.c) and the inline one below. */
+static inline __attribute__((always_inline)) void
+gort__ready_onp(struct m *mp, struct p *pp, struct g *gp, bool next,
+                enum gtrace t)
+{
+    mp->locks++;
+    gort__casgstatus_t(gp, G_WAITING, G_RUNNABLE, t);
+    gort__runqput(pp, gp, next);
+    if (load_relaxed(&gort__sched.npidle) != 0) /* wakep's first test */
+        gort__wakep();
+    mp->locks--;
+}
+
 /* gort__ready_m with its usual case inline, for the channel hand-offs:
- * tracing off, the caller holding a P, a G of gort's own.  The same steps
- * as proc.c's ready_impl; anything else goes to gort__ready_m. */
+ * tracing off, the caller holding a P, a G of gort's own; anything else
+ * goes to gort__ready_m. */
 static inline __attribute__((always_inline)) void
 gort__ready_inline(struct m *mp, struct g *gp, bool next)
 {
@@ -997,12 +1014,7 @@ gort__ready_inline(struct m *mp, struct g *gp, bool next)
         gort__ready_m(mp, gp, next);
         return;
     }
-    mp->locks++;
-    gort__casgstatus_t(gp, G_WAITING, G_RUNNABLE, GT_OFF);
-    gort__runqput(pp, gp, next);
-    if (load_relaxed(&gort__sched.npidle) != 0) /* wakep's first test */
-        gort__wakep();
-    mp->locks--;
+    gort__ready_onp(mp, pp, gp, next, GT_OFF);
 }
 /* Hand pp, whose M is blocking, to another M or the idle list. */
 GORT_HIDDEN void gort__handoffp(struct p *pp);
@@ -1154,6 +1166,10 @@ GORT_HIDDEN int gort__default_procs(const char *root, int ncpu);
 GORT_HIDDEN int gort__parse_maxprocs(const char *s, int dflt);
 /* Parse GORTDEBUG into *dv (defaults kept for bad entries, each reported). */
 GORT_HIDDEN void gort__parse_debug(const char *s, struct gort_debugvars *dv);
+/* The same without reports (lock_futex.c reads lockfence when the library
+ * loads; gort_main reads the whole variable again and reports then). */
+GORT_HIDDEN void gort__parse_debug_quiet(const char *s,
+                                         struct gort_debugvars *dv);
 /* Parse GORTSTACKSIZE; on error print a message and return dflt. */
 GORT_HIDDEN size_t gort__parse_stacksize(const char *s, size_t dflt);
 /* Read all settings from the environment (called by gort_main). */
@@ -1327,7 +1343,7 @@ static inline void gort__unlock_word(gort_lock *l)
         store_rel(&l->key, 0);
         __atomic_signal_fence(__ATOMIC_SEQ_CST);
         if (GORT_UNLIKELY(load_relaxed(&l->nsleep) != 0))
-            gort__unlock_wake(l);
+            gort__futexwake(&l->key, 1);
         return;
     }
     /* Release: publishes the critical section to the next locker; the

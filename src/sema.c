@@ -419,12 +419,6 @@ static gort_spinlock *notifylock(gort_cond *c)
     return (gort_spinlock *)&c->lock;
 }
 
-static bool unlock_spin(struct m *mp, struct g *gp, void *lock)
-{
-    (void)gp;
-    gort__spinunlock_m(mp, lock);
-    return true;
-}
 
 /* a < b for running counters that may wrap, whose unwrapped difference
  * stays below 2^31.  Mirrors less (sema.go). */
@@ -461,7 +455,7 @@ void gort__notifylistwait(gort_cond *c, uint32_t t)
         c->head = &s;
     c->tail = &s;
     store_relaxed(&gp->waitobj, (const void *)c); /* dumps only */
-    gort__park(unlock_spin, l, WAIT_SYNC_COND_WAIT);
+    gort__park(gort__spinunlock_commit, l, WAIT_SYNC_COND_WAIT);
     store_relaxed(&gp->waitobj, NULL);
 }
 
