@@ -27,8 +27,12 @@
  * A fault inside a guard is reported by the SIGSEGV handler (os_linux.c)
  * as a stack overflow naming the goroutine.
  *
- * A new arena is prepared in two syscalls: process_madvise on ourselves
- * installs every slot's guard, then commits every slot's top page with
+ * Mapping an arena only reserves address space: a goroutine reserves a
+ * stack when it is created but takes one only when it first runs, and
+ * most queued goroutines never take a fresh slot (they run on the hottest
+ * free stack).  Slots are prepared when they are first carved, PREP_BATCH
+ * at a time, in two syscalls: process_madvise on ourselves installs the
+ * batch's guards, then commits the batch's top pages with
  * MADV_POPULATE_WRITE (a first-touch page fault costs ~12 us on the
  * virtual machines gort is measured on; a batched populate ~1 us a page).
  * Where process_madvise refuses (kernels before 6.13), each fresh slot is
@@ -81,7 +85,8 @@ struct arena {
     uintptr_t base;
     size_t size;
     uint32_t nslots, used;
-    bool prepared;   /* all guards installed, all tops committed */
+    uint32_t ready;  /* slots [0, ready) guarded and committed in bulk */
+    bool bulk;       /* bulk preparation works for this arena */
     struct arena *next;     /* all arenas */
     struct arena *nextroom; /* arenas with slots not carved yet */
 };
@@ -202,32 +207,35 @@ static bool madvise_batch(struct iovec *iov, size_t n, int advice)
     return total > 0;
 }
 
-/* Guard every slot of a new arena and commit every slot's top page with
- * two syscalls in all, instead of two per stack (~2 us each here).  On
- * failure (older kernel) the slots are prepared one by one later. */
-static void prepare_arena(struct arena *a)
+/* Slots prepared together when the first of them is carved. */
+#define PREP_BATCH 32
+
+/* Guard the next PREP_BATCH slots of an arena and commit their top pages
+ * with two syscalls in all, instead of two per stack (~2 us each here).
+ * On failure (older kernel) the arena's slots are prepared one by one
+ * instead.  pool.lock held. */
+static void prepare_batch(struct arena *a)
 {
-    if (pool.pidfd < 0 || pool.mode != STACK_GUARD_MADVISE)
-        return;
-    struct iovec *iov = malloc(a->nslots * sizeof *iov);
-    if (!iov)
-        return;
-    for (uint32_t i = 0; i < a->nslots; i++) {
-        iov[i].iov_base = (void *)(a->base + (size_t)i * pool.slot);
+    struct iovec iov[PREP_BATCH];
+    uint32_t first = a->ready;
+    uint32_t n = a->nslots - first < PREP_BATCH ? a->nslots - first
+                                                : PREP_BATCH;
+    for (uint32_t i = 0; i < n; i++) {
+        iov[i].iov_base = (void *)(a->base + (size_t)(first + i) * pool.slot);
         iov[i].iov_len = GUARD_SIZE;
     }
-    bool ok = madvise_batch(iov, a->nslots, MADV_GUARD_INSTALL);
-    if (ok) {
-        for (uint32_t i = 0; i < a->nslots; i++) {
-            uintptr_t top = a->base + (size_t)(i + 1) * pool.slot - 4096;
-            iov[i].iov_base = (void *)top;
-            iov[i].iov_len = 4096;
-        }
-        /* A failed populate costs only page faults later. */
-        madvise_batch(iov, a->nslots, MADV_POPULATE_WRITE);
-        a->prepared = true;
+    if (!madvise_batch(iov, n, MADV_GUARD_INSTALL)) {
+        a->bulk = false;
+        return;
     }
-    free(iov);
+    for (uint32_t i = 0; i < n; i++) {
+        uintptr_t top = a->base + (size_t)(first + i + 1) * pool.slot - 4096;
+        iov[i].iov_base = (void *)top;
+        iov[i].iov_len = 4096;
+    }
+    /* A failed populate costs only page faults later. */
+    madvise_batch(iov, n, MADV_POPULATE_WRITE);
+    a->ready = first + n;
 }
 
 /* Install the guard of a fresh slot; may downgrade pool.mode.  Called
@@ -272,8 +280,8 @@ static int map_arena_locked(void)
     a->size = size;
     a->nslots = n;
     a->used = 0;
-    a->prepared = false;
-    prepare_arena(a);
+    a->ready = 0;
+    a->bulk = pool.pidfd >= 0 && pool.mode == STACK_GUARD_MADVISE;
     a->next = pool.arenas;
     pool.arenas = a;
     a->nextroom = pool.room;
@@ -283,18 +291,22 @@ static int map_arena_locked(void)
 }
 
 /* Take a fresh slot from an arena with room (there is one whenever
- * navail exceeds the free list).  Returns 1 if the arena was prepared in
- * bulk, 0 if the slot still needs its guard.  pool.lock held. */
+ * navail exceeds the free list), preparing the next batch of the arena's
+ * slots when it reaches them.  Returns 1 if the slot was prepared in
+ * bulk, 0 if it still needs its guard.  pool.lock held. */
 static int carve_locked(uintptr_t *base)
 {
     struct arena *a = pool.room;
     if (!a)
         gort__throw("stack pool: no slot although %lld are available",
                     (long long)pool.navail);
+    if (a->bulk && a->used == a->ready)
+        prepare_batch(a);
+    int prepared = a->bulk && a->used < a->ready;
     *base = a->base + (size_t)a->used++ * pool.slot;
     if (a->used == a->nslots)
         pool.room = a->nextroom;
-    return a->prepared ? 1 : 0;
+    return prepared;
 }
 
 static void fill(struct gstack *st, uintptr_t base, uint8_t guard)
