@@ -2281,9 +2281,8 @@ void gort__preempt_yield(struct m *mp, struct g *gp)
  * nothing runs, so the queues hold still.  sched.lock held. */
 static const char *where_queued_locked(struct g *gp, char *buf, size_t n)
 {
-    for (struct g *q = gort__sched.runq.head; q; q = q->schedlink)
-        if (q == gp)
-            return "on the global queue";
+    if (gort__globrunq_has_locked(gp))
+        return "on the global queue";
     int32_t procs = load_acq(&gort__gomaxprocs);
     for (int32_t i = 0; i < procs; i++) {
         struct p *pp = gort__allp_load()[i];
@@ -2487,6 +2486,7 @@ static void teardown(void)
         freem(mp);
         mp = next;
     }
+    gort__globrunq_fini();
     gort__semafini();
     gort__netpoll_fini();
     gort__stackfini();

@@ -21,8 +21,10 @@
  *     a slot the owner is overwriting, but then its CAS on head fails and
  *     the value it read is discarded.
  *
- * The global queue is a plain list under sched.lock; its length is read
- * without the lock (relaxed) as a hint only.
+ * The global queue is two FIFOs of G pointers in 1 KiB segments (the
+ * Gs woken by sleep timers, then the rest: runtime.h, struct gqseg) under
+ * sched.lock; its length is read without the lock (relaxed) as a hint
+ * only.  Emptied segments are kept for reuse until shutdown.
  *
  * With one P (gomaxprocs == 1) there are no thieves: a thief steals into
  * a P of its own, and there is no other.  The owner then takes runnext
@@ -37,6 +39,8 @@
  *   - A G is in at most one of: a ring, a runnext, the global queue.
  */
 #include "runtime.h"
+
+#include <stdlib.h>
 
 #define RQ GORT_RUNQ_SIZE
 #define SLOT(i) ((i) % (uint32_t)RQ)
@@ -76,11 +80,10 @@ static bool runqputslow(struct p *pp, struct g *gp, uint32_t h, uint32_t t)
             batch[i] = batch[j];
             batch[j] = tmp;
         }
-    struct gqueue q = {NULL, NULL};
-    for (uint32_t i = 0; i <= n; i++)
-        gqueue_push(&q, batch[i]);
     gort__lock(&gort__sched.lock);
-    gort__globrunqputbatch_locked(&q, (int32_t)(n + 1));
+    for (uint32_t i = 0; i <= n; i++)
+        gsegq_push(&gort__sched.runq, batch[i]);
+    store_relaxed(&gort__sched.runqsize, gort__sched.runqsize + (int32_t)n + 1);
     gort__unlock(&gort__sched.lock);
     return true;
 }
@@ -283,24 +286,130 @@ void gort__runqdrain_to_global_locked(struct p *pp)
     }
 }
 
+/* A segment for a global queue: a spare one, or a new one.  sched.lock
+ * held. */
+static struct gqseg *seg_get_locked(void)
+{
+    struct gqseg *s = gort__sched.segfree;
+    if (s)
+        gort__sched.segfree = s->next;
+    else if (!(s = malloc(sizeof *s)))
+        gort__fatal("out of memory: no segment for the global run queue "
+                    "(%zu bytes)", sizeof *s);
+    s->next = NULL;
+    return s;
+}
+
+/* q's tail segment is full (or q is empty): append a segment and gp. */
+void gort__gsegq_push_slow(struct gsegq *q, struct g *gp)
+{
+    struct gqseg *s = seg_get_locked();
+    s->head = 0;
+    s->tail = 1;
+    s->g[0] = gp;
+    if (q->tail)
+        q->tail->next = s;
+    else
+        q->head = s;
+    q->tail = s;
+}
+
+/* q's head segment has been emptied: unlink it and keep it spare (the
+ * spares never exceed the queue's peak length / GORT_GQSEG_N + 2). */
+void gort__gsegq_retire(struct gsegq *q)
+{
+    struct gqseg *s = q->head;
+    q->head = s->next;
+    if (!q->head)
+        q->tail = NULL;
+    s->next = gort__sched.segfree;
+    gort__sched.segfree = s;
+}
+
+static void gsegq_push_head(struct gsegq *q, struct g *gp)
+{
+    struct gqseg *s = q->head;
+    if (!s || s->head == 0) {
+        s = seg_get_locked();
+        s->head = s->tail = GORT_GQSEG_N;
+        s->next = q->head;
+        q->head = s;
+        if (!q->tail)
+            q->tail = s;
+    }
+    s->g[--s->head] = gp;
+}
+
 void gort__globrunqputhead_locked(struct g *gp)
 {
-    gqueue_push_head(&gort__sched.runq, gp);
+    gsegq_push_head(&gort__sched.runq, gp);
     store_relaxed(&gort__sched.runqsize, gort__sched.runqsize + 1);
+}
+
+/* Move a list of Gs to the tail of a segment queue. */
+static void gsegq_push_list(struct gsegq *q, struct gqueue *batch)
+{
+    struct g *gp;
+    while ((gp = gqueue_pop(batch)))
+        gsegq_push(q, gp);
 }
 
 void gort__globrunqputbatch_locked(struct gqueue *batch, int32_t n)
 {
-    struct gqueue *q = &gort__sched.runq;
-    if (!batch->head)
-        return;
-    if (q->tail)
-        q->tail->schedlink = batch->head;
-    else
-        q->head = batch->head;
-    q->tail = batch->tail;
+    gsegq_push_list(&gort__sched.runq, batch);
     store_relaxed(&gort__sched.runqsize, gort__sched.runqsize + n);
-    batch->head = batch->tail = NULL;
+}
+
+/* Put Gs woken by timers into the global queue after the ones woken
+ * before them but ahead of everything else (new and yielding Gs): a
+ * sleeper that is due runs before work that has not started, and sleepers
+ * stay in deadline order among themselves.  They have a queue of their
+ * own, runq_woken, taken before runq. */
+void gort__globrunqputwoken_locked(struct gqueue *batch, int32_t n)
+{
+    gsegq_push_list(&gort__sched.runq_woken, batch);
+    store_relaxed(&gort__sched.runqsize, gort__sched.runqsize + n);
+}
+
+/* Pop the global queue's head: the woken part first. */
+static struct g *globpop(void)
+{
+    struct g *gp = gsegq_pop(&gort__sched.runq_woken);
+    return gp ? gp : gsegq_pop(&gort__sched.runq);
+}
+
+static bool gsegq_has(const struct gsegq *q, const struct g *gp)
+{
+    for (const struct gqseg *s = q->head; s; s = s->next)
+        for (uint32_t i = s->head; i < s->tail; i++)
+            if (s->g[i] == gp)
+                return true;
+    return false;
+}
+
+bool gort__globrunq_has_locked(struct g *gp)
+{
+    return gsegq_has(&gort__sched.runq_woken, gp) ||
+           gsegq_has(&gort__sched.runq, gp);
+}
+
+static void seg_free_all(struct gqseg *s)
+{
+    while (s) {
+        struct gqseg *next = s->next;
+        free(s);
+        s = next;
+    }
+}
+
+void gort__globrunq_fini(void)
+{
+    seg_free_all(gort__sched.runq_woken.head);
+    seg_free_all(gort__sched.runq.head);
+    seg_free_all(gort__sched.segfree);
+    gort__sched.runq_woken.head = gort__sched.runq_woken.tail = NULL;
+    gort__sched.runq.head = gort__sched.runq.tail = NULL;
+    gort__sched.segfree = NULL;
 }
 
 /* Put the Gs of q (n of them) on pp's ring, and what does not fit on the
@@ -323,42 +432,6 @@ void gort__runqputbatch(struct p *pp, struct gqueue *q, int32_t n)
         gort__globrunqputbatch_locked(q, n);
         gort__unlock(&gort__sched.lock);
     }
-}
-
-/* Put Gs woken by timers into the global queue after the ones woken
- * before them but ahead of everything else (new and yielding Gs): a
- * sleeper that is due runs before work that has not started, and sleepers
- * stay in deadline order among themselves.  runq_wokenlast marks the end
- * of that region; it is cleared when its G leaves the queue. */
-void gort__globrunqputwoken_locked(struct gqueue *batch, int32_t n)
-{
-    struct gqueue *q = &gort__sched.runq;
-    struct g *after = gort__sched.runq_wokenlast;
-    if (!batch->head)
-        return;
-    if (!after) {
-        batch->tail->schedlink = q->head;
-        q->head = batch->head;
-        if (!q->tail)
-            q->tail = batch->tail;
-    } else {
-        batch->tail->schedlink = after->schedlink;
-        after->schedlink = batch->head;
-        if (q->tail == after)
-            q->tail = batch->tail;
-    }
-    gort__sched.runq_wokenlast = batch->tail;
-    store_relaxed(&gort__sched.runqsize, gort__sched.runqsize + n);
-    batch->head = batch->tail = NULL;
-}
-
-/* Pop the global queue's head, keeping the woken region's end right. */
-static struct g *globpop(void)
-{
-    struct g *gp = gqueue_pop(&gort__sched.runq);
-    if (gp == gort__sched.runq_wokenlast)
-        gort__sched.runq_wokenlast = NULL;
-    return gp;
 }
 
 /* Take a batch from the global queue: one G to return, and up to

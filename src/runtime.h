@@ -515,6 +515,22 @@ static inline void gort__stat_add(uint64_t *c, uint64_t d)
 struct gqueue {
     struct g *head, *tail;
 };
+/*
+ * The global run queue holds G pointers in segments, not a list through
+ * the Gs: a G waits there long enough to go cold, and a list makes the
+ * batch moves touch every G one after another (a cache miss each,
+ * serialised by the links).  A segment is 1 KiB; a queue never holds an
+ * empty one (runq.c).
+ */
+#define GORT_GQSEG_N 126
+struct gqseg {
+    struct gqseg *next;
+    uint32_t head, tail;           /* live slots: g[head, tail) */
+    struct g *g[GORT_GQSEG_N];
+};
+struct gsegq {
+    struct gqseg *head, *tail;     /* both NULL when empty */
+};
 /* A LIFO list of Gs linked through schedlink, with a count. */
 struct glist {
     struct g *head;
@@ -713,9 +729,12 @@ struct schedt {
 
     /* Everything under lock. */
     gort_lock lock GORT_CACHELINE;
-    struct gqueue runq;    /* global run queue; under lock */
-    struct g *runq_wokenlast; /* last G of the timer-woken region at the
-                                 head of runq, or NULL; under lock */
+    /* The global run queue, in two parts taken in this order: Gs woken
+     * by sleep timers (in deadline order), then everything else.
+     * runqsize counts both.  Under lock, as is the spare-segment list. */
+    struct gsegq runq_woken;
+    struct gsegq runq;
+    struct gqseg *segfree;
     struct m *midle;       /* idle Ms; under lock */
     int32_t nmidle;        /* under lock; read racily (relaxed) */
     int32_t nmidlelocked;  /* idle Ms with a locked G (LockOSThread) */
@@ -886,9 +905,34 @@ GORT_HIDDEN void gort__runqdrain_to_global_locked(struct p *pp);
 GORT_HIDDEN void gort__globrunqputhead_locked(struct g *gp);
 GORT_HIDDEN void gort__globrunqputbatch_locked(struct gqueue *batch, int32_t n);
 GORT_HIDDEN struct g *gort__globrunqget_slow(struct p *pp, int32_t max);
-
 GORT_HIDDEN void gort__globrunqputwoken_locked(struct gqueue *batch,
                                               int32_t n);
+GORT_HIDDEN void gort__gsegq_push_slow(struct gsegq *q, struct g *gp);
+GORT_HIDDEN void gort__gsegq_retire(struct gsegq *q);
+/* Is gp on the global queue?  (checkdead's message) */
+GORT_HIDDEN bool gort__globrunq_has_locked(struct g *gp);
+/* Free the spare segments (shutdown). */
+GORT_HIDDEN void gort__globrunq_fini(void);
+
+static inline void gsegq_push(struct gsegq *q, struct g *gp)
+{
+    struct gqseg *s = q->tail;
+    if (GORT_LIKELY(s && s->tail < GORT_GQSEG_N)) {
+        s->g[s->tail++] = gp;
+        return;
+    }
+    gort__gsegq_push_slow(q, gp);
+}
+static inline struct g *gsegq_pop(struct gsegq *q)
+{
+    struct gqseg *s = q->head;
+    if (!s)
+        return NULL;
+    struct g *gp = s->g[s->head++];
+    if (s->head == s->tail)
+        gort__gsegq_retire(q);
+    return gp;
+}
 
 static inline void gqueue_push(struct gqueue *q, struct g *gp)
 {
@@ -939,7 +983,7 @@ static inline struct g *glist_pop(struct glist *l)
 /* Put gp at the tail of the global queue; sched.lock held. */
 static inline void gort__globrunqput_locked(struct g *gp)
 {
-    gqueue_push(&gort__sched.runq, gp);
+    gsegq_push(&gort__sched.runq, gp);
     /* Relaxed store: readers outside the lock use it as a hint only. */
     store_relaxed(&gort__sched.runqsize, gort__sched.runqsize + 1);
 }
@@ -966,10 +1010,8 @@ static inline struct g *gort__globrunqget_locked(struct p *pp, int32_t max)
     if (size == 1 || (max == 1 && size > 0)) {
         /* Relaxed store: readers outside the lock use it as a hint. */
         store_relaxed(&gort__sched.runqsize, size - 1);
-        struct g *gp = gqueue_pop(&gort__sched.runq);
-        if (gp == gort__sched.runq_wokenlast)
-            gort__sched.runq_wokenlast = NULL;
-        return gp;
+        struct g *gp = gsegq_pop(&gort__sched.runq_woken);
+        return gp ? gp : gsegq_pop(&gort__sched.runq);
     }
     return size == 0 ? NULL : gort__globrunqget_slow(pp, max);
 }

@@ -97,6 +97,7 @@ static void reset(int32_t procs)
                         ">= 4, which runq.c needs\n", RQ);
         abort();
     }
+    gort__globrunq_fini(); /* the segments of the test before */
     memset(&gort__sched, 0, sizeof gort__sched);
     gort__gomaxprocs = procs;
     gort__debug.randomize = 0;
@@ -124,20 +125,35 @@ static void expect_get(struct p *pp, struct g *want, bool want_inherit)
         CHECK_EQ(inherit, want_inherit);
 }
 
-/* The global queue as an array (walking schedlink), checking its links and
- * runqsize.  Returns the count. */
+/* The global queue as an array (the timer-woken part, then the rest,
+ * segment by segment), checking the segments' shape and runqsize.
+ * Returns the count. */
 static int global_list(struct g **out, int cap)
 {
     int n = 0;
-    struct g *last = NULL;
-    for (struct g *gp = gort__sched.runq.head; gp; gp = gp->schedlink) {
-        CHECK_LT(n, cap);
-        out[n++] = gp;
-        last = gp;
+    const struct gsegq *qs[2] = {&gort__sched.runq_woken, &gort__sched.runq};
+    for (int k = 0; k < 2; k++) {
+        const struct gqseg *last = NULL;
+        for (const struct gqseg *sg = qs[k]->head; sg; sg = sg->next) {
+            CHECK_LT(sg->head, sg->tail); /* no empty segment is kept */
+            CHECK_LE(sg->tail, GORT_GQSEG_N);
+            for (uint32_t i = sg->head; i < sg->tail; i++) {
+                CHECK_LT(n, cap);
+                out[n++] = sg->g[i];
+            }
+            last = sg;
+        }
+        CHECK(qs[k]->tail == last);
     }
-    CHECK(gort__sched.runq.tail == last);
     CHECK_EQ(gort__sched.runqsize, n);
     return n;
+}
+
+/* Pop the global queue's head as the scheduler does (woken part first). */
+static struct g *global_pop(void)
+{
+    struct g *gp = gsegq_pop(&gort__sched.runq_woken);
+    return gp ? gp : gsegq_pop(&gort__sched.runq);
 }
 
 /* ------------------------------------------------------------------------
@@ -244,7 +260,7 @@ static void drain_all_once(struct p *pp, struct g *gs, int n, char *seen)
 {
     bool inherit;
     struct g *gp;
-    while ((gp = get(pp, &inherit)) || (gp = gqueue_pop(&gort__sched.runq))) {
+    while ((gp = get(pp, &inherit)) || (gp = global_pop())) {
         CHECK(gp >= gs && gp < gs + n);
         CHECK_EQ(seen[gp - gs], 0);
         seen[gp - gs] = 1;
@@ -532,6 +548,87 @@ TEST(globrunqget_batch)
     free(p2);
     free(p3);
     free(p4);
+    free(glob);
+    free(gs);
+}
+
+/* ------------------------------------------------------------------------
+ * global_segments
+ * ---------------------------------------------------------------------- */
+
+static int count_spare_segments(void)
+{
+    int n = 0;
+    for (struct gqseg *sg = gort__sched.segfree; sg; sg = sg->next)
+        n++;
+    return n;
+}
+
+/* The global queue's segments: order across segment boundaries at both
+ * ends, the timer-woken part ahead of the rest, emptied segments kept and
+ * reused rather than allocated again. */
+TEST(global_segments)
+{
+    reset(1);
+    const int N = GORT_GQSEG_N;
+    int ng = 3 * N + 5;
+    struct g *gs = newgs(ng + 8, 1);
+    struct g **glob = calloc((size_t)ng + 8, sizeof *glob);
+    CHECK(glob != NULL);
+
+    gort__lock(&gort__sched.lock);
+    for (int i = 0; i < ng; i++)
+        gort__globrunqput_locked(&gs[i]);
+    /* The head segment starts at slot 0: a put at the head needs a new
+     * segment in front, the second one goes into its free slots. */
+    gort__globrunqputhead_locked(&gs[ng]);
+    gort__globrunqputhead_locked(&gs[ng + 1]);
+    /* Gs woken by timers go ahead of all that, in their own order. */
+    struct gqueue woken = {NULL, NULL};
+    for (int i = ng + 2; i < ng + 5; i++)
+        gqueue_push(&woken, &gs[i]);
+    gort__globrunqputwoken_locked(&woken, 3);
+    CHECK(woken.head == NULL);
+    gort__unlock(&gort__sched.lock);
+
+    int n = global_list(glob, ng + 8);
+    CHECK_EQ(n, ng + 5);
+    int k = 0;
+    for (int i = ng + 2; i < ng + 5; i++)
+        CHECK(glob[k++] == &gs[i]);
+    CHECK(glob[k++] == &gs[ng + 1]);
+    CHECK(glob[k++] == &gs[ng]);
+    for (int i = 0; i < ng; i++)
+        CHECK(glob[k++] == &gs[i]);
+    CHECK_EQ(count_spare_segments(), 0);
+
+    gort__lock(&gort__sched.lock);
+    CHECK(gort__globrunq_has_locked(&gs[ng - 1]));
+    CHECK(gort__globrunq_has_locked(&gs[ng + 3]));
+    CHECK(!gort__globrunq_has_locked(&gs[ng + 5]));
+    gort__unlock(&gort__sched.lock);
+
+    /* Taken one at a time, in that order; every emptied segment is kept
+     * spare: one woken, one in front, four for the 3N+5 puts. */
+    struct p *pp = newp(0);
+    for (int i = 0; i < n; i++)
+        CHECK(globget(pp, 1) == glob[i]);
+    CHECK(globget(pp, 1) == NULL);
+    CHECK_EQ(gort__sched.runqsize, 0);
+    CHECK(gort__sched.runq.head == NULL && gort__sched.runq.tail == NULL);
+    CHECK(gort__sched.runq_woken.head == NULL);
+    int spare = count_spare_segments();
+    CHECK_EQ(spare, 6);
+
+    /* Refilling takes the spares first. */
+    gort__lock(&gort__sched.lock);
+    for (int i = 0; i < 2 * N; i++)
+        gort__globrunqput_locked(&gs[i]);
+    gort__unlock(&gort__sched.lock);
+    CHECK_EQ(count_spare_segments(), spare - 2);
+    CHECK_EQ(global_list(glob, ng + 8), 2 * N);
+
+    free(pp);
     free(glob);
     free(gs);
 }
@@ -900,7 +997,7 @@ static void stress_round(int nthieves, uint64_t ops, bool randomized,
     uint64_t global_left = 0;
     gort__lock(&gort__sched.lock);
     int32_t left = gort__sched.runqsize;
-    while ((gp = gqueue_pop(&gort__sched.runq))) {
+    while ((gp = global_pop())) {
         consume(&st, gp);
         global_left++;
     }
