@@ -264,7 +264,7 @@ GORT_NO_TSAN static void trace_p(struct line *l, struct p *pp, bool detail, int3
         lput(l, "%lld", (long long)mp->id);
     else
         lput(l, "nil");
-    lput(l, " runqsize=%u gfreecnt=%d timerslen=0\n", t - h, pp->gfree.n);
+    lput(l, " runqsize=%u gfreecnt=%d timerslen=0\n", t - h, pp->ngfree);
     lflush(l);
 }
 

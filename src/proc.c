@@ -1487,34 +1487,51 @@ static struct g *malg(void)
     return gp;
 }
 
-/* Put a dead G on pp's free list, spilling to the global list at 64.
+/* Put a dead G on pp's free list; a full list moves its older half to
+ * the global list, keeping the Gs most likely still in the cache.
  * Mirrors gfput (proc.go). */
 static void gfput(struct p *pp, struct g *gp)
 {
-    glist_push(&pp->gfree, gp);
-    if (pp->gfree.n >= GORT_GFREE_MAX) {
-        gort__lock(&gort__sched.gfree_lock);
-        while (pp->gfree.n >= GORT_GFREE_KEEP)
-            glist_push(&gort__sched.gfree, glist_pop(&pp->gfree));
-        gort__unlock(&gort__sched.gfree_lock);
-    }
+    pp->gfree[pp->ngfree++] = gp;
+    if (pp->ngfree < GORT_GFREE_MAX)
+        return;
+    int32_t n = GORT_GFREE_MAX - GORT_GFREE_KEEP;
+    gort__lock(&gort__sched.gfree_lock);
+    for (int32_t i = 0; i < n; i++)
+        gort__gsegq_push_head(&gort__sched.gfree, pp->gfree[i]);
+    store_relaxed(&gort__sched.ngfree, gort__sched.ngfree + n);
+    gort__unlock(&gort__sched.gfree_lock);
+    memmove(&pp->gfree[0], &pp->gfree[n],
+            (size_t)GORT_GFREE_KEEP * sizeof pp->gfree[0]);
+    pp->ngfree = GORT_GFREE_KEEP;
 }
 
 /* Take a dead G from pp's free list, refilling it from the global list.
  * Mirrors gfget (proc.go). */
 static struct g *gfget(struct p *pp)
 {
-    if (!pp->gfree.head && load_relaxed(&gort__sched.gfree.n) > 0) {
+    if (pp->ngfree == 0) {
+        /* Relaxed: a hint; an empty answer only means a new G. */
+        if (load_relaxed(&gort__sched.ngfree) == 0)
+            return NULL;
+        int32_t n = 0;
         gort__lock(&gort__sched.gfree_lock);
-        while (pp->gfree.n < GORT_GFREE_KEEP) {
-            struct g *gp = glist_pop(&gort__sched.gfree);
-            if (!gp)
-                break;
-            glist_push(&pp->gfree, gp);
-        }
+        struct g *gp;
+        while (n < GORT_GFREE_KEEP && (gp = gsegq_pop(&gort__sched.gfree)))
+            pp->gfree[GORT_GFREE_KEEP - 1 - n++] = gp;
+        store_relaxed(&gort__sched.ngfree, gort__sched.ngfree - n);
         gort__unlock(&gort__sched.gfree_lock);
+        /* The most recently freed at the top, as they were. */
+        memmove(&pp->gfree[0], &pp->gfree[GORT_GFREE_KEEP - n],
+                (size_t)n * sizeof pp->gfree[0]);
+        pp->ngfree = n;
+        if (n == 0)
+            return NULL;
     }
-    return glist_pop(&pp->gfree);
+    struct g *gp = pp->gfree[--pp->ngfree];
+    if (pp->ngfree > 0) /* the next spawn's G */
+        gort__prefetch_g(pp->gfree[pp->ngfree - 1]);
+    return gp;
 }
 
 static void goexit1(struct g *gp);
@@ -2132,7 +2149,9 @@ static int64_t newproc_foreign(void (*fn)(void *), void *arg, uintptr_t pc)
     struct m *mp = gort__getm_raw();
     mp->locks++;
     gort__lock(&gort__sched.gfree_lock);
-    struct g *gp = glist_pop(&gort__sched.gfree);
+    struct g *gp = gsegq_pop(&gort__sched.gfree);
+    if (gp)
+        store_relaxed(&gort__sched.ngfree, gort__sched.ngfree - 1);
     gort__unlock(&gort__sched.gfree_lock);
     if (!gp && !(gp = malg())) {
         mp->locks--;
@@ -2140,7 +2159,8 @@ static int64_t newproc_foreign(void (*fn)(void *), void *arg, uintptr_t pc)
     }
     if (gort__stackreserve(1) != 0) {
         gort__lock(&gort__sched.gfree_lock);
-        glist_push(&gort__sched.gfree, gp);
+        gort__gsegq_push_head(&gort__sched.gfree, gp);
+        store_relaxed(&gort__sched.ngfree, gort__sched.ngfree + 1);
         gort__unlock(&gort__sched.gfree_lock);
         mp->locks--;
         return -ENOMEM;
@@ -2487,6 +2507,7 @@ static void teardown(void)
         mp = next;
     }
     gort__globrunq_fini();
+    gort__gsegq_fini(&gort__sched.gfree);
     gort__semafini();
     gort__netpoll_fini();
     gort__stackfini();

@@ -186,9 +186,10 @@ static struct p *newp(int32_t id)
 static void gfpurge(struct p *pp)
 {
     gort__lock(&gort__sched.gfree_lock);
-    struct g *gp;
-    while ((gp = glist_pop(&pp->gfree)))
-        glist_push(&gort__sched.gfree, gp);
+    for (int32_t i = 0; i < pp->ngfree; i++)
+        gort__gsegq_push_head(&gort__sched.gfree, pp->gfree[i]);
+    store_relaxed(&gort__sched.ngfree, gort__sched.ngfree + pp->ngfree);
+    pp->ngfree = 0;
     gort__unlock(&gort__sched.gfree_lock);
 }
 

@@ -131,21 +131,6 @@ void gort__runqput_slow(struct p *pp, struct g *gp, bool next)
     }
 }
 
-/* Start loading a G that will run soon (the next in the ring) into the
- * cache.  A deep queue's Gs have gone cold by the time they run: in
- * skynet, or a spawner that queued thousands, each costs several cache
- * misses one after another when its turn comes; fetched one goroutine
- * ahead, they arrive while the current one runs.  The slot may be taken
- * by a thief meanwhile: a prefetch of a G that runs elsewhere is only
- * wasted. */
-static inline void prefetch_g(const struct g *gp)
-{
-    const char *p = (const char *)((uintptr_t)gp & ~(uintptr_t)63);
-    const char *end = (const char *)gp + sizeof *gp;
-    for (; p < end; p += 64)
-        __builtin_prefetch(p, 1);
-}
-
 /* Take a G from pp: runnext first (it inherits the time slice), then the
  * ring.  Owner P only.  Mirrors runtime.runqget (proc.go). */
 struct g *gort__runqget(struct p *pp, bool *inherit_time)
@@ -179,7 +164,9 @@ struct g *gort__runqget(struct p *pp, bool *inherit_time)
         else if (!cas_rel(&pp->runqhead, h, h + 1))
             continue;
         if (t - h > 1)
-            prefetch_g(load_relaxed(&pp->runq[SLOT(h + 1)]));
+            /* The next G in the ring: it has likely waited long
+             * enough to go cold. */
+            gort__prefetch_g(load_relaxed(&pp->runq[SLOT(h + 1)]));
         return gp;
     }
 }
@@ -286,15 +273,14 @@ void gort__runqdrain_to_global_locked(struct p *pp)
     }
 }
 
-/* A segment for a global queue: a spare one, or a new one.  sched.lock
- * held. */
-static struct gqseg *seg_get_locked(void)
+/* A segment for q: one of its spares, or a new one.  q's lock held. */
+static struct gqseg *seg_get(struct gsegq *q)
 {
-    struct gqseg *s = gort__sched.segfree;
+    struct gqseg *s = q->spare;
     if (s)
-        gort__sched.segfree = s->next;
+        q->spare = s->next;
     else if (!(s = malloc(sizeof *s)))
-        gort__fatal("out of memory: no segment for the global run queue "
+        gort__fatal("out of memory: no segment for a queue of Gs "
                     "(%zu bytes)", sizeof *s);
     s->next = NULL;
     return s;
@@ -303,7 +289,7 @@ static struct gqseg *seg_get_locked(void)
 /* q's tail segment is full (or q is empty): append a segment and gp. */
 void gort__gsegq_push_slow(struct gsegq *q, struct g *gp)
 {
-    struct gqseg *s = seg_get_locked();
+    struct gqseg *s = seg_get(q);
     s->head = 0;
     s->tail = 1;
     s->g[0] = gp;
@@ -314,23 +300,23 @@ void gort__gsegq_push_slow(struct gsegq *q, struct g *gp)
     q->tail = s;
 }
 
-/* q's head segment has been emptied: unlink it and keep it spare (the
- * spares never exceed the queue's peak length / GORT_GQSEG_N + 2). */
+/* q's head segment has been emptied: unlink it and keep it spare (a
+ * queue's spares never exceed its peak length / GORT_GQSEG_N + 2). */
 void gort__gsegq_retire(struct gsegq *q)
 {
     struct gqseg *s = q->head;
     q->head = s->next;
     if (!q->head)
         q->tail = NULL;
-    s->next = gort__sched.segfree;
-    gort__sched.segfree = s;
+    s->next = q->spare;
+    q->spare = s;
 }
 
-static void gsegq_push_head(struct gsegq *q, struct g *gp)
+void gort__gsegq_push_head(struct gsegq *q, struct g *gp)
 {
     struct gqseg *s = q->head;
     if (!s || s->head == 0) {
-        s = seg_get_locked();
+        s = seg_get(q);
         s->head = s->tail = GORT_GQSEG_N;
         s->next = q->head;
         q->head = s;
@@ -340,9 +326,25 @@ static void gsegq_push_head(struct gsegq *q, struct g *gp)
     s->g[--s->head] = gp;
 }
 
+static void seg_free_all(struct gqseg *s)
+{
+    while (s) {
+        struct gqseg *next = s->next;
+        free(s);
+        s = next;
+    }
+}
+
+void gort__gsegq_fini(struct gsegq *q)
+{
+    seg_free_all(q->head);
+    seg_free_all(q->spare);
+    q->head = q->tail = q->spare = NULL;
+}
+
 void gort__globrunqputhead_locked(struct g *gp)
 {
-    gsegq_push_head(&gort__sched.runq, gp);
+    gort__gsegq_push_head(&gort__sched.runq, gp);
     store_relaxed(&gort__sched.runqsize, gort__sched.runqsize + 1);
 }
 
@@ -393,23 +395,10 @@ bool gort__globrunq_has_locked(struct g *gp)
            gsegq_has(&gort__sched.runq, gp);
 }
 
-static void seg_free_all(struct gqseg *s)
-{
-    while (s) {
-        struct gqseg *next = s->next;
-        free(s);
-        s = next;
-    }
-}
-
 void gort__globrunq_fini(void)
 {
-    seg_free_all(gort__sched.runq_woken.head);
-    seg_free_all(gort__sched.runq.head);
-    seg_free_all(gort__sched.segfree);
-    gort__sched.runq_woken.head = gort__sched.runq_woken.tail = NULL;
-    gort__sched.runq.head = gort__sched.runq.tail = NULL;
-    gort__sched.segfree = NULL;
+    gort__gsegq_fini(&gort__sched.runq_woken);
+    gort__gsegq_fini(&gort__sched.runq);
 }
 
 /* Put the Gs of q (n of them) on pp's ring, and what does not fit on the

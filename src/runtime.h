@@ -530,13 +530,8 @@ struct gqseg {
 };
 struct gsegq {
     struct gqseg *head, *tail;     /* both NULL when empty */
+    struct gqseg *spare;           /* emptied segments, kept for reuse */
 };
-/* A LIFO list of Gs linked through schedlink, with a count. */
-struct glist {
-    struct g *head;
-    int32_t n;
-};
-
 /* ---------------------------------------------------------------------------
  * M: OS thread.  Mirrors type m (runtime2.go).
  * ------------------------------------------------------------------------- */
@@ -678,7 +673,11 @@ struct p {
     struct g *runnext;
 
     struct timers timers;  /* timers started on this P (time.c) */
-    struct glist gfree;    /* dead Gs (without stacks), for reuse; owner */
+    /* Dead Gs (without stacks) for reuse, oldest first; owner only.  An
+     * array, not a list through the Gs: moving a batch to or from the
+     * global list then copies pointers instead of visiting each G. */
+    struct g *gfree[GORT_GFREE_MAX];
+    int32_t ngfree;
     struct stackcache stackcache; /* free stacks; owner only */
     int32_t stackres;      /* stack reservations held for new Gs; owner */
     int64_t goidcache, goidcacheend; /* goids handed to this P */
@@ -734,7 +733,6 @@ struct schedt {
      * runqsize counts both.  Under lock, as is the spare-segment list. */
     struct gsegq runq_woken;
     struct gsegq runq;
-    struct gqseg *segfree;
     struct m *midle;       /* idle Ms; under lock */
     int32_t nmidle;        /* under lock; read racily (relaxed) */
     int32_t nmidlelocked;  /* idle Ms with a locked G (LockOSThread) */
@@ -766,7 +764,8 @@ struct schedt {
     uint32_t pollgen;      /* atomic: bumped (futex) to wake the poller */
 
     gort_lock gfree_lock GORT_CACHELINE; /* protects gfree */
-    struct glist gfree;    /* global free Gs */
+    struct gsegq gfree;    /* global free Gs, a stack (push_head, pop) */
+    int32_t ngfree;        /* how many; under gfree_lock, peeked relaxed */
 };
 
 /* ---------------------------------------------------------------------------
@@ -908,11 +907,28 @@ GORT_HIDDEN struct g *gort__globrunqget_slow(struct p *pp, int32_t max);
 GORT_HIDDEN void gort__globrunqputwoken_locked(struct gqueue *batch,
                                               int32_t n);
 GORT_HIDDEN void gort__gsegq_push_slow(struct gsegq *q, struct g *gp);
+GORT_HIDDEN void gort__gsegq_push_head(struct gsegq *q, struct g *gp);
 GORT_HIDDEN void gort__gsegq_retire(struct gsegq *q);
+/* Free every segment of q, spares included. */
+GORT_HIDDEN void gort__gsegq_fini(struct gsegq *q);
 /* Is gp on the global queue?  (checkdead's message) */
 GORT_HIDDEN bool gort__globrunq_has_locked(struct g *gp);
-/* Free the spare segments (shutdown). */
+/* Free the global queue's segments (shutdown). */
 GORT_HIDDEN void gort__globrunq_fini(void);
+
+/* Start loading a G that will be used soon into the cache (every line of
+ * it).  A G that has waited in a deep queue or on a free list has gone
+ * cold, and its misses, taken one after another when its turn comes, are
+ * much of what a short goroutine costs; fetched one G ahead, its lines
+ * arrive while the current one runs.  A prefetch of a G that ends up used
+ * elsewhere is only wasted. */
+static inline void gort__prefetch_g(const struct g *gp)
+{
+    const char *p = (const char *)((uintptr_t)gp & ~(uintptr_t)63);
+    const char *end = (const char *)gp + sizeof *gp;
+    for (; p < end; p += 64)
+        __builtin_prefetch(p, 1);
+}
 
 static inline void gsegq_push(struct gsegq *q, struct g *gp)
 {
@@ -961,25 +977,6 @@ static inline struct g *gqueue_pop(struct gqueue *q)
     }
     return gp;
 }
-/* n is stored relaxed: the global list's length is peeked without its
- * lock (gfget). */
-static inline void glist_push(struct glist *l, struct g *gp)
-{
-    gp->schedlink = l->head;
-    l->head = gp;
-    store_relaxed(&l->n, l->n + 1);
-}
-static inline struct g *glist_pop(struct glist *l)
-{
-    struct g *gp = l->head;
-    if (gp) {
-        l->head = gp->schedlink;
-        gp->schedlink = NULL;
-        store_relaxed(&l->n, l->n - 1);
-    }
-    return gp;
-}
-
 /* Put gp at the tail of the global queue; sched.lock held. */
 static inline void gort__globrunqput_locked(struct g *gp)
 {

@@ -559,7 +559,9 @@ TEST(globrunqget_batch)
 static int count_spare_segments(void)
 {
     int n = 0;
-    for (struct gqseg *sg = gort__sched.segfree; sg; sg = sg->next)
+    for (struct gqseg *sg = gort__sched.runq_woken.spare; sg; sg = sg->next)
+        n++;
+    for (struct gqseg *sg = gort__sched.runq.spare; sg; sg = sg->next)
         n++;
     return n;
 }

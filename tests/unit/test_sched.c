@@ -469,6 +469,46 @@ TEST(million)
 }
 
 /* ---------------------------------------------------------------------------
+ * g_reuse: dead Gs are reused whichever P they ended on
+ * ------------------------------------------------------------------------- */
+
+#define REUSE_WAVE 1000
+#define REUSE_WAVES 200
+
+static void reuse_one(void *arg)
+{
+    gort_waitgroup_done(arg);
+}
+
+/* Waves of goroutines, each wave over before the next starts, on 2 Ps:
+ * G structures are allocated for about one wave, not for every goroutine.
+ * The spawner's P runs out of free Gs at every wave, since the other P
+ * ends about half of them; those come back to it through the global free
+ * list (a full per-P list moves its older half there).  The bound allows
+ * what the other P's list keeps (under 64) and the runtime's own Gs. */
+static void reuse_main(void *arg)
+{
+    (void)arg;
+    gort_gomaxprocs(2);
+    gort_waitgroup wg = GORT_WAITGROUP_INIT;
+    for (int w = 0; w < REUSE_WAVES; w++) {
+        gort_waitgroup_add(&wg, REUSE_WAVE);
+        for (int i = 0; i < REUSE_WAVE; i++)
+            CHECK_GT(gort_go(reuse_one, &wg), 0);
+        gort_waitgroup_wait(&wg);
+    }
+    uint32_t allocated = ATOMIC_LOAD(&gort__allglen);
+    fprintf(stderr, "%d goroutines in waves of %d: %u G structures\n",
+            REUSE_WAVE * REUSE_WAVES, REUSE_WAVE, allocated);
+    CHECK_LE(allocated, REUSE_WAVE + 2 * GORT_GFREE_MAX + 16);
+}
+
+TEST(g_reuse)
+{
+    run_main(reuse_main, NULL);
+}
+
+/* ---------------------------------------------------------------------------
  * park_100k
  * ------------------------------------------------------------------------- */
 
