@@ -300,8 +300,9 @@ void gort__gsegq_push_slow(struct gsegq *q, struct g *gp)
     q->tail = s;
 }
 
-/* q's head segment has been emptied: unlink it and keep it spare (a
- * queue's spares never exceed its peak length / GORT_GQSEG_N + 2). */
+/* q's head segment has been emptied and another follows: unlink it and
+ * keep it spare (a queue's segments, spares included, never exceed its
+ * peak length / GORT_GQSEG_N + 2). */
 void gort__gsegq_retire(struct gsegq *q)
 {
     struct gqseg *s = q->head;
@@ -315,6 +316,8 @@ void gort__gsegq_retire(struct gsegq *q)
 void gort__gsegq_push_head(struct gsegq *q, struct g *gp)
 {
     struct gqseg *s = q->head;
+    if (s && s->head == s->tail) /* empty, so the only one: fill from the top */
+        s->head = s->tail = GORT_GQSEG_N;
     if (!s || s->head == 0) {
         s = seg_get(q);
         s->head = s->tail = GORT_GQSEG_N;
@@ -370,14 +373,8 @@ void gort__globrunqputbatch_locked(struct gqueue *batch, int32_t n)
 void gort__globrunqputwoken_locked(struct gqueue *batch, int32_t n)
 {
     gsegq_push_list(&gort__sched.runq_woken, batch);
+    gort__sched.nwoken += n;
     store_relaxed(&gort__sched.runqsize, gort__sched.runqsize + n);
-}
-
-/* Pop the global queue's head: the woken part first. */
-static struct g *globpop(void)
-{
-    struct g *gp = gsegq_pop(&gort__sched.runq_woken);
-    return gp ? gp : gsegq_pop(&gort__sched.runq);
 }
 
 static bool gsegq_has(const struct gsegq *q, const struct g *gp)
@@ -434,7 +431,7 @@ struct g *gort__globrunqget_slow(struct p *pp, int32_t max)
         if (size == 0)
             return NULL;
         store_relaxed(&gort__sched.runqsize, size - 1);
-        return globpop();
+        return gort__globpop_locked();
     }
     int32_t procs = load_relaxed(&gort__gomaxprocs);
     /* size/procs + 1, without the division in the common small case. */
@@ -446,8 +443,8 @@ struct g *gort__globrunqget_slow(struct p *pp, int32_t max)
     if (n > RQ / 2)
         n = RQ / 2;
     store_relaxed(&gort__sched.runqsize, size - n);
-    struct g *gp = globpop();
+    struct g *gp = gort__globpop_locked();
     for (n--; n > 0; n--)
-        gort__runqput(pp, globpop(), false);
+        gort__runqput(pp, gort__globpop_locked(), false);
     return gp;
 }

@@ -519,8 +519,10 @@ struct gqueue {
  * The global run queue holds G pointers in segments, not a list through
  * the Gs: a G waits there long enough to go cold, and a list makes the
  * batch moves touch every G one after another (a cache miss each,
- * serialised by the links).  A segment is 1 KiB; a queue never holds an
- * empty one (runq.c).
+ * serialised by the links).  A segment is 1 KiB.  Only a queue's last
+ * segment may be empty: a queue that empties keeps it, reset, so that a
+ * queue going between empty and one G (two goroutines yielding) does not
+ * trade a segment with the spares at every operation.
  */
 #define GORT_GQSEG_N 126
 struct gqseg {
@@ -732,6 +734,7 @@ struct schedt {
      * by sleep timers (in deadline order), then everything else.
      * runqsize counts both.  Under lock, as is the spare-segment list. */
     struct gsegq runq_woken;
+    int32_t nwoken;        /* Gs in runq_woken */
     struct gsegq runq;
     struct m *midle;       /* idle Ms; under lock */
     int32_t nmidle;        /* under lock; read racily (relaxed) */
@@ -939,14 +942,31 @@ static inline void gsegq_push(struct gsegq *q, struct g *gp)
     }
     gort__gsegq_push_slow(q, gp);
 }
+/* Pop from a queue known to hold a G. */
+static inline struct g *gsegq_pop_some(struct gsegq *q)
+{
+    struct gqseg *s = q->head;
+    struct g *gp = s->g[s->head++];
+    if (s->head == s->tail) {
+        if (s->next)
+            gort__gsegq_retire(q);
+        else
+            s->head = s->tail = 0; /* the last one: kept, empty */
+    }
+    return gp;
+}
 static inline struct g *gsegq_pop(struct gsegq *q)
 {
     struct gqseg *s = q->head;
-    if (!s)
+    if (!s || s->head == s->tail)
         return NULL;
     struct g *gp = s->g[s->head++];
-    if (s->head == s->tail)
-        gort__gsegq_retire(q);
+    if (s->head == s->tail) {
+        if (s->next)
+            gort__gsegq_retire(q);
+        else
+            s->head = s->tail = 0; /* the last one: kept, empty */
+    }
     return gp;
 }
 
@@ -999,6 +1019,17 @@ static inline void gort__runqput(struct p *pp, struct g *gp, bool next)
     gort__runqput_slow(pp, gp, next);
 }
 
+/* Pop the global queue's head, the woken part first; it holds a G.
+ * sched.lock held. */
+static inline struct g *gort__globpop_locked(void)
+{
+    if (GORT_UNLIKELY(gort__sched.nwoken > 0)) {
+        gort__sched.nwoken--;
+        return gsegq_pop_some(&gort__sched.runq_woken);
+    }
+    return gsegq_pop_some(&gort__sched.runq);
+}
+
 /* Take from the global queue: one G, and with max != 1 a batch more into
  * pp's ring (runq.c).  The single-G case, the usual one, inline. */
 static inline struct g *gort__globrunqget_locked(struct p *pp, int32_t max)
@@ -1007,8 +1038,7 @@ static inline struct g *gort__globrunqget_locked(struct p *pp, int32_t max)
     if (size == 1 || (max == 1 && size > 0)) {
         /* Relaxed store: readers outside the lock use it as a hint. */
         store_relaxed(&gort__sched.runqsize, size - 1);
-        struct g *gp = gsegq_pop(&gort__sched.runq_woken);
-        return gp ? gp : gsegq_pop(&gort__sched.runq);
+        return gort__globpop_locked();
     }
     return size == 0 ? NULL : gort__globrunqget_slow(pp, max);
 }

@@ -135,7 +135,8 @@ static int global_list(struct g **out, int cap)
     for (int k = 0; k < 2; k++) {
         const struct gqseg *last = NULL;
         for (const struct gqseg *sg = qs[k]->head; sg; sg = sg->next) {
-            CHECK_LT(sg->head, sg->tail); /* no empty segment is kept */
+            /* Only the last segment may be empty. */
+            CHECK(sg->head < sg->tail || (sg->head == sg->tail && !sg->next));
             CHECK_LE(sg->tail, GORT_GQSEG_N);
             for (uint32_t i = sg->head; i < sg->tail; i++) {
                 CHECK_LT(n, cap);
@@ -149,11 +150,19 @@ static int global_list(struct g **out, int cap)
     return n;
 }
 
+static bool global_empty(void)
+{
+    struct g *none[1];
+    return global_list(none, 0) == 0;
+}
+
 /* Pop the global queue's head as the scheduler does (woken part first). */
 static struct g *global_pop(void)
 {
-    struct g *gp = gsegq_pop(&gort__sched.runq_woken);
-    return gp ? gp : gsegq_pop(&gort__sched.runq);
+    if (gort__sched.runqsize == 0)
+        return NULL;
+    gort__sched.runqsize--;
+    return gort__globpop_locked();
 }
 
 /* ------------------------------------------------------------------------
@@ -171,7 +180,7 @@ TEST(put_get_order)
         gort__runqput(pp, &gs[i], false);
     CHECK_EQ(gort__runqlen(pp), RQ);
     CHECK_EQ(gort__sched.runqsize, 0);
-    CHECK(gort__sched.runq.head == NULL);
+    CHECK(global_empty());
     CHECK(pp->runnext == NULL);
     for (int i = 0; i < RQ; i++)
         expect_get(pp, &gs[i], false);
@@ -511,8 +520,7 @@ TEST(globrunqget_batch)
         }
     } else {
         CHECK_EQ(head, 100);
-        CHECK(gort__sched.runq.head == NULL);
-        CHECK(gort__sched.runq.tail == NULL);
+        CHECK(global_empty());
     }
     CHECK_EQ(gort__sched.runqsize, 0);
     CHECK(globget(p2, 0) == NULL);
@@ -610,24 +618,47 @@ TEST(global_segments)
     CHECK(!gort__globrunq_has_locked(&gs[ng + 5]));
     gort__unlock(&gort__sched.lock);
 
-    /* Taken one at a time, in that order; every emptied segment is kept
-     * spare: one woken, one in front, four for the 3N+5 puts. */
+    /* Taken one at a time, in that order.  Each queue keeps its last
+     * segment, emptied; the others are kept spare: of runq's five (one
+     * in front, four for the 3N+5 puts), four. */
     struct p *pp = newp(0);
     for (int i = 0; i < n; i++)
         CHECK(globget(pp, 1) == glob[i]);
     CHECK(globget(pp, 1) == NULL);
     CHECK_EQ(gort__sched.runqsize, 0);
-    CHECK(gort__sched.runq.head == NULL && gort__sched.runq.tail == NULL);
-    CHECK(gort__sched.runq_woken.head == NULL);
+    CHECK(global_empty());
+    CHECK(gort__sched.runq.head != NULL &&
+          gort__sched.runq.head == gort__sched.runq.tail);
+    CHECK(gort__sched.runq_woken.head != NULL);
     int spare = count_spare_segments();
-    CHECK_EQ(spare, 6);
+    CHECK_EQ(spare, 4);
 
-    /* Refilling takes the spares first. */
+    /* A queue between empty and one G keeps using its one segment. */
+    struct gqseg *kept = gort__sched.runq.head;
+    gort__lock(&gort__sched.lock);
+    for (int i = 0; i < 3 * N; i++) {
+        gort__globrunqput_locked(&gs[i]);
+        CHECK(gort__globrunqget_locked(pp, 1) == &gs[i]);
+    }
+    gort__unlock(&gort__sched.lock);
+    CHECK(gort__sched.runq.head == kept && gort__sched.runq.tail == kept);
+    CHECK_EQ(count_spare_segments(), spare);
+
+    /* A put at the head of an empty queue fills its segment from the top. */
+    gort__lock(&gort__sched.lock);
+    gort__globrunqputhead_locked(&gs[1]);
+    gort__globrunqputhead_locked(&gs[0]);
+    gort__unlock(&gort__sched.lock);
+    CHECK(gort__sched.runq.head == kept && gort__sched.runq.tail == kept);
+    CHECK(globget(pp, 1) == &gs[0]);
+    CHECK(globget(pp, 1) == &gs[1]);
+
+    /* Refilling uses the kept segment, then the spares. */
     gort__lock(&gort__sched.lock);
     for (int i = 0; i < 2 * N; i++)
         gort__globrunqput_locked(&gs[i]);
     gort__unlock(&gort__sched.lock);
-    CHECK_EQ(count_spare_segments(), spare - 2);
+    CHECK_EQ(count_spare_segments(), spare - 1);
     CHECK_EQ(global_list(glob, ng + 8), 2 * N);
 
     free(pp);
