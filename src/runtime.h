@@ -865,7 +865,10 @@ gort__getm_finish(struct m *fast)
 GORT_HIDDEN extern __thread struct m *gort__tls_mfast
     __attribute__((tls_model("initial-exec")));
 
-static inline __attribute__((always_inline)) struct m *gort__getm(void)
+/* The fast slot alone: the M, or NULL when gort__getm would have to take
+ * its slow path (which a caller with a slow path of its own can leave to
+ * it). */
+static inline __attribute__((always_inline)) struct m *gort__getm_fast(void)
 {
     struct m *mp;
 #if defined(__PIC__)
@@ -880,10 +883,19 @@ static inline __attribute__((always_inline)) struct m *gort__getm(void)
                          :
                          : "memory");
 #endif
-    return gort__getm_finish(mp);
+    return mp;
+}
+
+static inline __attribute__((always_inline)) struct m *gort__getm(void)
+{
+    return gort__getm_finish(gort__getm_fast());
 }
 #else
 GORT_HIDDEN struct m *gort__getm(void);
+static inline struct m *gort__getm_fast(void)
+{
+    return gort__getm();
+}
 #endif
 /* The running user G, or NULL on g0 / outside gort. */
 static inline struct g *gort__getg(void)

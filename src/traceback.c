@@ -432,6 +432,16 @@ GORT_NO_TSAN static void header(struct dumper *d, struct g *gp, uint32_t st)
         out_printf(&d->o, "waiting on %p\n", obj);
 }
 
+/* How much of a symbol's name a frame shows: up to a dot.  C names have
+ * none; what follows one names a part split off a function, by the
+ * compiler (".cold", ".isra.0", ".part.0") or by gort (the general bodies
+ * of gort_chan_send and gort_chan_recv, "gort_chan_send.full", which the
+ * public function reaches by a jump), and the frame is the function's. */
+static int shown_len(const char *name)
+{
+    return (int)strcspn(name, ".");
+}
+
 /* A frame: "func(...)", then "\tobject:address +offset".  exact: pc is
  * the instruction itself (an interrupted pc or a start function), not a
  * return address. */
@@ -440,7 +450,11 @@ static void frame(struct dumper *d, uintptr_t pc, bool exact)
     struct symres r;
     uintptr_t look = exact ? pc : pc - 1;
     gort__sym_lookup(&d->sc, look, &r);
-    out_printf(&d->o, "%.200s(...)\n", r.name ? r.name : "?");
+    if (r.name)
+        out_printf(&d->o, "%.*s(...)\n", shown_len(r.name) < 200 ?
+                   shown_len(r.name) : 200, r.name);
+    else
+        out_printf(&d->o, "?(...)\n");
     if (r.obj)
         out_printf(&d->o, "\t%.300s:0x%lx", r.obj, (unsigned long)r.objaddr);
     else
@@ -488,7 +502,11 @@ GORT_NO_TSAN static void createdby(struct dumper *d, struct g *gp)
         return;
     struct symres r;
     gort__sym_lookup(&d->sc, pc - 1, &r);
-    out_printf(&d->o, "created by %.200s", r.name ? r.name : "?");
+    if (r.name)
+        out_printf(&d->o, "created by %.*s", shown_len(r.name) < 200 ?
+                   shown_len(r.name) : 200, r.name);
+    else
+        out_printf(&d->o, "created by ?");
     if (gp->parentgoid)
         out_printf(&d->o, " in goroutine %lld", (long long)gp->parentgoid);
     out_printf(&d->o, "\n");
@@ -779,8 +797,10 @@ static void print_group(struct dumper *d, const struct group *g)
         uintptr_t look = g->traps[i] ? g->pcs[i] : g->pcs[i] - 1;
         struct symres r;
         gort__sym_lookup(&d->sc, look, &r);
-        out_printf(&d->o, "#\t0x%lx\t%.200s+0x%lx\t%.300s:0x%lx\n",
-                   (unsigned long)look, r.name ? r.name : "?",
+        const char *name = r.name ? r.name : "?";
+        int len = shown_len(name) < 200 ? shown_len(name) : 200;
+        out_printf(&d->o, "#\t0x%lx\t%.*s+0x%lx\t%.300s:0x%lx\n",
+                   (unsigned long)look, len, name,
                    (unsigned long)(r.name ? look - r.start : 0),
                    r.obj ? r.obj : "?",
                    (unsigned long)(r.obj ? r.objaddr : look));
