@@ -433,6 +433,30 @@ static inline struct m *chan_fast_m(const gort_chan *c)
     return mp;
 }
 
+/* chan_fast_m, and c's lock if it is free at the first try; NULL: take
+ * the general body. */
+static inline struct m *chan_fast_lock(gort_chan *c)
+{
+    struct m *mp = chan_fast_m(c);
+    if (!mp)
+        return NULL;
+    mp->locks++;
+    /* Acquire: pairs with the release store that unlocks, as in
+     * gort__spinlock_m. */
+    if (GORT_UNLIKELY(xchg_acqrel(&c->lock.key, 1) != 0)) {
+        mp->locks--;
+        return NULL;
+    }
+    return mp;
+}
+
+static inline void chan_fast_unlock(struct m *mp, gort_chan *c)
+{
+    /* Release: publishes the critical section to the next locker. */
+    store_rel(&c->lock.key, 0);
+    mp->locks--;
+}
+
 /* An element of one of the sizes chan_fast_m lets through: single moves,
  * never a call. */
 static inline void small_copy(void *dst, const void *src, uint32_t sz)
@@ -463,27 +487,19 @@ static GORT_NOINLINE void chan_send_full(gort_chan *c, const void *elem)
  * body by a jump. */
 static GORT_NOINLINE void chan_send_buffered(gort_chan *c, const void *elem)
 {
-    struct m *mp = chan_fast_m(c);
+    struct m *mp = chan_fast_lock(c);
     if (!mp)
         goto full;
-    mp->locks++;
-    /* Acquire/release as gort__spinlock_m and gort__spinunlock_m. */
-    if (GORT_UNLIKELY(xchg_acqrel(&c->lock.key, 1) != 0)) {
-        mp->locks--;
-        goto full;
-    }
     if (GORT_UNLIKELY(c->closed || c->recvq.first ||
                       c->qcount == c->dataqsiz)) {
-        store_rel(&c->lock.key, 0);
-        mp->locks--;
+        chan_fast_unlock(mp, c);
         goto full;
     }
     uint32_t i = c->sendx;
     small_copy(gort__chanbuf(c, i), elem, c->elemsize);
     c->sendx = i + 1 == c->dataqsiz ? 0 : i + 1;
-    store_relaxed(&c->qcount, c->qcount + 1);
-    store_rel(&c->lock.key, 0);
-    mp->locks--;
+    store_relaxed(&c->qcount, c->qcount + 1); /* peeked without the lock */
+    chan_fast_unlock(mp, c);
     return;
 full:
     chan_send_full(c, elem);
@@ -522,28 +538,21 @@ static GORT_NOINLINE bool chan_recv_full(gort_chan *c, void *elem)
  * body by a jump. */
 static GORT_NOINLINE bool chan_recv_buffered(gort_chan *c, void *elem)
 {
-    struct m *mp = chan_fast_m(c);
+    struct m *mp = chan_fast_lock(c);
     if (!mp)
         goto full;
-    mp->locks++;
-    if (GORT_UNLIKELY(xchg_acqrel(&c->lock.key, 1) != 0)) {
-        mp->locks--;
-        goto full;
-    }
     /* A parked sender means a full buffer and a hand-off (recv's direct
      * path); a closed channel with values still gives them. */
     if (GORT_UNLIKELY(c->sendq.first || c->qcount == 0)) {
-        store_rel(&c->lock.key, 0);
-        mp->locks--;
+        chan_fast_unlock(mp, c);
         goto full;
     }
     uint32_t i = c->recvx;
     if (elem)
         small_copy(elem, gort__chanbuf(c, i), c->elemsize);
     c->recvx = i + 1 == c->dataqsiz ? 0 : i + 1;
-    store_relaxed(&c->qcount, c->qcount - 1);
-    store_rel(&c->lock.key, 0);
-    mp->locks--;
+    store_relaxed(&c->qcount, c->qcount - 1); /* peeked without the lock */
+    chan_fast_unlock(mp, c);
     return true;
 full:
     return chan_recv_full(c, elem);

@@ -967,19 +967,13 @@ static inline struct g *gsegq_pop_some(struct gsegq *q)
     }
     return gp;
 }
+/* Pop from any queue: NULL when it is empty. */
 static inline struct g *gsegq_pop(struct gsegq *q)
 {
     struct gqseg *s = q->head;
     if (!s || s->head == s->tail)
         return NULL;
-    struct g *gp = s->g[s->head++];
-    if (s->head == s->tail) {
-        if (s->next)
-            gort__gsegq_retire(q);
-        else
-            s->head = s->tail = 0; /* the last one: kept, empty */
-    }
-    return gp;
+    return gsegq_pop_some(q);
 }
 
 static inline void gqueue_push(struct gqueue *q, struct g *gp)
