@@ -326,6 +326,7 @@ static void overflow_round(uint32_t start)
 
     /* A put with next on a full ring kicks the old runnext, which spills
      * as the batch's last G; the new G stays in runnext. */
+    gort__globrunq_fini();
     memset(&gort__sched, 0, sizeof gort__sched);
     gort__runqput(pp, &gs[0], true);
     for (int i = 1; i <= RQ; i++)
