@@ -958,6 +958,7 @@ static inline void gsegq_push(struct gsegq *q, struct g *gp)
 static inline struct g *gsegq_pop_some(struct gsegq *q)
 {
     struct gqseg *s = q->head;
+    GORT_DASSERT(s && s->head < s->tail); /* the caller's count was right */
     struct g *gp = s->g[s->head++];
     if (s->head == s->tail) {
         if (s->next)
@@ -984,13 +985,6 @@ static inline void gqueue_push(struct gqueue *q, struct g *gp)
     else
         q->head = gp;
     q->tail = gp;
-}
-static inline void gqueue_push_head(struct gqueue *q, struct g *gp)
-{
-    gp->schedlink = q->head;
-    q->head = gp;
-    if (!q->tail)
-        q->tail = gp;
 }
 static inline struct g *gqueue_pop(struct gqueue *q)
 {

@@ -30,8 +30,9 @@
  * Mapping an arena only reserves address space: a goroutine reserves a
  * stack when it is created but takes one only when it first runs, and
  * most queued goroutines never take a fresh slot (they run on the hottest
- * free stack).  Slots are prepared when they are first carved, PREP_BATCH
- * at a time, in two syscalls: process_madvise on ourselves installs the
+ * free stack).  Slots are prepared PREP_BATCH at a time, one batch ahead
+ * of carving (from gort__stackreserve, on the creating goroutine's path),
+ * or when carving reaches an unprepared one, in two syscalls: process_madvise on ourselves installs the
  * batch's guards, then commits the batch's top pages with
  * MADV_POPULATE_WRITE (a first-touch page fault costs ~12 us on the
  * virtual machines gort is measured on; a batched populate ~1 us a page).
@@ -284,8 +285,15 @@ static int map_arena_locked(void)
     a->bulk = pool.pidfd >= 0 && pool.mode == STACK_GUARD_MADVISE;
     a->next = pool.arenas;
     pool.arenas = a;
-    a->nextroom = pool.room;
-    pool.room = a;
+    /* Behind the arena being carved, which stays the one carved (and
+     * prepared ahead) until it is full. */
+    if (pool.room) {
+        a->nextroom = pool.room->nextroom;
+        pool.room->nextroom = a;
+    } else {
+        a->nextroom = NULL;
+        pool.room = a;
+    }
     pool.navail += n;
     return 0;
 }
@@ -323,6 +331,21 @@ static void fill(struct gstack *st, uintptr_t base, uint8_t guard)
 #endif
 }
 
+/* Keep the arena being carved prepared a batch ahead of its carving.
+ * Called on the creating goroutine's path (gort_go), so that taking a
+ * fresh slot when a goroutine first runs, which may be under sched.lock
+ * (a direct hand-off from the global queue), seldom makes the system
+ * calls itself; and never more than a batch ahead, so that queued
+ * goroutines that will run on hot stacks commit nothing.  pool.lock
+ * held. */
+static void prepare_ahead_locked(void)
+{
+    struct arena *a = pool.room;
+    if (a && a->bulk && a->ready < a->nslots &&
+        a->ready < a->used + PREP_BATCH)
+        prepare_batch(a);
+}
+
 int gort__stackreserve(int32_t n)
 {
     gort__lock(&pool.lock);
@@ -333,6 +356,7 @@ int gort__stackreserve(int32_t n)
         }
     }
     pool.nreserved += n;
+    prepare_ahead_locked();
     gort__unlock(&pool.lock);
     return 0;
 }

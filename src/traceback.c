@@ -432,14 +432,17 @@ GORT_NO_TSAN static void header(struct dumper *d, struct g *gp, uint32_t st)
         out_printf(&d->o, "waiting on %p\n", obj);
 }
 
-/* How much of a symbol's name a frame shows: up to a dot.  C names have
- * none; what follows one names a part split off a function, by the
+/* How much of a symbol's name a frame shows.  In gort's own code, up to
+ * a dot: what follows one names a part split off a function, by the
  * compiler (".cold", ".isra.0", ".part.0") or by gort (the general bodies
  * of gort_chan_send and gort_chan_recv, "gort_chan_send.full", which the
- * public function reaches by a jump), and the frame is the function's. */
-static int shown_len(const char *name)
+ * public function reaches by a jump), and the frame is the function's.
+ * The program's symbols are shown whole (other languages' names may hold
+ * dots). */
+static int shown_len(const struct symres *r)
 {
-    return (int)strcspn(name, ".");
+    size_t n = r->gort ? strcspn(r->name, ".") : strlen(r->name);
+    return n < 200 ? (int)n : 200;
 }
 
 /* A frame: "func(...)", then "\tobject:address +offset".  exact: pc is
@@ -451,8 +454,7 @@ static void frame(struct dumper *d, uintptr_t pc, bool exact)
     uintptr_t look = exact ? pc : pc - 1;
     gort__sym_lookup(&d->sc, look, &r);
     if (r.name)
-        out_printf(&d->o, "%.*s(...)\n", shown_len(r.name) < 200 ?
-                   shown_len(r.name) : 200, r.name);
+        out_printf(&d->o, "%.*s(...)\n", shown_len(&r), r.name);
     else
         out_printf(&d->o, "?(...)\n");
     if (r.obj)
@@ -503,8 +505,7 @@ GORT_NO_TSAN static void createdby(struct dumper *d, struct g *gp)
     struct symres r;
     gort__sym_lookup(&d->sc, pc - 1, &r);
     if (r.name)
-        out_printf(&d->o, "created by %.*s", shown_len(r.name) < 200 ?
-                   shown_len(r.name) : 200, r.name);
+        out_printf(&d->o, "created by %.*s", shown_len(&r), r.name);
     else
         out_printf(&d->o, "created by ?");
     if (gp->parentgoid)
@@ -797,10 +798,9 @@ static void print_group(struct dumper *d, const struct group *g)
         uintptr_t look = g->traps[i] ? g->pcs[i] : g->pcs[i] - 1;
         struct symres r;
         gort__sym_lookup(&d->sc, look, &r);
-        const char *name = r.name ? r.name : "?";
-        int len = shown_len(name) < 200 ? shown_len(name) : 200;
         out_printf(&d->o, "#\t0x%lx\t%.*s+0x%lx\t%.300s:0x%lx\n",
-                   (unsigned long)look, len, name,
+                   (unsigned long)look, r.name ? shown_len(&r) : 1,
+                   r.name ? r.name : "?",
                    (unsigned long)(r.name ? look - r.start : 0),
                    r.obj ? r.obj : "?",
                    (unsigned long)(r.obj ? r.objaddr : look));
