@@ -438,23 +438,7 @@ static inline struct m *chan_fast_m(const gort_chan *c)
 static inline struct m *chan_fast_lock(gort_chan *c)
 {
     struct m *mp = chan_fast_m(c);
-    if (!mp)
-        return NULL;
-    mp->locks++;
-    /* Acquire: pairs with the release store that unlocks, as in
-     * gort__spinlock_m. */
-    if (GORT_UNLIKELY(xchg_acqrel(&c->lock.key, 1) != 0)) {
-        mp->locks--;
-        return NULL;
-    }
-    return mp;
-}
-
-static inline void chan_fast_unlock(struct m *mp, gort_chan *c)
-{
-    /* Release: publishes the critical section to the next locker. */
-    store_rel(&c->lock.key, 0);
-    mp->locks--;
+    return mp && gort__spintrylock_m(mp, &c->lock) ? mp : NULL;
 }
 
 /* An element of one of the sizes chan_fast_m lets through: single moves,
@@ -492,14 +476,14 @@ static GORT_NOINLINE void chan_send_buffered(gort_chan *c, const void *elem)
         goto full;
     if (GORT_UNLIKELY(c->closed || c->recvq.first ||
                       c->qcount == c->dataqsiz)) {
-        chan_fast_unlock(mp, c);
+        gort__spinunlock_m(mp, &c->lock);
         goto full;
     }
     uint32_t i = c->sendx;
     small_copy(gort__chanbuf(c, i), elem, c->elemsize);
     c->sendx = i + 1 == c->dataqsiz ? 0 : i + 1;
     store_relaxed(&c->qcount, c->qcount + 1); /* peeked without the lock */
-    chan_fast_unlock(mp, c);
+    gort__spinunlock_m(mp, &c->lock);
     return;
 full:
     chan_send_full(c, elem);
@@ -544,7 +528,7 @@ static GORT_NOINLINE bool chan_recv_buffered(gort_chan *c, void *elem)
     /* A parked sender means a full buffer and a hand-off (recv's direct
      * path); a closed channel with values still gives them. */
     if (GORT_UNLIKELY(c->sendq.first || c->qcount == 0)) {
-        chan_fast_unlock(mp, c);
+        gort__spinunlock_m(mp, &c->lock);
         goto full;
     }
     uint32_t i = c->recvx;
@@ -552,7 +536,7 @@ static GORT_NOINLINE bool chan_recv_buffered(gort_chan *c, void *elem)
         small_copy(elem, gort__chanbuf(c, i), c->elemsize);
     c->recvx = i + 1 == c->dataqsiz ? 0 : i + 1;
     store_relaxed(&c->qcount, c->qcount - 1); /* peeked without the lock */
-    chan_fast_unlock(mp, c);
+    gort__spinunlock_m(mp, &c->lock);
     return true;
 full:
     return chan_recv_full(c, elem);

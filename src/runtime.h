@@ -1452,6 +1452,18 @@ static inline void gort__spinlock_m(struct m *mp, gort_spinlock *l)
         gort__spinlock_slow(l);
 }
 
+/* Take l only if it is free at the first try (the buffered channel fast
+ * paths, chan.c); false leaves nothing held. */
+static inline bool gort__spintrylock_m(struct m *mp, gort_spinlock *l)
+{
+    mp->locks++;
+    /* Acquire: pairs with the release store in unlock. */
+    if (GORT_LIKELY(xchg_acqrel(&l->key, 1) == 0))
+        return true;
+    mp->locks--;
+    return false;
+}
+
 static inline void gort__spinunlock_m(struct m *mp, gort_spinlock *l)
 {
     /* Release: publishes the critical section to the next locker. */
