@@ -7,7 +7,7 @@
  *   GORTDEBUG      comma-separated key=value pairs, like Go's GODEBUG
  *                  (schedtrace, scheddetail, asyncpreemptoff, randomize,
  *                  stackguard, checkdeadoff, stackidle, lockfence,
- *                  trace) into gort__debug (lockfence takes effect when
+ *                  trace, netpollspin) into gort__debug (lockfence takes effect when
  *                  the library is loaded: lock_futex.c reads it then);
  *   GORTMAXPROCS   the number of Ps, like GOMAXPROCS;
  *   GORTSTACKSIZE  the virtual size of goroutine stacks (suffixes k, m);
@@ -291,6 +291,7 @@ int32_t gort__parse_traceback(const char *s, int32_t dflt)
 /* How a GORTDEBUG value is read. */
 enum dkind {
     D_MS,    /* milliseconds, 0 .. INT32_MAX */
+    D_US,    /* microseconds, 0 .. 1,000,000 */
     D_BOOL,  /* 0 or 1 */
     D_GUARD, /* auto | madvise | mprotect | canary */
     D_PATH,  /* a file path: into the char array at the setting's offset */
@@ -299,6 +300,7 @@ enum dkind {
 /* What each kind wants, for the message about a bad value. */
 static const char *const dkind_want[] = {
     [D_MS] = "a number of milliseconds >= 0",
+    [D_US] = "a number of microseconds from 0 to 1000000",
     [D_BOOL] = "0 or 1",
     [D_GUARD] = "auto, madvise, mprotect or canary",
     [D_PATH] = "a file path, without commas, shorter than 1024 bytes",
@@ -321,6 +323,7 @@ static const struct dsetting {
     {"stackidle", offsetof(struct gort_debugvars, stackidle), D_MS},
     {"lockfence", offsetof(struct gort_debugvars, lockfence), D_BOOL},
     {"trace", offsetof(struct gort_debugvars, trace), D_PATH},
+    {"netpollspin", offsetof(struct gort_debugvars, netpollspin), D_US},
 };
 #define NDSETTINGS (sizeof dsettings / sizeof dsettings[0])
 
@@ -337,8 +340,10 @@ static bool debug_value(enum dkind k, const char *v, size_t n, int32_t *out)
     uint64_t x;
     switch (k) {
     case D_MS:
+    case D_US:
     case D_BOOL:
-        if (!parse_u64(v, n, k == D_MS ? INT32_MAX : 1, &x))
+        if (!parse_u64(v, n,
+                       k == D_MS ? INT32_MAX : k == D_US ? 1000000 : 1, &x))
             return false;
         *out = (int32_t)x;
         return true;
@@ -828,6 +833,7 @@ void gort__read_env(void)
 {
     gort__debug = (struct gort_debugvars){.stackguard = -1,
                                           .stackidle = GORT_STACK_IDLE_MS,
+                                          .netpollspin = GORT_NETPOLL_SPIN_US,
                                           .lockfence = 1};
     gort__parse_debug(getenv("GORTDEBUG"), &gort__debug);
     gort__ncpu = gort__affinity_cpus();

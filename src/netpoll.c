@@ -363,6 +363,9 @@ static void mark_hup(struct polldesc *pd)
     cas_acqrel(&pd->rg, PD_READY, PD_READY);
 }
 
+static int32_t netpoll_handle(const struct epoll_event *evs, int n,
+                              struct gqueue *q);
+
 /* Collect ready Gs, waiting up to delay ns (0: don't block, < 0: until an
  * event or a break).  The Gs come back RUNNABLE, linked in q. */
 int32_t gort__netpoll(int64_t delay, struct gqueue *q)
@@ -400,6 +403,40 @@ int32_t gort__netpoll(int64_t delay, struct gqueue *q)
         if (delay > 0)
             return 0; /* let the caller recompute its timeout */
     }
+    return netpoll_handle(evs, n, q);
+}
+
+/* Poll without blocking until `end` (nanotime) or the first event, the
+ * break included, while every P stays idle.  Returns the Gs readied (0
+ * for a break alone), or -1 when nothing came.  See
+ * gort__netpoll_sleep. */
+int32_t gort__netpoll_spin(int64_t end, struct gqueue *q)
+{
+    q->head = q->tail = NULL;
+    if (!load_acq(&inited))
+        return -1;
+    struct epoll_event evs[128];
+    for (;;) {
+        int n = epoll_wait(epfd, evs, 128, 0);
+        if (n > 0)
+            return netpoll_handle(evs, n, q);
+        if (n < 0 && errno != EINTR)
+            gort__throw("netpoll: epoll_wait failed: %s", strerror(errno));
+        if (gort_nanotime() >= end)
+            return -1;
+        /* Relaxed: a hint.  A P taken meanwhile means other threads of
+         * ours run, and this one would only take CPU from them. */
+        if (load_relaxed(&gort__sched.npidle) !=
+            load_relaxed(&gort__gomaxprocs))
+            return -1;
+    }
+}
+
+/* Make the Gs that evs[0..n) unblock RUNNABLE, in q; consume a break.
+ * Returns how many. */
+static int32_t netpoll_handle(const struct epoll_event *evs, int n,
+                              struct gqueue *q)
+{
     int32_t cnt = 0;
     for (int i = 0; i < n; i++) {
         uint64_t data = evs[i].data.u64;

@@ -140,6 +140,9 @@ _Static_assert(GORT_RUNQ_SIZE >= 2 &&
 /* A stack left unused in the global pool this long has its pages
  * returned to the OS by sysmon (stack.c, gort__stack_scavenge). */
 #define GORT_STACK_IDLE_MS 5000
+/* How long the poller M polls without blocking before it sleeps in
+ * epoll_wait (GORTDEBUG=netpollspin, us; time.c, gort__netpoll_sleep). */
+#define GORT_NETPOLL_SPIN_US 50
 /* Default thread limit (sched.maxmcount in proc.go). */
 #define GORT_DEFAULT_MAX_THREADS 10000
 
@@ -815,6 +818,8 @@ struct gort_debugvars {
                                 lock_futex.c when the library loads) */
     int32_t stackidle;       /* ms a free stack stays committed in the
                                 pool before sysmon returns its pages */
+    int32_t netpollspin;     /* us the poller polls without blocking
+                                before it sleeps in epoll_wait */
     char trace[GORT_TRACE_PATH_MAX]; /* trace=path: trace file, "" off */
 };
 GORT_HIDDEN extern struct gort_debugvars gort__debug;
@@ -1316,6 +1321,9 @@ GORT_HIDDEN uint32_t gort__netpoll_waiters(void);
 /* Collect Gs whose descriptors are ready, waiting up to delay ns (0: no
  * wait, < 0: until an event or a break); RUNNABLE, linked in q. */
 GORT_HIDDEN int32_t gort__netpoll(int64_t delay, struct gqueue *q);
+/* Poll without blocking until `end` or an event while every P is idle:
+ * the Gs readied (0 for a break alone), or -1 when nothing came. */
+GORT_HIDDEN int32_t gort__netpoll_spin(int64_t end, struct gqueue *q);
 /* Queue a batch of runnable Gs: one on the global queue per idle P (with
  * an M started for it), the rest on the caller's P, if it holds one. */
 GORT_HIDDEN void gort__injectglist(struct gqueue *q, int32_t n);

@@ -15,9 +15,11 @@ gort_test(test_preempt TIMEOUT 120 CASES spin_preempted spin_asyncpreemptoff vec
 gort_test(test_syscall TIMEOUT 120 CASES handoff_read_pipe handoff_entersyscallblock blocking_macro unwrapped_raw_read threads_100_blocking thread_limit wrappers syscall_on_many_ps)
 gort_test(test_lockthread TIMEOUT 120 CASES tid_stable nesting exit_locked_ends_thread main_locked_on_main_thread)
 gort_test(test_foreign TIMEOUT 180 CASES foreign_send foreign_go foreign_mutex_select foreign_no_deadlock)
-gort_test(test_netpoll TIMEOUT 180 CASES pipe_readers echo_many echo_server read_deadline close_wakes_reader io_wait_dump bad_input short_reads deadline_moved close_in_flight close_race sigpipe sigpipe_after_park tcp_inq)
-# tcp_inq counts gort's recvmsg calls through a wrapper.
-target_link_options(test_netpoll PRIVATE -Wl,--wrap=recvmsg)
+gort_test(test_netpoll TIMEOUT 180 CASES pipe_readers echo_many echo_server read_deadline close_wakes_reader io_wait_dump bad_input short_reads deadline_moved close_in_flight close_race sigpipe sigpipe_after_park tcp_inq poll_spin)
+# tcp_inq counts gort's recvmsg calls through a wrapper, poll_spin its
+# epoll_wait calls.
+target_link_options(test_netpoll PRIVATE -Wl,--wrap=recvmsg
+  -Wl,--wrap=epoll_wait)
 # Each opens thousands of loopback connections: not at the same time.
 set_tests_properties(test_netpoll.echo_many test_netpoll.echo_server
   PROPERTIES RESOURCE_LOCK loopback_connections)

@@ -255,6 +255,12 @@ TEST(debug_keys)
     gort__parse_debug("stackguard=auto", &dv);
     CHECK_EQ(dv.stackguard, -1);
 
+    /* Microseconds, up to one second. */
+    gort__parse_debug("netpollspin=0", &dv);
+    CHECK_EQ(dv.netpollspin, 0);
+    gort__parse_debug("netpollspin=1000000", &dv);
+    CHECK_EQ(dv.netpollspin, 1000000);
+
     /* Back to 0, empty entries, blanks, the last value wins. */
     gort__parse_debug(",,scheddetail=0,, randomize = 0 ,schedtrace=0,"
                       "schedtrace=2147483647,",
@@ -283,6 +289,17 @@ TEST(debug_bad)
     CHECK(strcmp(out, "gort: GORTDEBUG: schedtrace=\"x\" is not valid (want "
                       "a number of milliseconds >= 0); ignored\n") == 0);
     CHECK_EQ(dv.schedtrace, 0);
+    free(out);
+
+    /* Over a second: refused, the value before kept. */
+    dv.netpollspin = 50;
+    cap_begin();
+    gort__parse_debug("netpollspin=1000001", &dv);
+    out = cap_end();
+    CHECK(strcmp(out, "gort: GORTDEBUG: netpollspin=\"1000001\" is not valid "
+                      "(want a number of microseconds from 0 to 1000000); "
+                      "ignored\n") == 0);
+    CHECK_EQ(dv.netpollspin, 50);
     free(out);
 
     cap_begin();
