@@ -1193,18 +1193,23 @@ static struct g *findrunnable_drop(struct m *mp, struct p *pp, bool *exit)
                            ? NULL
                            : gort__pidleget_locked();
         gort__unlock(&gort__sched.lock);
-        /* Readied goroutines go on the P we took, if any (injectglist
-         * puts one per other idle P globally, with an M for each). */
-        if (p2)
+        if (!p2) {
+            gort__injectglist(&ready, nready);
+        } else {
+            /* With a P, the first readied goroutine is ours to run and
+             * the rest are injected (one per other idle P globally, with
+             * an M for each, the others on our P): a single readiness
+             * wakes no other thread (Go's findRunnable does the same). */
             gort__acquirep(mp, p2);
-        gort__injectglist(&ready, nready);
-        if (p2) {
-            /* Run what is due everywhere now, and search again. */
+            struct g *gp = nready > 0 ? gqueue_pop(&ready) : NULL;
+            if (nready > 1)
+                gort__injectglist(&ready, nready - 1);
+            /* Run what is due everywhere now (then gp, or search again). */
             int32_t n = load_acq(&gort__gomaxprocs);
             int64_t now = gort_nanotime();
             for (int32_t i = 0; i < n; i++)
                 gort__timers_check(gort__allp_load()[i], now);
-            return NULL;
+            return gp;
         }
     }
     if (!stopm(mp))
