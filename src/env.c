@@ -7,8 +7,9 @@
  *   GORTDEBUG      comma-separated key=value pairs, like Go's GODEBUG
  *                  (schedtrace, scheddetail, asyncpreemptoff, randomize,
  *                  stackguard, checkdeadoff, stackidle, lockfence,
- *                  trace, netpollspin) into gort__debug (lockfence takes effect when
- *                  the library is loaded: lock_futex.c reads it then);
+ *                  trace, netpollspin) into gort__debug (lockfence
+ *                  takes effect when the library is loaded: lock_futex.c
+ *                  reads it then);
  *   GORTMAXPROCS   the number of Ps, like GOMAXPROCS;
  *   GORTSTACKSIZE  the virtual size of goroutine stacks (suffixes k, m);
  *   GORTTRACEBACK  what fatal errors and SIGQUIT print, like GOTRACEBACK;

@@ -819,7 +819,8 @@ struct gort_debugvars {
     int32_t stackidle;       /* ms a free stack stays committed in the
                                 pool before sysmon returns its pages */
     int32_t netpollspin;     /* us the poller polls without blocking
-                                before it sleeps in epoll_wait */
+                                before it sleeps in epoll_wait; read
+                                atomically (tests change it) */
     char trace[GORT_TRACE_PATH_MAX]; /* trace=path: trace file, "" off */
 };
 GORT_HIDDEN extern struct gort_debugvars gort__debug;

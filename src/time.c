@@ -290,7 +290,9 @@ void gort__wakenetpoller(int64_t when)
  * break). */
 static bool netpoll_spin(int64_t until, struct gqueue *q, int32_t *n)
 {
-    int64_t spin = (int64_t)gort__debug.netpollspin * 1000;
+    /* Relaxed, all three: a setting (a test changes it while the runtime
+     * runs) and hints; a stale value costs one spin more or less. */
+    int64_t spin = (int64_t)load_relaxed(&gort__debug.netpollspin) * 1000;
     if (spin == 0 || gort__netpoll_waiters() == 0 ||
         load_relaxed(&gort__sched.npidle) != load_relaxed(&gort__gomaxprocs))
         return false;

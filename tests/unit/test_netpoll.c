@@ -1193,7 +1193,8 @@ static void *ps_echo(void *arg)
  * epoll_wait calls could sleep meanwhile. */
 static int64_t ps_rounds(int spin_us)
 {
-    gort__debug.netpollspin = spin_us; /* read at each poller sleep */
+    /* Relaxed: the poller reads it at each sleep, atomically. */
+    __atomic_store_n(&gort__debug.netpollspin, spin_us, __ATOMIC_RELAXED);
     int64_t b0 = __atomic_load_n(&ps_blocking, __ATOMIC_RELAXED);
     for (int i = 0; i < PS_ROUNDS; i++) {
         unsigned char c = (unsigned char)i, r = 0;
@@ -1208,7 +1209,8 @@ static void ps_main(void *arg)
 {
     (void)arg;
     int procs = gort_gomaxprocs(1);
-    int32_t saved = gort__debug.netpollspin;
+    int32_t saved = __atomic_load_n(&gort__debug.netpollspin,
+                                    __ATOMIC_RELAXED);
     CHECK_EQ(pipe(ps_req), 0);
     CHECK_EQ(pipe(ps_rep), 0);
     CHECK_EQ(gort_fd_register(ps_req[1]), 0);
@@ -1234,7 +1236,7 @@ static void ps_main(void *arg)
         CHECK(ok);
     }
 
-    gort__debug.netpollspin = saved;
+    __atomic_store_n(&gort__debug.netpollspin, saved, __ATOMIC_RELAXED);
     CHECK_EQ(gort_close(ps_req[1]), 0); /* the thread reads EOF */
     CHECK_EQ(pthread_join(th, NULL), 0);
     CHECK_EQ(close(ps_req[0]), 0);
