@@ -363,8 +363,50 @@ static void mark_hup(struct polldesc *pd)
     cas_acqrel(&pd->rg, PD_READY, PD_READY);
 }
 
+/* Make the Gs that evs[0..n) unblock RUNNABLE, in q; consume a break.
+ * Returns how many. */
 static int32_t netpoll_handle(const struct epoll_event *evs, int n,
-                              struct gqueue *q);
+                              struct gqueue *q)
+{
+    int32_t cnt = 0;
+    for (int i = 0; i < n; i++) {
+        uint64_t data = evs[i].data.u64;
+        uint32_t e = evs[i].events;
+        if (data == 0) {
+            /* The break eventfd. */
+            uint64_t v;
+            if (read(breakfd, &v, sizeof v) < 0 && errno != EAGAIN)
+                gort__throw("netpoll: eventfd read failed");
+            store_rel(&wakesig, 0);
+            continue;
+        }
+        struct polldesc *pd =
+            (struct polldesc *)(uintptr_t)(data & ((1ULL << 48) - 1));
+        TSAN_ACQUIRE(pd);
+        uint32_t seq = (uint32_t)(data >> 48);
+        if ((load_relaxed(&pd->seq) & 0xffff) != seq)
+            continue; /* stale: the descriptor was closed and reused */
+        bool r = e & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR);
+        bool w = e & (EPOLLOUT | EPOLLHUP | EPOLLERR);
+        struct g *gp;
+        if (e & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+            mark_hup(pd);
+        if (r && (gp = netpollunblock(&pd->rg, true)))
+            netpoll_collect(gp, q, &cnt);
+        if (w && (gp = netpollunblock(&pd->wg, true)))
+            netpoll_collect(gp, q, &cnt);
+    }
+    if (cnt > 0) {
+        /* /gort/sched/netpoll-wakeups, on the polling M (a runtime M:
+         * findrunnable's, the poller's or sysmon's). */
+        struct m *mp = gort__getm_raw();
+        if (mp)
+            gort__stat_add(&mp->nnetpollwake, (uint64_t)cnt);
+    }
+    if (cnt > 0)
+        gort__trace_netpoll(cnt);
+    return cnt;
+}
 
 /* Collect ready Gs, waiting up to delay ns (0: don't block, < 0: until an
  * event or a break).  The Gs come back RUNNABLE, linked in q. */
@@ -417,6 +459,11 @@ int32_t gort__netpoll_spin(int64_t end, struct gqueue *q)
         return -1;
     struct epoll_event evs[128];
     for (;;) {
+        /* Relaxed: a hint.  A P taken means other threads of ours run,
+         * and this one would only take CPU from them. */
+        if (load_relaxed(&gort__sched.npidle) !=
+            load_relaxed(&gort__gomaxprocs))
+            return -1;
         int n = epoll_wait(epfd, evs, 128, 0);
         if (n > 0)
             return netpoll_handle(evs, n, q);
@@ -424,57 +471,7 @@ int32_t gort__netpoll_spin(int64_t end, struct gqueue *q)
             gort__throw("netpoll: epoll_wait failed: %s", strerror(errno));
         if (gort_nanotime() >= end)
             return -1;
-        /* Relaxed: a hint.  A P taken meanwhile means other threads of
-         * ours run, and this one would only take CPU from them. */
-        if (load_relaxed(&gort__sched.npidle) !=
-            load_relaxed(&gort__gomaxprocs))
-            return -1;
     }
-}
-
-/* Make the Gs that evs[0..n) unblock RUNNABLE, in q; consume a break.
- * Returns how many. */
-static int32_t netpoll_handle(const struct epoll_event *evs, int n,
-                              struct gqueue *q)
-{
-    int32_t cnt = 0;
-    for (int i = 0; i < n; i++) {
-        uint64_t data = evs[i].data.u64;
-        uint32_t e = evs[i].events;
-        if (data == 0) {
-            /* The break eventfd. */
-            uint64_t v;
-            if (read(breakfd, &v, sizeof v) < 0 && errno != EAGAIN)
-                gort__throw("netpoll: eventfd read failed");
-            store_rel(&wakesig, 0);
-            continue;
-        }
-        struct polldesc *pd =
-            (struct polldesc *)(uintptr_t)(data & ((1ULL << 48) - 1));
-        TSAN_ACQUIRE(pd);
-        uint32_t seq = (uint32_t)(data >> 48);
-        if ((load_relaxed(&pd->seq) & 0xffff) != seq)
-            continue; /* stale: the descriptor was closed and reused */
-        bool r = e & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR);
-        bool w = e & (EPOLLOUT | EPOLLHUP | EPOLLERR);
-        struct g *gp;
-        if (e & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
-            mark_hup(pd);
-        if (r && (gp = netpollunblock(&pd->rg, true)))
-            netpoll_collect(gp, q, &cnt);
-        if (w && (gp = netpollunblock(&pd->wg, true)))
-            netpoll_collect(gp, q, &cnt);
-    }
-    if (cnt > 0) {
-        /* /gort/sched/netpoll-wakeups, on the polling M (a runtime M:
-         * findrunnable's, the poller's or sysmon's). */
-        struct m *mp = gort__getm_raw();
-        if (mp)
-            gort__stat_add(&mp->nnetpollwake, (uint64_t)cnt);
-    }
-    if (cnt > 0)
-        gort__trace_netpoll(cnt);
-    return cnt;
 }
 
 /* Make a batch of readied Gs runnable where they will run soonest.

@@ -32,10 +32,12 @@
  * most queued goroutines never take a fresh slot (they run on the hottest
  * free stack).  Slots are prepared PREP_BATCH at a time, one batch ahead
  * of carving (from gort__stackreserve, on the creating goroutine's path),
- * or when carving reaches an unprepared one, in two syscalls: process_madvise on ourselves installs the
- * batch's guards, then commits the batch's top pages with
- * MADV_POPULATE_WRITE (a first-touch page fault costs ~12 us on the
- * virtual machines gort is measured on; a batched populate ~1 us a page).
+ * or when carving reaches an unprepared one, in two syscalls:
+ * process_madvise on ourselves installs the batch's guards, then commits
+ * the batch's top pages with MADV_POPULATE_WRITE (on the virtual machines
+ * gort is measured on, a first-touch page fault costs 18-23 us; a batched
+ * populate 1-3 us a page, after which the first user write still costs
+ * 10-14 us: bench/pagetouch).
  * Where process_madvise refuses (kernels before 6.13), each fresh slot is
  * prepared on its own with madvise/mprotect.
  *

@@ -290,11 +290,11 @@ void gort__wakenetpoller(int64_t when)
  * break). */
 static bool netpoll_spin(int64_t until, struct gqueue *q, int32_t *n)
 {
-    /* Relaxed, all three: a setting (a test changes it while the runtime
-     * runs) and hints; a stale value costs one spin more or less. */
+    /* Relaxed: a setting that a test changes while the runtime runs; a
+     * stale value costs one spin more or less.  (gort__netpoll_spin
+     * checks that every P is idle.) */
     int64_t spin = (int64_t)load_relaxed(&gort__debug.netpollspin) * 1000;
-    if (spin == 0 || gort__netpoll_waiters() == 0 ||
-        load_relaxed(&gort__sched.npidle) != load_relaxed(&gort__gomaxprocs))
+    if (spin == 0 || gort__netpoll_waiters() == 0)
         return false;
     int64_t end = gort_nanotime() + spin;
     if (until != 0 && until <= end)
