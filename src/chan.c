@@ -126,7 +126,7 @@ int gort__chan_release(gort_chan *c)
     gort__spinunlock(&c->lock);
     if (busy)
         return -EBUSY;
-    free(c);
+    gort__free(c);
     return 0;
 }
 

@@ -59,12 +59,14 @@ void gort__printf(int fd, const char *fmt, ...)
         return;
     size_t len = (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1;
     size_t off = 0;
+    struct m *mp = gort__libc_begin();
     while (off < len) {
         ssize_t w = write(fd, buf + off, len - off);
         if (w <= 0)
             break;
         off += (size_t)w;
     }
+    gort__libc_end(mp);
 }
 
 /* Go's names for G statuses and wait reasons.  tools/gort-gdb.py reads
@@ -129,7 +131,10 @@ static uint32_t dying_tid; /* atomic: the reporting thread */
 void gort__symbolize(uintptr_t pc, char *buf, size_t len)
 {
     Dl_info info;
-    if (pc && dladdr((void *)pc, &info) && info.dli_sname)
+    struct m *mp = gort__libc_begin();
+    int found = pc ? dladdr((void *)pc, &info) : 0;
+    gort__libc_end(mp);
+    if (found && info.dli_sname)
         snprintf(buf, len, "%s+0x%lx", info.dli_sname,
                  (unsigned long)(pc - (uintptr_t)info.dli_saddr));
     else
@@ -218,12 +223,14 @@ static void lput(struct line *l, const char *fmt, ...)
 static void lflush(struct line *l)
 {
     size_t off = 0;
+    struct m *mp = gort__libc_begin();
     while (off < l->len) {
         ssize_t w = write(2, l->buf + off, l->len - off);
         if (w <= 0)
             break;
         off += (size_t)w;
     }
+    gort__libc_end(mp);
     l->len = 0;
     l->buf[0] = 0;
 }

@@ -111,7 +111,9 @@ __attribute__((format(printf, 1, 2))) static void report(const char *fmt, ...)
     if (m > 0)
         n += (size_t)m < sizeof buf - n - 1 ? (size_t)m : sizeof buf - n - 2;
     buf[n++] = '\n';
+    struct m *mp = gort__libc_begin();
     ssize_t r = write(2, buf, n);
+    gort__libc_end(mp);
     (void)r; /* Nothing sensible to do when stderr is gone. */
 }
 

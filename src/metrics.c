@@ -713,7 +713,7 @@ static void sb_put(struct sbuf *b, const char *s, size_t n)
         size_t cap = b->cap ? b->cap : 16384;
         while (b->len + n + 1 > cap)
             cap *= 2;
-        char *np = realloc(b->p, cap);
+        char *np = gort__realloc(b->p, cap);
         if (!np) {
             b->oom = true;
             return;
@@ -845,7 +845,7 @@ int gort_metrics_prometheus(char **text, size_t *len)
     for (int id = 0; id < M_COUNT; id++)
         prom_metric(&b, &rs, id);
     if (b.oom) {
-        free(b.p);
+        gort__free(b.p);
         return -ENOMEM;
     }
     *text = b.p;
@@ -866,11 +866,11 @@ long gort_metrics_write_prometheus(int fd)
     while (off < len) {
         long w = gort_write(fd, text + off, len - off);
         if (w <= 0) {
-            free(text);
+            gort__free(text);
             return w < 0 ? w : -EIO;
         }
         off += (size_t)w;
     }
-    free(text);
+    gort__free(text);
     return (long)off;
 }

@@ -198,10 +198,10 @@ void gort__netpoll_fini(void)
         struct polldesc *pd = pollcache.all[i];
         if ((pd->refs & (PD_REF_CLOSED | PD_REF_FREED)) == PD_REF_CLOSED)
             close(pd->fd);
-        free(pd);
+        gort__free(pd);
     }
-    free(pollcache.all);
-    free(pollcache.byfd);
+    gort__free(pollcache.all);
+    gort__free(pollcache.byfd);
     memset(&pollcache, 0, sizeof pollcache);
     store_relaxed(&wakesig, 0);
     store_relaxed(&nwaiters, 0);
@@ -591,7 +591,7 @@ static int fd_register(int fd, bool inq)
         int n = pollcache.nbyfd ? pollcache.nbyfd : 64;
         while (n <= fd)
             n *= 2;
-        struct polldesc **nb = malloc(n * sizeof *nb);
+        struct polldesc **nb = gort__malloc(n * sizeof *nb);
         if (!nb) {
             err = -ENOMEM;
             goto out;
@@ -614,7 +614,7 @@ static int fd_register(int fd, bool inq)
     } else {
         if (pollcache.nall == pollcache.capall) {
             int cap = pollcache.capall ? pollcache.capall * 2 : 64;
-            struct polldesc **na = realloc(pollcache.all, cap * sizeof *na);
+            struct polldesc **na = gort__realloc(pollcache.all, cap * sizeof *na);
             if (!na) {
                 err = -ENOMEM;
                 goto out;
@@ -622,7 +622,7 @@ static int fd_register(int fd, bool inq)
             pollcache.all = na;
             pollcache.capall = cap;
         }
-        pd = calloc(1, sizeof *pd);
+        pd = gort__calloc(1, sizeof *pd);
         if (!pd) {
             err = -ENOMEM;
             goto out;

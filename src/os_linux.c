@@ -83,7 +83,9 @@ int gort__newosproc(struct m *mp, void *(*start)(void *))
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
+    struct m *self = gort__libc_begin();
     int err = pthread_create(&mp->thread, &attr, start, mp);
+    gort__libc_end(self);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     pthread_attr_destroy(&attr);
     return err ? -err : 0;
@@ -97,6 +99,39 @@ static size_t sigaltstack_size(void)
     /* Room for the kernel frame plus the handler's own frames (it may
      * print and dump goroutines before aborting). */
     return (min + 64 * 1024 + 4095) & ~(size_t)4095;
+}
+
+void *gort__malloc(size_t n)
+{
+    struct m *mp = gort__libc_begin();
+    void *p = malloc(n);
+    gort__libc_end(mp);
+    return p;
+}
+
+void *gort__calloc(size_t n, size_t size)
+{
+    struct m *mp = gort__libc_begin();
+    void *p = calloc(n, size);
+    gort__libc_end(mp);
+    return p;
+}
+
+void *gort__realloc(void *p, size_t n)
+{
+    struct m *mp = gort__libc_begin();
+    void *q = realloc(p, n);
+    gort__libc_end(mp);
+    return q;
+}
+
+void gort__free(void *p)
+{
+    if (!p)
+        return;
+    struct m *mp = gort__libc_begin();
+    free(p);
+    gort__libc_end(mp);
 }
 
 /* Per-thread set-up, on the new thread.  Mirrors minit (os_linux.go). */

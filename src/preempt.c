@@ -57,6 +57,7 @@
 #include <link.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -67,10 +68,16 @@
 extern const char __start_gort_text[] __attribute__((weak));
 extern const char __stop_gort_text[] __attribute__((weak));
 
-/* Stack a preemption needs below the interrupted stack pointer: the red
- * zone, the copied context (up to ~11 KB with AMX state) and the frames of
- * the yield. */
-#define PREEMPT_STACK_NEED (24 * 1024)
+/* Stack the yield's own frames need below the copied context
+ * (gort__async_preempt2 and what it calls before it switches to g0, and
+ * after it comes back): a few hundred bytes (test_rawsys.deep_dump
+ * measures them), with a wide margin; more under AddressSanitizer, whose
+ * frames are larger. */
+#if defined(GORT_ASAN)
+#define PREEMPT_FRAMES (16 * 1024)
+#else
+#define PREEMPT_FRAMES (4 * 1024)
+#endif
 
 struct pcrange {
     uintptr_t lo, hi;
@@ -205,11 +212,71 @@ void gort_preempt_enable(void)
     gort__preempt_check();
 }
 
+bool gort__preempt_async_on(void)
+{
+    return async_on;
+}
+
+/* Send the preemption signal to mp's thread at once, unless it is in a
+ * wrapped system call (the handshake with entersyscall: gort__urg_wait).
+ * Where /proc shows threads' calls, the inspector sends it instead, once
+ * the thread is shown to run the program's code (rawsys.c). */
 void gort__preempt_signal(struct m *mp)
 {
     if (!async_on || mp->procid <= 0)
         return;
+    /* Seq-cst exchange, then seq-cst load: the sender's half.  One signal
+     * at a time: the handler clears urgpending. */
+    if (xchg_seqcst(&mp->urgpending, 1))
+        return;
+    if (load_seqcst(&mp->insyscall) == 1) {
+        store_relaxed(&mp->urgpending, 0);
+        return;
+    }
     syscall(SYS_tgkill, getpid(), mp->procid, SIGURG);
+}
+
+/* ---------------------------------------------------------------------------
+ * Where the copied context goes.
+ *
+ * Below the interrupted stack pointer (past the red zone) when the G's
+ * stack has room for the copy and the yield's frames; else at the top of
+ * a stack of the G's own for preemptions (g->preemptstk, mapped the first
+ * time it is needed, kept while the G struct lives), so that a G deep in
+ * its stack is preempted like any other: only the kernel's signal frame
+ * must fit, and it goes on the signal stack.  The stub's frames follow
+ * the copy down whichever stack it is on.
+ * ------------------------------------------------------------------------- */
+
+#define REDZONE 128
+
+/* A preemption stack: no guard page (its users are gort's own bounded
+ * frames), so that neighbouring ones merge into one mapping.  A raw
+ * system call: the handler is not the place for interceptors. */
+static uintptr_t preemptstk_map(void)
+{
+    long r = syscall(SYS_mmap, NULL, (size_t)GORT_PREEMPT_STK,
+                     PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return r < 0 && r > -4096 ? 0 : (uintptr_t)r;
+}
+
+void gort__preemptstk_free(struct g *gp)
+{
+    if (gp->preemptstk) {
+        munmap((void *)gp->preemptstk, GORT_PREEMPT_STK);
+        gp->preemptstk = 0;
+    }
+}
+
+/* The top of the stack the copy (copy bytes) goes under, or 0. */
+static uintptr_t copy_top(struct g *gp, uintptr_t sp, size_t copy)
+{
+    if (sp - gp->stack.lo > REDZONE + copy + PREEMPT_FRAMES)
+        return sp - REDZONE;
+    if (!gp->preemptstk)
+        gp->preemptstk = preemptstk_map();
+    return gp->preemptstk ? gp->preemptstk + GORT_PREEMPT_STK : 0;
 }
 
 /* ---------------------------------------------------------------------------
@@ -227,7 +294,6 @@ GORT_HIDDEN void gort__async_preempt(void); /* src/arch/<arch>.S */
 /* The return address of a function without a frame record (libc's system
  * call wrappers): the word at sp, which is on the G's stack here. */
 #define UC_LEAFRET(uc) (*(const uintptr_t *)UC_SP(uc))
-#define REDZONE 128
 
 static bool at_syscall_insn(uintptr_t pc)
 {
@@ -250,8 +316,8 @@ static void raw_copy(void *dst, const void *src, size_t n)
 }
 
 /* Copy the context below the red zone and redirect it to the stub.
- * Returns false when it cannot (unknown FP state layout). */
-static bool inject(ucontext_t *uc)
+ * Returns false when it cannot (unknown FP state layout, no stack). */
+static bool inject(ucontext_t *uc, struct g *gp)
 {
     struct _libc_fpstate *fp = uc->uc_mcontext.fpregs;
     if (!fp)
@@ -264,8 +330,10 @@ static bool inject(ucontext_t *uc)
         fpsize = sw[1]; /* extended_size, including FP_XSTATE_MAGIC2 */
     if (fpsize < 512 || fpsize > 16384)
         return false;
-    uintptr_t sp = UC_SP(uc);
-    uintptr_t fpdst = (sp - REDZONE - fpsize) & ~(uintptr_t)63;
+    uintptr_t top = copy_top(gp, UC_SP(uc), fpsize + sizeof(ucontext_t) + 128);
+    if (!top)
+        return false;
+    uintptr_t fpdst = (top - fpsize) & ~(uintptr_t)63;
     uintptr_t ucdst = (fpdst - sizeof(ucontext_t)) & ~(uintptr_t)63;
     raw_copy((void *)fpdst, fp, fpsize);
     raw_copy((void *)ucdst, uc, sizeof(ucontext_t));
@@ -295,7 +363,6 @@ static bool inject(ucontext_t *uc)
 /* The return address of a function without a frame record: the link
  * register. */
 #define UC_LEAFRET(uc) ((uintptr_t)(uc)->uc_mcontext.regs[30])
-#define REDZONE 128
 
 static bool at_syscall_insn(uintptr_t pc)
 {
@@ -317,7 +384,7 @@ static void raw_copy(void *dst, const void *src, size_t n)
 /* The kernel's frame is siginfo then ucontext (struct rt_sigframe); the
  * FP/SIMD (and SVE) records live inside the ucontext, so a copy is
  * complete, unless an extra_context record points outside it. */
-static bool inject(ucontext_t *uc, siginfo_t *info)
+static bool inject(ucontext_t *uc, siginfo_t *info, struct g *gp)
 {
     const char *r = (const char *)uc->uc_mcontext.__reserved;
     const char *end = r + sizeof uc->uc_mcontext.__reserved;
@@ -329,9 +396,11 @@ static bool inject(ucontext_t *uc, siginfo_t *info)
             return false;
         r += h->size;
     }
-    uintptr_t sp = UC_SP(uc);
     size_t fsize = sizeof(siginfo_t) + sizeof(ucontext_t);
-    uintptr_t frame = (sp - REDZONE - fsize) & ~(uintptr_t)15;
+    uintptr_t top = copy_top(gp, UC_SP(uc), fsize + 16);
+    if (!top)
+        return false;
+    uintptr_t frame = (top - fsize) & ~(uintptr_t)15;
     raw_copy((void *)frame, info, sizeof(siginfo_t));
     raw_copy((void *)(frame + sizeof(siginfo_t)), uc, sizeof(ucontext_t));
     uc->uc_mcontext.sp = frame;
@@ -388,8 +457,9 @@ static void doSigPreempt(struct m *mp, ucontext_t *uc, siginfo_t *info)
     if (!gp || gp->foreign)
         return;
     uintptr_t pc = UC_PC(uc), sp = UC_SP(uc);
-    bool on_gstack = sp > gp->stack.lo + PREEMPT_STACK_NEED &&
-                     sp <= gp->stack.hi;
+    /* At any depth: the copy goes elsewhere when the stack is short
+     * (copy_top).  Below lo it has overflowed: leave it to the guard. */
+    bool on_gstack = sp > gp->stack.lo && sp <= gp->stack.hi;
     uint32_t insys = load_relaxed(&mp->insyscall);
     uint32_t st = gort__readgstatus(gp);
     /* A pending post_fn: the G has not finished the switch that brought
@@ -401,8 +471,11 @@ static void doSigPreempt(struct m *mp, ucontext_t *uc, siginfo_t *info)
     }
     if (!is_user_pc(pc)) {
         /* Not our code.  Blocked in the kernel in a call nobody wrapped,
-         * holding the P: become a syscall so sysmon can hand the P off. */
+         * holding the P: become a syscall so sysmon can hand the P off.
+         * Only where /proc cannot show it (rawsys.c): a signal that finds
+         * a thread in the kernel has already cost its call an EINTR. */
         if (insys == 0 && mp->p && gp->preemptoff == 0 &&
+            load_relaxed(&gort__rawsys_mode) == RAWSYS_SIGNAL &&
             !(pc >= gort_text_lo && pc < gort_text_hi) &&
             at_syscall_insn(pc) && rawsys_confirmed(mp, gp, pc, sp)) {
             store_relaxed(&mp->syscallwhen, gort_nanotime());
@@ -419,10 +492,10 @@ static void doSigPreempt(struct m *mp, ucontext_t *uc, siginfo_t *info)
     if (gp->preemptoff || (!load_relaxed(&gp->preempt) && insys != 2))
         return;
 #if defined(__x86_64__)
-    bool ok = inject(uc);
+    bool ok = inject(uc, gp);
     (void)info;
 #else
-    bool ok = inject(uc, info);
+    bool ok = inject(uc, info, gp);
 #endif
     if (ok)
         store_relaxed(&mp->preemptmiss, 0);
@@ -446,8 +519,12 @@ static void sigurg_handler(int sig, siginfo_t *info, void *uctx)
     /* Ours: sent by tgkill from this process.  The program's own SIGURG
      * (out-of-band data, its own kill) goes to its handler too. */
     if (mp && !mp->foreign && info->si_code == SI_TKILL &&
-        info->si_pid == getpid())
+        info->si_pid == getpid()) {
+        /* The sender may send again; a system call may begin
+         * (gort__urg_wait).  Relaxed: this thread's own word. */
+        store_relaxed(&mp->urgpending, 0);
         doSigPreempt(mp, uctx, info);
+    }
     chain_urg(sig, info, uctx);
     errno = saved_errno;
 }

@@ -84,7 +84,7 @@ __thread struct m *gort__tls_mfast __attribute__((tls_model("initial-exec")));
 #if !(defined(__x86_64__) && defined(__GNUC__))
 GORT_NOINLINE struct m *gort__getm(void)
 {
-    struct m *mp = gort__tls_mfast;
+    struct m *mp = load_relaxed(&gort__tls_mfast);
     /* Keep the compiler from treating this as a pure function whose
      * result can be reused across a context switch. */
     __asm__ __volatile__("" : "+r"(mp)::"memory");
@@ -103,12 +103,13 @@ GORT_NOINLINE struct m *gort__getm_raw(void)
 GORT_NOINLINE void gort__setm(struct m *mp)
 {
     gort__tls_m = mp;
-    gort__tls_mfast = mp && !mp->foreign ? mp : NULL;
+    /* Atomic: an inspector may clear it from another thread (rawsys.c). */
+    store_relaxed(&gort__tls_mfast, mp && !mp->foreign ? mp : NULL);
 }
 
 void gort__setm_fast(struct m *mp)
 {
-    gort__tls_mfast = mp;
+    store_relaxed(&gort__tls_mfast, mp);
 }
 
 /* errno's address must be recomputed after a switch (glibc declares
@@ -363,11 +364,11 @@ static void checkmcount_locked(void)
 
 static struct m *allocm(void)
 {
-    struct m *mp = calloc(1, sizeof *mp);
-    struct g *g0 = calloc(1, sizeof *g0);
+    struct m *mp = gort__calloc(1, sizeof *mp);
+    struct g *g0 = gort__calloc(1, sizeof *g0);
     if (!mp || !g0) {
-        free(mp);
-        free(g0);
+        gort__free(mp);
+        gort__free(g0);
         return NULL;
     }
     mp->g0 = g0;
@@ -377,8 +378,8 @@ static struct m *allocm(void)
 
 static void freem(struct m *mp)
 {
-    free(mp->g0);
-    free(mp);
+    gort__free(mp->g0);
+    gort__free(mp);
 }
 
 /* Count one more M and return its id.  sched.lock held.  Mirrors
@@ -433,6 +434,7 @@ struct m *gort__allocm_sys(void)
 static int mstart_common(struct m *mp)
 {
     gort__setm(mp);
+    gort__rawsys_thread_start(mp, &gort__tls_mfast);
     mp->errnop = gort__errno_ptr();
     int err = gort__minit(mp);
     if (err)
@@ -455,6 +457,7 @@ static void *mstart(void *arg)
     mp->nextp = NULL;
     gort__acquirep(mp, pp);
     schedule();
+    gort__rawsys_thread_exit(mp);
     gort__unminit(mp);
     gort__setm(NULL);
     if (GORT_UNLIKELY(gort__san))
@@ -1433,7 +1436,7 @@ static void allgadd(struct g *gp)
                 cap = ALLGS_RESERVE;
             }
         }
-        if (!na && !(na = malloc(cap * sizeof *na)))
+        if (!na && !(na = gort__malloc(cap * sizeof *na)))
             gort__fatal("out of memory growing allgs to %u", cap);
         struct g **old = gort__allgs;
         if (old) {
@@ -1467,7 +1470,7 @@ static struct gchunk *gchunks;
 static struct g *galloc_locked(void)
 {
     if (!gchunks || gchunks->used == GCHUNK) {
-        struct gchunk *c = calloc(1, sizeof *c);
+        struct gchunk *c = gort__calloc(1, sizeof *c);
         if (!c)
             return NULL;
         c->next = gchunks;
@@ -1760,7 +1763,7 @@ static void rundefers(struct g *gp)
             /* Its handler called gort_goexit: it never returns, so drop
              * the record and go on with the rest (Go's d.started). */
             gp->defers = d->next;
-            free(d);
+            gort__free(d);
             continue;
         }
         d->started = true;
@@ -1769,7 +1772,7 @@ static void rundefers(struct g *gp)
         while (*pp != d)
             pp = &(*pp)->next; /* handlers deferred by d sit above it */
         *pp = d->next;
-        free(d);
+        gort__free(d);
     }
 }
 
@@ -1822,7 +1825,7 @@ int gort_defer(void (*fn)(void *), void *arg)
     struct g *gp = gort__getg();
     if (!gp || !fn)
         return gp ? -EINVAL : -EPERM;
-    struct gort_defer_rec *d = malloc(sizeof *d);
+    struct gort_defer_rec *d = gort__malloc(sizeof *d);
     if (!d)
         return -ENOMEM;
     d->fn = fn;
@@ -2005,8 +2008,8 @@ static void dropm(void *arg)
     }
     if (gort__getm_raw() == mp)
         gort__setm(NULL);
-    free(mp->g0);
-    free(mp);
+    gort__free(mp->g0);
+    gort__free(mp);
 }
 
 static void extram_key_init(void)
@@ -2075,8 +2078,8 @@ GORT_NOINLINE struct m *gort__getm_slow(void)
         /* Left over from an earlier gort_main: start afresh. */
         pthread_setspecific(extram_key, NULL);
         gort__setm(NULL);
-        free(mp->g0);
-        free(mp);
+        gort__free(mp->g0);
+        gort__free(mp);
         mp = NULL;
     }
     if (!mp) {
@@ -2085,10 +2088,17 @@ GORT_NOINLINE struct m *gort__getm_slow(void)
             return NULL;
         return needm();
     }
-    /* The preemption signal found this thread blocked in the kernel and
-     * put it into a syscall; it is back in gort now. */
+    /* An inspector claimed this thread while it slept in a call nobody
+     * wrapped (rawsys.c): settle the claim before anything else. */
+    if (load_acq(&mp->rawmark) != RAWMARK_NONE)
+        gort__rawsys_back(mp);
+    /* The thread was put into a syscall while blocked in the kernel (by
+     * an inspector, or by the preemption signal); it is back in gort now.
+     * Else the fast slot was cleared by a claim that was withdrawn. */
     if (load_relaxed(&mp->insyscall) == 2)
         gort__exitsyscall_m(mp, mp->curg);
+    else
+        gort__setm_fast(mp);
     return gort__getm_raw();
 }
 
@@ -2416,7 +2426,7 @@ static gort_spinlock retired_lock; /* a leaf: taken under allplock or the
 
 void gort__retire(void *mem)
 {
-    struct retired *r = malloc(sizeof *r);
+    struct retired *r = gort__malloc(sizeof *r);
     if (!r)
         gort__fatal("out of memory retiring an array");
     r->mem = mem;
@@ -2430,8 +2440,8 @@ static void retired_free(void)
 {
     while (retired) {
         struct retired *next = retired->next;
-        free(retired->mem);
-        free(retired);
+        gort__free(retired->mem);
+        gort__free(retired);
         retired = next;
     }
 }
@@ -2480,12 +2490,13 @@ static void teardown(void)
         struct gort_defer_rec *d = gp->defers;
         while (d) {
             struct gort_defer_rec *next = d->next;
-            free(d);
+            gort__free(d);
             d = next;
         }
         if (gort__san & GORT_SAN_TSAN)
             gort__san_g_teardown(gp);
         gort__stackfree(&gp->stack); /* no-op for stackless Gs */
+        gort__preemptstk_free(gp);
     }
     for (int32_t i = 0; i < gort__allp_len; i++) {
         gort__stackcache_flush(&gort__allp[i]->stackcache);
@@ -2493,17 +2504,17 @@ static void teardown(void)
     }
     while (gchunks) {
         struct gchunk *next = gchunks->next;
-        free(gchunks);
+        gort__free(gchunks);
         gchunks = next;
     }
     if (gort__allgs != allgs_map)
-        free(gort__allgs);
+        gort__free(gort__allgs);
     if (allgs_map)
         munmap(allgs_map, (size_t)ALLGS_RESERVE * sizeof *allgs_map);
     allgs_map = NULL;
     for (int32_t i = 0; i < gort__allp_len; i++)
-        free(gort__allp[i]);
-    free(gort__allp);
+        gort__free(gort__allp[i]);
+    gort__free(gort__allp);
     retired_free();
     struct m *mp = gort__allm;
     while (mp) {
@@ -2578,8 +2589,10 @@ int gort_main(void (*fn)(void *), void *arg)
         err = boot(mp, fn, arg); /* reads GORTDEBUG */
     if (!err)
         gort__trace_boot(mp, gort__debug.trace);
-    if (!err)
+    if (!err) {
+        gort__rawsys_init();
         err = gort__preempt_init();
+    }
     if (!err)
         err = gort__sysmon_start();
     if (err) {
@@ -2600,6 +2613,7 @@ int gort_main(void (*fn)(void *), void *arg)
     join_ms(mp);
     gort__trace_shutdown(); /* GORTDEBUG=trace, or a trace never stopped */
     gort__preempt_fini();
+    gort__rawsys_thread_exit(mp);
     gort__unminit(mp);
     gort__signals_restore();
     gort__setm(NULL);

@@ -26,20 +26,21 @@ int32_t gort__newprocs; /* GOMAXPROCS wanted by the next start; STW only */
  * metrics.  Written by the stopper; relaxed: one stopper at a time. */
 static int64_t stw_began;
 
-/* Ask every running G to yield at its next runtime call. */
+/* Ask every running G to yield at its next runtime call.  A P whose
+ * thread has slept for a while in a system call nobody wrapped is handed
+ * off instead (rawsys.c): it would not yield before its call returns.
+ * Not under sched.lock (the hand-off takes it). */
 static void preemptall(void)
 {
+    int64_t now = gort_nanotime();
     for (int32_t i = 0; i < gort__gomaxprocs; i++) {
         struct p *pp = gort__allp[i];
-        if (load_relaxed(&pp->status) != P_RUNNING)
+        if (load_acq(&pp->status) != P_RUNNING)
             continue;
-        /* Acquire both: pair with gort__acquirep and execute_prep. */
-        struct m *mp = load_acq(&pp->m);
-        struct g *gp = mp ? load_acq(&mp->curg) : NULL;
-        if (gp) {
-            store_relaxed(&gp->preempt, 1);
-            gort__preempt_signal(mp);
-        }
+        enum rawsys_result r =
+            gort__rawsys_inspect(pp, now, GORT_RAWSYS_SLEPT_NS);
+        if (r != RAWSYS_BLOCKED && r != RAWSYS_HANDEDOFF)
+            gort__preempt_request(pp, r);
     }
 }
 
@@ -76,7 +77,6 @@ void gort__stw_stop(struct m *mp)
      * ask itself to yield (as in Go, where it is _Pgcstop by then). */
     store_relaxed(&mp->p->status, P_GCSTOP);
     gort__sched.stopwait--;
-    preemptall();
     stop_syscall_ps_locked();
     struct p *pp;
     while ((pp = gort__pidleget_locked())) {
@@ -86,6 +86,7 @@ void gort__stw_stop(struct m *mp)
     bool wait = gort__sched.stopwait > 0;
     gort__unlock(&gort__sched.lock);
     if (wait) {
+        preemptall();
         /* Re-ask every 100 us: a G may have been scheduled after the
          * first request (Go's stopTheWorldWithSema loop). */
         while (!gort__notetsleep(&gort__sched.stopnote, 100 * 1000)) {
@@ -174,7 +175,7 @@ void gort__start_the_world(void)
 
 static struct p *newp(int32_t id)
 {
-    struct p *pp = calloc(1, sizeof *pp);
+    struct p *pp = gort__calloc(1, sizeof *pp);
     if (!pp)
         gort__fatal("out of memory allocating P%d", id);
     pp->id = id;
@@ -213,7 +214,7 @@ static void growallp(int32_t n)
         return;
     /* allplock: sysmon walks allp without sched.lock. */
     gort__lock(&gort__allplock);
-    struct p **na = calloc((size_t)n, sizeof *na);
+    struct p **na = gort__calloc((size_t)n, sizeof *na);
     if (!na)
         gort__fatal("out of memory growing allp to %d", n);
     if (gort__allp)

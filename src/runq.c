@@ -296,7 +296,7 @@ static struct gqseg *seg_get(struct gsegq *q)
     struct gqseg *s = q->spare;
     if (s)
         q->spare = s->next;
-    else if (!(s = malloc(sizeof *s)))
+    else if (!(s = gort__malloc(sizeof *s)))
         gort__fatal("out of memory: no segment for a queue of Gs "
                     "(%zu bytes)", sizeof *s);
     s->next = NULL;
@@ -350,7 +350,7 @@ static void seg_free_all(struct gqseg *s)
 {
     while (s) {
         struct gqseg *next = s->next;
-        free(s);
+        gort__free(s);
         s = next;
     }
 }

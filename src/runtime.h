@@ -128,6 +128,9 @@ _Static_assert(GORT_RUNQ_SIZE >= 2 &&
 /* A G seen twice at one system call instruction this far apart is blocked
  * in the kernel (preempt.c: rawsys_confirmed); half of sysmon's period. */
 #define GORT_RAWSYS_CONFIRM_NS (5 * 1000 * 1000)
+/* A thread seen asleep in one system call of the program's, not switched
+ * in since, this long ago has its P handed off (rawsys.c). */
+#define GORT_RAWSYS_SLEPT_NS (200 * 1000)
 /* sysmon: 20 us sleeps, doubling after 50 idle rounds, up to 10 ms. */
 #define GORT_SYSMON_MIN_US 20
 #define GORT_SYSMON_MAX_US 10000
@@ -355,6 +358,10 @@ struct g {
                                    asynchronous preemption (a ucontext_t),
                                    while preempted, or 0 */
     };
+    /* A stack of its own for preemptions that find it too deep in its
+     * stack for the preemption's frames (preempt.c): GORT_PREEMPT_STK
+     * bytes from here, or 0.  Kept while the G struct lives. */
+    uintptr_t preemptstk;
 };
 
 GORT_HIDDEN extern const uint16_t gort__legal[16];
@@ -608,15 +615,50 @@ struct m {
                               relaxed: the handler writes, sysmon reads */
     uint32_t nexecute;     /* Gs this M has switched to (execute_prep);
                               owner, read by its own signal handler */
+    uint32_t urgpending;   /* a preemption signal is on its way to this
+                              thread: set by the sender's exchange, cleared
+                              by the handler (or by the sender when it
+                              decides not to send); see rawsys.c */
     /* The last signal that found this M's G at a system call instruction
      * outside gort (preempt.c marks the G only when a later signal finds
-     * the same G there, not switched out since); the handler's own. */
+     * the same G there, not switched out since); the handler's own.  Used
+     * only where /proc cannot show a thread's system call (rawsys.c). */
     struct {
         uintptr_t pc, sp;
         struct g *gp;
         uint32_t nexecute;
         int64_t when;
     } rawsys;
+    /* System calls nobody wrapped, and the preemption signal's probe
+     * (rawsys.c). */
+    struct m **mfastp;     /* this thread's gort__tls_mfast */
+                           /* set by the thread before it runs Gs,
+                              valid while rawexit is clear */
+    uint32_t rawmark;      /* RAWMARK_*: an inspector's claim that the
+                              thread is blocked in a call nobody wrapped;
+                              CAS by the inspector and by the thread */
+    uint32_t rawbusy;      /* an inspector is looking at this M (CAS 0->1,
+                              seq-cst; pairs with rawexit) */
+    uint32_t rawexit;      /* the thread is ending: no inspector may touch
+                              *mfastp (seq-cst; pairs with rawbusy) */
+    struct gort__rawseen { /* the inspector's, under rawbusy */
+        struct g *gp;      /* the G looked at, and the M's nexecute then: */
+        uint32_t nexecute; /*   another G starts everything over */
+        int64_t since;     /* when the inspector first saw this G there */
+        int64_t when0;     /* the window for "sleeps most of the time": */
+        uint64_t exec0;    /*   since when, and the CPU time then */
+        int64_t armed;     /* the probe: when armed (0: not), */
+        uint64_t armexec;  /*   and the CPU time then */
+        int64_t lastasleep; /* when last seen asleep in a call, or 0 */
+        long nr;           /* the call it was last seen asleep in, */
+        uintptr_t sp, pc;
+        uint64_t switches; /*   its switch-in count, */
+        int64_t when;      /*   and since when (0: none) */
+    } rawseen;
+    /* A spare stack for preempting a G too deep in its own stack to take
+     * the preemption's frames (preempt.c); the signal handler gives it to
+     * the G, the G's next preemption path makes another. */
+    uintptr_t preemptspare;
     /* Metrics (gort__stat_add by this M's thread; metrics.c sums allm). */
     uint64_t nhandoffs;    /* Ps it took from syscalls and handed on */
     uint64_t nnetpollwake; /* goroutines its epoll waits made runnable */
@@ -903,6 +945,36 @@ static inline struct m *gort__getm_fast(void)
     return gort__getm();
 }
 #endif
+/*
+ * gort's own calls into libc that may sleep in the kernel (allocation,
+ * mapping memory, creating threads, writing to a descriptor, the dynamic
+ * linker's lock), made where the M may hold a P and no runtime lock, go
+ * between gort__libc_begin and gort__libc_end: m->locks keeps the
+ * inspector of unwrapped system calls (rawsys.c) from taking for the
+ * program's a sleep that is gort's, and the P from under gort code.  No
+ * switch between the two.
+ */
+static inline struct m *gort__libc_begin(void)
+{
+    struct m *mp = gort__getm_raw();
+    if (mp)
+        mp->locks++;
+    return mp;
+}
+static inline void gort__libc_end(struct m *mp)
+{
+    if (mp)
+        mp->locks--;
+}
+/* A word of another thread's stack (a redzone the sanitizer poisoned, a
+ * racy read by design): traceback.c. */
+GORT_HIDDEN uintptr_t gort__peek(uintptr_t addr);
+/* The allocator, so bracketed. */
+GORT_HIDDEN void *gort__malloc(size_t n);
+GORT_HIDDEN void *gort__calloc(size_t n, size_t size);
+GORT_HIDDEN void *gort__realloc(void *p, size_t n);
+GORT_HIDDEN void gort__free(void *p);
+
 /* The running user G, or NULL on g0 / outside gort. */
 static inline struct g *gort__getg(void)
 {
@@ -1105,6 +1177,46 @@ GORT_HIDDEN bool gort__stoplockedm(struct m *mp);
 GORT_HIDDEN void gort__entersyscall_m(struct m *mp, struct g *gp,
                                       uint32_t how);
 GORT_HIDDEN void gort__exitsyscall_m(struct m *mp, struct g *gp);
+/* A preemption signal is on its way to mp's thread, which is entering a
+ * system call: wait until its handler has run (syscall.c). */
+GORT_HIDDEN void gort__urg_wait(struct m *mp);
+
+/* Unwrapped blocking calls (rawsys.c). */
+enum { RAWSYS_SIGNAL = 0, RAWSYS_PROC };
+/* RAWSYS_PROC when /proc shows this process's own system calls, else
+ * RAWSYS_SIGNAL (the preemption signal finds them: preempt.c).  Set at
+ * start; relaxed. */
+GORT_HIDDEN extern uint32_t gort__rawsys_mode;
+/* m->rawmark: an inspector's claim on a sleeping thread (rawsys.c). */
+enum { RAWMARK_NONE = 0, RAWMARK_INTENT, RAWMARK_COMMITTING, RAWMARK_DONE };
+enum rawsys_result {
+    RAWSYS_UNKNOWN,   /* /proc cannot tell here: signal at once (the
+                         older way, preempt.c) */
+    RAWSYS_SKIP,      /* nothing to do now (in gort, a lock, a fault) */
+    RAWSYS_WAIT,      /* runnable; not yet shown to run the program's
+                         code: look again soon */
+    RAWSYS_SIGNALLED, /* shown to run it: the preemption signal is sent */
+    RAWSYS_BLOCKED,   /* asleep in a call nobody wrapped, not long enough
+                         yet: look again soon */
+    RAWSYS_HANDEDOFF, /* asleep long enough: its P was handed off */
+};
+/* Decide how, at start: RAWSYS_PROC or RAWSYS_SIGNAL. */
+GORT_HIDDEN void gort__rawsys_init(void);
+/* Look at the thread running pp's G: if it sleeps in a call nobody
+ * wrapped and has slept long enough (slept_ns), hand its P off; if it
+ * runs the program's code, send it the preemption signal.  Any thread but
+ * the inspected one. */
+GORT_HIDDEN enum rawsys_result gort__rawsys_inspect(struct p *pp, int64_t now,
+                                                    int64_t slept_ns);
+/* The same for an M without a P (its G in a syscall): signal it only
+ * once it runs the program's code. */
+GORT_HIDDEN enum rawsys_result gort__rawsys_probe(struct m *mp, int64_t now);
+/* The thread's side: publish its TLS to inspectors (mfast: its
+ * gort__tls_mfast) at start, settle an inspector's claim
+ * (gort__getm_slow), and let no inspector touch its TLS once it ends. */
+GORT_HIDDEN void gort__rawsys_thread_start(struct m *mp, struct m **mfast);
+GORT_HIDDEN void gort__rawsys_back(struct m *mp);
+GORT_HIDDEN void gort__rawsys_thread_exit(struct m *mp);
 /* On an idle M woken to watch a syscall: take its P if the syscall lasts.
  * True when mp now holds a P. */
 GORT_HIDDEN bool gort__syscall_watch(struct m *mp);
@@ -1152,9 +1264,22 @@ static inline bool gort__isidlep(int32_t id)
 /* Asynchronous preemption (preempt.c). */
 GORT_HIDDEN int gort__preempt_init(void);
 GORT_HIDDEN void gort__preempt_fini(void);
-/* Send mp's thread the preemption signal (when asynchronous preemption
- * is on). */
+/* A G's own stack for preemptions deep in its stack (preempt.c). */
+#if defined(GORT_ASAN)
+#define GORT_PREEMPT_STK (128 * 1024)
+#else
+#define GORT_PREEMPT_STK (64 * 1024)
+#endif
+GORT_HIDDEN void gort__preemptstk_free(struct g *gp);
+/* Whether preemption signals are used (not under ThreadSanitizer or
+ * Valgrind, nor with GORTDEBUG=asyncpreemptoff=1). */
+GORT_HIDDEN bool gort__preempt_async_on(void);
+/* Send mp's thread the preemption signal at once (when asynchronous
+ * preemption is on), where the inspector cannot (RAWSYS_UNKNOWN). */
 GORT_HIDDEN void gort__preempt_signal(struct m *mp);
+/* Ask the G running on pp to yield, and signal its thread as r says (the
+ * inspection's result: signalled already, signal now, or not). */
+GORT_HIDDEN void gort__preempt_request(struct p *pp, enum rawsys_result r);
 
 /* sysmon (sysmon.c). */
 GORT_HIDDEN int gort__sysmon_start(void);

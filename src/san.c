@@ -278,6 +278,11 @@ static void lsan_roots_at_exit(void)
             sp < gp->stack.hi)
             lo = sp;
         __lsan_register_root_region((const void *)lo, gp->stack.hi - lo);
+        /* Preempted deep in its stack: its registers were copied to its
+         * preemption stack (preempt.c), and may hold the only pointers. */
+        if (gp->preemptstk)
+            __lsan_register_root_region((const void *)gp->preemptstk,
+                                        GORT_PREEMPT_STK);
     }
     gort__unlock(&gort__allglock);
 }

@@ -319,14 +319,14 @@ select_common(gort_case *cases, int ncases, bool san)
     void *heap = NULL;
     if (ncases > SELECT_STACK_CASES) {
         size_t osz = ((size_t)2 * ncases * sizeof(uint16_t) + 15) & ~(size_t)15;
-        heap = malloc(osz + (size_t)ncases * sizeof(struct sudog));
+        heap = gort__malloc(osz + (size_t)ncases * sizeof(struct sudog));
         if (!heap)
             return -ENOMEM;
         order = heap;
         sgs = (struct sudog *)((char *)heap + osz);
     }
     int r = selectgo(cases, ncases, dflt, order, sgs, san);
-    free(heap);
+    gort__free(heap);
     return r;
 }
 

@@ -274,7 +274,7 @@ static int map_arena_locked(void)
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (mem == MAP_FAILED)
         return -ENOMEM;
-    struct arena *a = malloc(sizeof *a);
+    struct arena *a = gort__malloc(sizeof *a);
     if (!a) {
         munmap(mem, size);
         return -ENOMEM;
@@ -389,9 +389,11 @@ static struct freeslot take_slot_locked(void)
 static void ready_slot(struct gstack *st, struct freeslot fs)
 {
     if (fs.guard == STACK_GUARD_NONE) {
+        struct m *mp = gort__libc_begin();
         fs.guard = install_guard(fs.base);
         uintptr_t top_page = (fs.base + pool.slot - 1) & ~(uintptr_t)4095;
         madvise((void *)top_page, 4096, MADV_POPULATE_WRITE);
+        gort__libc_end(mp);
     }
     fill(st, fs.base, fs.guard);
 }
@@ -443,9 +445,11 @@ void gort__stack_renew(struct gstack *st)
      * mapping has the arena's flags, so the kernel merges it back into
      * the arena's: no mapping is added. */
     uintptr_t end = st->base + pool.slot;
+    struct m *mp = gort__libc_begin();
     void *p = mmap((void *)st->lo, end - st->lo, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED,
                    -1, 0);
+    gort__libc_end(mp);
     if (p == MAP_FAILED)
         gort__throw("stack: cannot map fresh pages over a stack (%s)",
                     strerror(errno));
@@ -461,7 +465,7 @@ static bool free_reserve_locked(size_t n)
     size_t cap = pool.capfree ? pool.capfree : 64;
     while (cap < pool.nfree + n)
         cap *= 2;
-    struct freeslot *nf = realloc(pool.free, cap * sizeof *nf);
+    struct freeslot *nf = gort__realloc(pool.free, cap * sizeof *nf);
     if (!nf)
         return false;
     pool.free = nf;
@@ -616,10 +620,10 @@ void gort__stackfini(void)
     while (a) {
         struct arena *next = a->next;
         munmap((void *)a->base, a->size);
-        free(a);
+        gort__free(a);
         a = next;
     }
-    free(pool.free);
+    gort__free(pool.free);
     if (pool.pidfd >= 0)
         close(pool.pidfd);
     memset(&pool, 0, sizeof pool);

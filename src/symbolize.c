@@ -40,6 +40,8 @@
  */
 #include "symbolize.h"
 
+#include "runtime.h"
+
 #include <elf.h>
 #include <fcntl.h>
 #include <link.h>
@@ -148,7 +150,9 @@ static struct symobj *find_obj(struct symcache *c, uintptr_t addr)
     struct symobj *o = &c->obj[c->nobj];
     memset(o, 0, sizeof *o);
     struct find f = {addr, o, false};
+    struct m *mp = gort__libc_begin();
     dl_iterate_phdr(find_cb, &f);
+    gort__libc_end(mp);
     if (!f.found || !obj_has(o, addr))
         return NULL;
     c->nobj++;
@@ -251,7 +255,16 @@ static void index_syms(struct symobj *o, const ElfW(Ehdr) *eh,
 }
 
 /* Map the object's file and index its symbols (once per object). */
+static void load_file(struct symobj *o);
+
 static void load(struct symobj *o)
+{
+    struct m *mp = gort__libc_begin();
+    load_file(o);
+    gort__libc_end(mp);
+}
+
+static void load_file(struct symobj *o)
 {
     o->loaded = true;
     const char *path = o->path[0] ? o->path : "/proc/self/exe";
@@ -361,6 +374,39 @@ static bool call_before(const unsigned char *p)
     (void)p;
     return false;
 #endif
+}
+
+/* The C library itself (its threads part included since glibc 2.34). */
+static bool is_libc(const struct symobj *o)
+{
+    const char *base = strrchr(o->path, '/');
+    base = base ? base + 1 : o->path;
+    return strncmp(base, "libc.so", 7) == 0 ||
+           strncmp(base, "libc-", 5) == 0 ||
+           strncmp(base, "libpthread", 10) == 0;
+}
+
+bool gort__sym_in_gort(struct symcache *c, uintptr_t addr)
+{
+    struct symobj *o = find_obj(c, addr);
+    return o && in_gort(c, o, addr);
+}
+
+enum gort_caller gort__sym_caller(struct symcache *c, uintptr_t sp,
+                                  uintptr_t hi, int maxwords)
+{
+    const uintptr_t w = sizeof(uintptr_t);
+    sp = (sp + w - 1) & ~(w - 1);
+    for (int i = 0; i < maxwords && sp + w <= hi; i++, sp += w) {
+        uintptr_t v = gort__peek(sp);
+        if (v < 4096 || (v >= sp && v < hi))
+            continue; /* small, or a stack address */
+        struct symobj *o = find_obj(c, v);
+        if (!o || is_libc(o) || !gort__sym_after_call(c, v))
+            continue;
+        return in_gort(c, o, v) ? GORT_CALLER_GORT : GORT_CALLER_PROGRAM;
+    }
+    return GORT_CALLER_UNKNOWN;
 }
 
 bool gort__sym_after_call(struct symcache *c, uintptr_t addr)

@@ -73,6 +73,14 @@ void gort__sym_lookup(struct symcache *c, uintptr_t addr, struct symres *r);
 bool gort__sym_public(const char *name);
 /* addr is a return address: in code, just after a call instruction. */
 bool gort__sym_after_call(struct symcache *c, uintptr_t addr);
+/* Whose code called into the C library, for a thread stopped at sp on a
+ * stack ending at hi: the first return address in the maxwords words
+ * from sp up that is not the C library's own. */
+enum gort_caller { GORT_CALLER_UNKNOWN, GORT_CALLER_GORT, GORT_CALLER_PROGRAM };
+/* addr is in gort's own code. */
+bool gort__sym_in_gort(struct symcache *c, uintptr_t addr);
+enum gort_caller gort__sym_caller(struct symcache *c, uintptr_t sp,
+                                  uintptr_t hi, int maxwords);
 
 /* ---------------------------------------------------------------------------
  * Stack walks (traceback.c).
@@ -84,6 +92,8 @@ bool gort__sym_after_call(struct symcache *c, uintptr_t addr);
 /* Where the walk of one stack starts. */
 struct tbstart {
     uintptr_t lo, hi;    /* the stack: every frame record read lies inside */
+    uintptr_t plo, phi;  /* or inside this one: the goroutine's stack for
+                            preemptions deep in its own (preempt.c), or 0 */
     uintptr_t pc;        /* the first frame's pc, or 0: start with the
                             caller recorded in the frame record at fp */
     uintptr_t fp;        /* the first frame's frame record */

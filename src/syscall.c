@@ -38,6 +38,7 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -130,6 +131,36 @@ bool gort__syscall_watch(struct m *mp)
     return got;
 }
 
+/*
+ * No preemption signal lands in a wrapped system call: a signal with a
+ * handler makes nanosleep, poll, epoll_wait and others return EINTR.  A
+ * Dekker handshake with the sender (gort__preempt_signal): the sender
+ * sets urgpending by exchange, then reads insyscall; entersyscall sets
+ * insyscall, then reads urgpending (all sequentially consistent).  Either
+ * the sender sees the call and does not send, or the thread sees the
+ * signal coming and waits here, before the call, until its handler has
+ * run (the handler clears urgpending).  The signal is sent to this very
+ * thread, which runs: it arrives within microseconds.  If SIGURG is
+ * blocked in the thread it cannot arrive; then nothing is waited for (it
+ * stays pending, and interrupts the call only if the call unblocks it).
+ */
+void gort__urg_wait(struct m *mp)
+{
+    for (int i = 0; load_seqcst(&mp->urgpending); i++) {
+        if (i < 1000) {
+            gort__cpu_relax();
+            continue;
+        }
+        sigset_t cur;
+        if (pthread_sigmask(SIG_BLOCK, NULL, &cur) == 0 &&
+            sigismember(&cur, SIGURG)) {
+            store_relaxed(&mp->urgpending, 0);
+            return;
+        }
+        gort__osyield();
+    }
+}
+
 /* Put mp's G and P into the syscall state.  how: 1 explicit, 2 marked by
  * the preemption signal.  Also called from that signal handler on the M's
  * own thread: plain stores and atomics only, no locks unless a
@@ -154,9 +185,16 @@ void gort__entersyscall_m(struct m *mp, struct g *gp, uint32_t how)
     store_relaxed(&pp->syscallwhen, began);
     mp->oldp = pp;
     mp->oldpstatus = word;
-    store_relaxed(&mp->insyscall, how); /* sysmon reads it */
-    if (how == 2) /* on this thread, from the signal handler */
+    if (how == 2) { /* on this thread, from the signal handler */
+        store_relaxed(&mp->insyscall, how); /* sysmon reads it */
         gort__setm_fast(NULL); /* gort__getm must finish it */
+    } else {
+        /* Seq-cst, then urgpending: no preemption signal lands in the
+         * call (gort__urg_wait). */
+        store_seqcst(&mp->insyscall, how);
+        if (GORT_UNLIKELY(load_seqcst(&mp->urgpending)))
+            gort__urg_wait(mp);
+    }
     store_relaxed(&mp->p, NULL);
     store_relaxed(&pp->m, NULL);
     /* Seq-cst: publishes oldp and the G's status to whoever CASes the P
@@ -209,7 +247,10 @@ GORT_NOINLINE void gort_entersyscallblock(void)
     struct p *pp = mp->p;
     store_relaxed(&pp->syscalltick, pp->syscalltick + 1);
     mp->oldp = NULL; /* nothing to take back: exitsyscall looks for any P */
-    store_relaxed(&mp->insyscall, 1);
+    /* Seq-cst, then urgpending: see gort__urg_wait. */
+    store_seqcst(&mp->insyscall, 1);
+    if (GORT_UNLIKELY(load_seqcst(&mp->urgpending)))
+        gort__urg_wait(mp);
     gort__releasep(mp);
     mp->locks--;
     /* Go's entersyscallblock_handoff. */

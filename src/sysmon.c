@@ -10,14 +10,15 @@
  * thread has a timer slack of 1 ns: with the default 50 us, a 20 us sleep
  * takes over 100 us here, and every syscall hand-off would wait that long.
  * Each round it
- *   - asks a G that has held its P for 10 ms (the same schedtick for
- *     forcePreemptNS) to yield at its next runtime call, and sends its
- *     thread the preemption signal (preempt.c);
+ *   - looks at the thread of a G that has held its P for 10 ms (the same
+ *     schedtick for forcePreemptNS), through /proc (rawsys.c): asleep in
+ *     a system call nobody wrapped, its P is handed off; running the
+ *     program's code, the G is asked to yield at its next runtime call
+ *     and the thread gets the preemption signal (preempt.c);
  *   - retakes a P left in a syscall for a whole round when work waits, or
  *     for 10 ms regardless, and hands it to another M (handoffp);
- *   - signals threads that the preemption signal put into a syscall and
- *     that have not come back to gort for 10 ms, so that the signal can
- *     preempt them once they run user code again;
+ *   - signals threads put into a syscall that way that have not come
+ *     back to gort for 10 ms, once they run the program's code again;
  *   - once a second, returns the pages of stacks long idle in the pool to
  *     the OS (stack.c);
  *   - prints the schedtrace line when GORTDEBUG=schedtrace=MS is due.
@@ -94,8 +95,10 @@ static void deep_sleep(void)
 /* Ask the G running on pp to yield.  Reads are racy: G and M structures
  * are never freed while the runtime runs, so a stale pointer only makes
  * us flag a G that already moved on (it clears the flag when it next
- * runs).  Mirrors preemptone (proc.go). */
-static void preemptone(struct p *pp)
+ * runs).  r is what the inspection of its thread found (rawsys.c): the
+ * signal goes at once only where nobody can inspect.  Mirrors preemptone
+ * (proc.go). */
+void gort__preempt_request(struct p *pp, enum rawsys_result r)
 {
     /* Acquire: pairs with acquirep's store-release of pp->m. */
     struct m *mp = load_acq(&pp->m);
@@ -106,8 +109,41 @@ static void preemptone(struct p *pp)
     gort__trace_preempt_request(pp);
     if (gp) {
         store_relaxed(&gp->preempt, 1);
-        gort__preempt_signal(mp);
+        if (r == RAWSYS_UNKNOWN)
+            gort__preempt_signal(mp);
     }
+}
+
+/* How soon sysmon looks again at a P whose thread's inspection did not
+ * decide: a probe waiting to see the thread run (it needs 20 us of
+ * clock), or a sleep not yet long enough.  Each look costs a few
+ * microseconds of system calls. */
+#define RELOOK_PROBE_NS (100 * 1000)
+#define RELOOK_SLEEP_NS (100 * 1000)
+
+/* pp's G has run for 10 ms.  If its thread sleeps in a system call
+ * nobody wrapped, hand the P off once it has slept long enough; if it
+ * runs the program's code, ask it to yield and signal it (rawsys.c). */
+static void held_too_long(struct p *pp, int64_t now)
+{
+    enum rawsys_result r =
+        gort__rawsys_inspect(pp, now, GORT_RAWSYS_SLEPT_NS);
+    int64_t again = GORT_FORCE_PREEMPT_NS; /* ask again in another 10 ms */
+    switch (r) {
+    case RAWSYS_HANDEDOFF:
+        return;
+    case RAWSYS_BLOCKED:
+        again = RELOOK_SLEEP_NS;
+        break;
+    case RAWSYS_WAIT:
+        again = RELOOK_PROBE_NS;
+        break;
+    default:
+        break;
+    }
+    if (r != RAWSYS_BLOCKED)
+        gort__preempt_request(pp, r);
+    store_relaxed(&pp->sysmon_schedwhen, now - GORT_FORCE_PREEMPT_NS + again);
 }
 
 /* One pass over the Ps.  Returns how many it retook or asked to yield.
@@ -115,8 +151,8 @@ static void preemptone(struct p *pp)
 static int retake(int64_t now)
 {
     struct m *self = gort__getm_raw(); /* sysmon's M: counts hand-offs */
-    struct p *handoff[64];
-    int nhandoff = 0, n_acted = 0;
+    struct p *handoff[64], *held[64];
+    int nhandoff = 0, nheld = 0, n_acted = 0;
     gort__lock(&gort__allplock);
     int32_t n = load_acq(&gort__gomaxprocs);
     for (int32_t i = 0; i < n; i++) {
@@ -173,11 +209,9 @@ static int retake(int64_t now)
         if (pp->sysmon_schedtick != t || when == 0) {
             pp->sysmon_schedtick = t;
             store_relaxed(&pp->sysmon_schedwhen, now);
-        } else if (when + GORT_FORCE_PREEMPT_NS <= now) {
-            preemptone(pp);
+        } else if (when + GORT_FORCE_PREEMPT_NS <= now && nheld < 64) {
+            held[nheld++] = pp;
             n_acted++;
-            /* ask again in another 10 ms */
-            store_relaxed(&pp->sysmon_schedwhen, now);
         }
     }
     gort__unlock(&gort__allplock);
@@ -186,12 +220,19 @@ static int retake(int64_t now)
         gort__handoffp(handoff[i]);
         xadd_seqcst(&gort__sched.nretaking, -1);
     }
+    /* Ps are never freed, and the inspection checks that the P still has
+     * the M and G it looks at. */
+    for (int i = 0; i < nheld; i++)
+        held_too_long(held[i], now);
     return n_acted;
 }
 
-/* Threads the preemption signal put into a syscall that have not come
- * back to gort for 10 ms: signal them again (Ms are never freed while the
- * runtime runs, so walking allm racily is safe). */
+/* Threads put into a syscall while blocked in the kernel (rawsys.c, or
+ * the preemption signal) that have not come back to gort for 10 ms:
+ * signal them, so that a thread running the program's code again comes
+ * back (gort__preempt_signal sends nothing to a thread still asleep).
+ * Ms are never freed while the runtime runs, so walking allm racily is
+ * safe. */
 static void resignal_marked(int64_t now)
 {
     for (struct m *mp = load_acq(&gort__allm); mp; mp = mp->alllink) {
@@ -199,8 +240,14 @@ static void resignal_marked(int64_t now)
             continue;
         int64_t when = load_relaxed(&mp->syscallwhen);
         if (when + GORT_FORCE_PREEMPT_NS <= now) {
-            store_relaxed(&mp->syscallwhen, now);
-            gort__preempt_signal(mp);
+            enum rawsys_result r = gort__rawsys_probe(mp, now);
+            /* Undecided: look again soon, as held_too_long does. */
+            store_relaxed(&mp->syscallwhen,
+                          r == RAWSYS_WAIT
+                              ? now - GORT_FORCE_PREEMPT_NS + RELOOK_PROBE_NS
+                              : now);
+            if (r == RAWSYS_UNKNOWN)
+                gort__preempt_signal(mp);
         }
     }
 }

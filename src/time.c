@@ -104,7 +104,7 @@ static void heap_add(struct timers *ts, struct gtimer *t)
 {
     if (ts->len == ts->cap) {
         uint32_t ncap = ts->cap ? 2 * ts->cap : 64;
-        struct timerwhen *nh = realloc(ts->heap, ncap * sizeof *nh);
+        struct timerwhen *nh = gort__realloc(ts->heap, ncap * sizeof *nh);
         if (!nh)
             gort__throw("out of memory growing a timer heap to %u", ncap);
         ts->heap = nh;
@@ -458,7 +458,7 @@ void gort__timers_fini(struct p *pp)
         store_relaxed(&ts->heap[i].t->ts, NULL);
         ts->heap[i].t->idx = -1;
     }
-    free(ts->heap);
+    gort__free(ts->heap);
     memset(ts, 0, sizeof *ts);
 }
 
@@ -587,13 +587,13 @@ int gort_timer_make(gort_timer **tp, int64_t ns, void (*fn)(void *),
     struct m *mp = gort__getm();
     if (!mp || !mp->p || !mp->curg)
         return -EPERM;
-    struct gort_timer *ut = calloc(1, sizeof *ut);
+    struct gort_timer *ut = gort__calloc(1, sizeof *ut);
     if (!ut)
         return -ENOMEM;
     if (!fn) {
         int r = gort__chan_alloc(&ut->ch, sizeof(int64_t), 1);
         if (r < 0) {
-            free(ut);
+            gort__free(ut);
             return r;
         }
         ut->ch->timer = ut;
@@ -665,8 +665,8 @@ static int timer_free(struct gort_timer *ut)
     timer_remove(&ut->t);
     gort__unlock(&ut->t.mu);
     if (ut->ch)
-        free(ut->ch);
-    free(ut);
+        gort__free(ut->ch);
+    gort__free(ut);
     return 0;
 }
 

@@ -411,6 +411,9 @@ static void syscall_done(struct sink *s, struct m *mp, struct g *gp,
     store_relaxed(&mp->trace.sysbegin, 0);
 }
 
+static void gstatus_event(struct m *mp, struct g *gp, uint32_t from,
+                          uint32_t to);
+
 void gort__trace_gstatus_slow(struct g *gp, uint32_t from, uint32_t to)
 {
     /* A foreign thread's own G and a G being made (no id yet) are not
@@ -418,8 +421,21 @@ void gort__trace_gstatus_slow(struct g *gp, uint32_t from, uint32_t to)
     if (gp->foreign || gp->goid == 0)
         return;
     struct m *mp = gort__getm_raw();
-    if (!mp)
-        return;
+    if (mp)
+        gstatus_event(mp, gp, from, to);
+}
+
+void gort__trace_syscall_marked_slow(struct m *mp, struct g *gp)
+{
+    if (!gp->foreign && gp->goid != 0)
+        gstatus_event(mp, gp, G_RUNNING, G_SYSCALL);
+}
+
+/* The event for gp's change from -> to, as seen on mp (the M running it,
+ * or, for gort__trace_syscall_marked, the M it sleeps on). */
+static void gstatus_event(struct m *mp, struct g *gp, uint32_t from,
+                          uint32_t to)
+{
     int64_t ts = gort_nanotime();
     struct sink s;
     if (!sink_open(mp, &s))
@@ -816,7 +832,7 @@ static struct mstate *mstate(struct writer *w, int32_t m)
             return &w->ms[i];
     if (w->nms == w->capms) {
         int32_t cap = w->capms ? w->capms * 2 : 64;
-        struct mstate *n = realloc(w->ms, (size_t)cap * sizeof *n);
+        struct mstate *n = gort__realloc(w->ms, (size_t)cap * sizeof *n);
         if (!n)
             return NULL;
         w->ms = n;
@@ -1342,12 +1358,12 @@ static void session_free(void)
 {
     if (tr.w) {
         for (int i = 0; i < NAMES; i++)
-            free(tr.w->names[i].name);
-        free(tr.w->ms);
-        free(tr.w);
+            gort__free(tr.w->names[i].name);
+        gort__free(tr.w->ms);
+        gort__free(tr.w);
         tr.w = NULL;
     }
-    free(tr.mem);
+    gort__free(tr.mem);
     tr.mem = NULL;
     tr.free = tr.qhead = tr.qtail = tr.fbuf = NULL;
     store_relaxed(&tr.nfree, 0);
@@ -1367,8 +1383,8 @@ static int session_open(const char *path)
         return fd;
     tr.fd = fd;
     tr.nbufs = pool_size();
-    tr.mem = calloc((size_t)tr.nbufs, sizeof *tr.mem);
-    tr.w = calloc(1, sizeof *tr.w);
+    tr.mem = gort__calloc((size_t)tr.nbufs, sizeof *tr.mem);
+    tr.w = gort__calloc(1, sizeof *tr.w);
     int err = tr.mem && tr.w ? 0 : -ENOMEM;
     if (!err) {
         tr.free = NULL;

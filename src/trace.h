@@ -97,6 +97,7 @@ GORT_HIDDEN void gort__trace_gstatus_slow(struct g *gp, uint32_t from,
 GORT_HIDDEN void gort__trace_procstart_slow(struct m *mp, struct p *pp);
 GORT_HIDDEN void gort__trace_procstop_slow(struct m *mp, struct p *pp);
 GORT_HIDDEN void gort__trace_syscall_exit_slow(struct m *mp);
+GORT_HIDDEN void gort__trace_syscall_marked_slow(struct m *mp, struct g *gp);
 GORT_HIDDEN void gort__trace_procsteal_slow(struct p *pp, int why);
 GORT_HIDDEN void gort__trace_steal_slow(struct m *mp, struct p *victim);
 GORT_HIDDEN void gort__trace_preempt_request_slow(struct p *pp);
@@ -139,6 +140,15 @@ static inline void gort__trace_syscall_exit(struct m *mp)
 {
     if (GORT_TRACE_ON())
         gort__trace_syscall_exit_slow(mp);
+}
+
+/* An inspector found gp, running on mp, asleep in a system call nobody
+ * wrapped and is putting it into G_SYSCALL on mp's behalf (rawsys.c):
+ * recorded on mp's P as if mp had entered the call itself. */
+static inline void gort__trace_syscall_marked(struct m *mp, struct g *gp)
+{
+    if (GORT_TRACE_ON())
+        gort__trace_syscall_marked_slow(mp, gp);
 }
 
 /* pp, left in a syscall, was taken by sysmon, a watcher or a

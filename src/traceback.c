@@ -116,10 +116,11 @@ GORT_HIDDEN extern const char gort__async_preempt_ret[];
  * redzone AddressSanitizer poisoned, and its owner may be writing it (a
  * racy read by design). */
 __attribute__((noinline, no_sanitize("address", "thread", "undefined")))
-static uintptr_t peek(uintptr_t addr)
+uintptr_t gort__peek(uintptr_t addr)
 {
     return *(volatile const uintptr_t *)addr;
 }
+#define peek gort__peek
 
 /* A return address as a code address: without the pointer-authentication
  * code that aarch64's pac-ret keeps in the top bits. */
@@ -156,11 +157,17 @@ static uintptr_t leafret(const struct gort_trap *t, uintptr_t lo, uintptr_t hi)
 #endif
 }
 
+/* [p, p + n) lies on the stack or on the preemption stack. */
+static bool on_stacks(const struct tbstart *s, uintptr_t p, size_t n)
+{
+    return (p >= s->lo && p + n <= s->hi && p + n > p) ||
+           (s->plo && p >= s->plo && p + n <= s->phi && p + n > p);
+}
+
 /* fp is a frame record of the stack above the previous one, `below`. */
 static bool record_ok(const struct tbstart *s, uintptr_t fp, uintptr_t below)
 {
-    return fp > below && fp >= s->lo && fp <= s->hi - 2 * WORD &&
-           fp % WORD == 0;
+    return fp > below && on_stacks(s, fp, 2 * WORD) && fp % WORD == 0;
 }
 
 int gort__unwind(const struct tbstart *s, uintptr_t *pcs, uint8_t *traps,
@@ -184,7 +191,7 @@ int gort__unwind(const struct tbstart *s, uintptr_t *pcs, uint8_t *traps,
         if (pc == (uintptr_t)gort__async_preempt_ret && pctx) {
             /* The preemption stub called from the signal context copied
              * to pctx: go on in the interrupted code (once). */
-            if (pctx < s->lo || pctx > s->hi - sizeof(ucontext_t))
+            if (!on_stacks(s, pctx, sizeof(ucontext_t)))
                 break;
             struct gort_trap t;
             gort__trap_from_ucontext(&t, (const void *)pctx);
@@ -192,6 +199,7 @@ int gort__unwind(const struct tbstart *s, uintptr_t *pcs, uint8_t *traps,
             pc = t.pc;
             fp = t.fp;
             trap = true;
+            below = 0; /* from the preemption stack back to the G's */
             continue;
         }
         if (n == max) {
@@ -226,6 +234,7 @@ struct out {
 static void out_flush(struct out *o)
 {
     size_t off = 0;
+    struct m *mp = gort__libc_begin();
     while (off < o->len && o->err == 0) {
         ssize_t w = write(o->fd, o->buf + off, o->len - off);
         if (w < 0 && errno == EINTR)
@@ -235,6 +244,7 @@ static void out_flush(struct out *o)
         else
             off += (size_t)w;
     }
+    gort__libc_end(mp);
     o->len = 0;
 }
 
@@ -284,6 +294,10 @@ GORT_NO_TSAN static enum view locate(struct g *gp, uint32_t st, struct m *me,
     memset(s, 0, sizeof *s);
     s->lo = gp->stack.lo;
     s->hi = gp->stack.hi;
+    if (gp->preemptstk) {
+        s->plo = gp->preemptstk;
+        s->phi = gp->preemptstk + GORT_PREEMPT_STK;
+    }
     /* Shares its word with the syscall record (struct g). */
     s->preemptctx = st == G_SYSCALL ? 0 : gp->preemptctx;
     bool mine = me && gp == me->curg;
@@ -337,7 +351,7 @@ GORT_NO_TSAN static enum view locate(struct g *gp, uint32_t st, struct m *me,
     }
 saved:;
     uintptr_t sp = (uintptr_t)gp->sched_sp;
-    if (!sp || sp < s->lo || sp + CTX_PC_OFF + WORD > s->hi)
+    if (!sp || !on_stacks(s, sp, CTX_PC_OFF + WORD))
         return VIEW_NONE;
     s->pc = strip_pc(peek(sp + CTX_PC_OFF));
     s->fp = peek(sp + CTX_FP_OFF);
