@@ -18,13 +18,19 @@
  *     that is from code running under gort_main().
  *
  * Migration: a goroutine may resume on another OS thread after any call
- * into gort.  Do not keep the address of a __thread variable across such a
- * call; pin the goroutine with gort_lock_os_thread() when code depends on
- * thread identity.
+ * into gort (and, through preemption, anywhere in its own code).  errno
+ * follows the goroutine: gort saves and restores it at every switch, and
+ * this header makes `errno` read the current thread's (see below).  What
+ * does not follow it: the address of a __thread variable kept across such
+ * a call, pthread_self() and the thread id, and anything bound to the
+ * thread, such as a pthread mutex locked before the call and unlocked
+ * after it.  Pin the goroutine with gort_lock_os_thread() when code
+ * depends on thread identity.
  */
 #ifndef GORT_H
 #define GORT_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -37,6 +43,21 @@ extern "C" {
 #define GORT_EXTERN __attribute__((visibility("default")))
 #else
 #define GORT_EXTERN
+#endif
+
+/*
+ * errno, the current thread's.  The C library declares the function behind
+ * errno (__errno_location) constant, so a compiler may compute errno's
+ * address once and use it after a call into gort; when the goroutine has
+ * moved to another thread meanwhile, that address is the previous
+ * thread's errno.  gort_errno_location is an ordinary function, called
+ * afresh at every use.  Define GORT_NO_ERRNO_OVERRIDE before including
+ * this header to keep the C library's definition.  Any thread.
+ */
+GORT_EXTERN int *gort_errno_location(void);
+#if !defined(GORT_NO_ERRNO_OVERRIDE)
+#undef errno
+#define errno (*gort_errno_location())
 #endif
 
 #define GORT_VERSION_MAJOR 0

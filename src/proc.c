@@ -112,6 +112,11 @@ void gort__setm_fast(struct m *mp)
     store_relaxed(&gort__tls_mfast, mp);
 }
 
+int *gort_errno_location(void)
+{
+    return __errno_location();
+}
+
 /* errno's address must be recomputed after a switch (glibc declares
  * __errno_location const, so a cached result would name the old thread). */
 int *gort__errno_ptr(void)
