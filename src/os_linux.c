@@ -206,19 +206,52 @@ static void chain(int sig, siginfo_t *info, void *uctx)
     signal(sig, SIG_DFL);
 }
 
+/* A goroutine's stack pointer this far below its stack is still taken
+ * for its overflow: an unguarded (canary) stack overflows through the
+ * stacks below it in its arena (8 MiB) until it faults. */
+#define OVERFLOW_SP_SLACK ((uintptr_t)64 << 20)
+
+/* Why the fault at addr, with the interrupted stack pointer sp, is gp's
+ * stack overflow, or NULL: in its guard region; its stack pointer below
+ * its stack (not on its thread's own stack, nor on its preemption stack);
+ * or, on a canary-guarded stack, its canary overwritten (the fault is a
+ * consequence of the overflow). */
+static const char *overflow_kind(struct m *mp, struct g *gp, uintptr_t addr,
+                                 uintptr_t sp)
+{
+    if (!gp || gp->foreign || !gp->stack.lo)
+        return NULL;
+    if (gort__stack_is_guard(gp, addr))
+        return "in its guard";
+    bool on_g0 = sp >= mp->g0->stack.lo && sp < mp->g0->stack.hi;
+    bool on_pstk = gp->preemptstk && sp >= gp->preemptstk &&
+                   sp < gp->preemptstk + GORT_PREEMPT_STK;
+    if (sp < gp->stack.lo && sp + OVERFLOW_SP_SLACK > gp->stack.lo &&
+        !on_g0 && !on_pstk)
+        return "with its stack pointer below its stack";
+    if (gp->stack.guard == STACK_GUARD_CANARY &&
+        !gort__stack_canary_ok(gp))
+        return "after its canary was overwritten";
+    return NULL;
+}
+
 static void fault_handler(int sig, siginfo_t *info, void *uctx)
 {
-    struct m *mp = gort__getm();
+    struct m *mp = gort__getm_raw();
     struct g *gp = mp ? mp->curg : NULL;
     uintptr_t addr = (uintptr_t)info->si_addr;
-    if (gp && gort__stack_is_guard(gp, addr)) {
+    struct gort_trap t;
+    gort__trap_from_ucontext(&t, uctx);
+    const char *kind = mp ? overflow_kind(mp, gp, addr, t.sp) : NULL;
+    if (kind) {
         gort__printf(2, "gort: fatal error: stack overflow in goroutine %lld"
-                        " (stack [%p, %p), fault at %p; raise GORTSTACKSIZE)\n\n",
+                        " (stack [%p, %p), %s guard, fault at %p %s; raise "
+                        "GORTSTACKSIZE)\n\n",
                      (long long)gp->goid, (void *)gp->stack.lo,
-                     (void *)gp->stack.hi, (void *)addr);
+                     (void *)gp->stack.hi,
+                     gort__stack_guard_name(gp->stack.guard), (void *)addr,
+                     kind);
         /* The overflowing goroutine's frames, from where it faulted. */
-        struct gort_trap t;
-        gort__trap_from_ucontext(&t, uctx);
         gort__traceback_fatal(2, &t);
         signal(SIGABRT, SIG_DFL);
         abort();

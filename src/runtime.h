@@ -1324,6 +1324,10 @@ GORT_HIDDEN void gort__stackcache_flush(struct stackcache *c);
 GORT_HIDDEN void gort__stack_renew(struct gstack *st);
 /* Fatal if an unguarded stack's canary was overwritten. */
 GORT_HIDDEN void gort__stack_check_canary(struct g *gp);
+GORT_HIDDEN bool gort__stack_canary_ok(struct g *gp);
+/* Report the overflow of a G found running with its canary overwritten
+ * (sysmon). */
+GORT_HIDDEN GORT_NORETURN void gort__stack_overflow_running(struct g *gp);
 static inline void gort__stack_check(struct g *gp)
 {
     if (GORT_UNLIKELY(gp->stack.guard == STACK_GUARD_CANARY))

@@ -274,6 +274,12 @@ static int map_arena_locked(void)
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (mem == MAP_FAILED)
         return -ENOMEM;
+    /* The lowest slot's guard is a real one whatever the policy: a
+     * canary-guarded stack that overflows without end runs down through
+     * the stacks below it and faults here, where the fault handler names
+     * it, instead of writing on into whatever lies below the arena. */
+    if (madvise(mem, GUARD_SIZE, MADV_GUARD_INSTALL) != 0)
+        mprotect(mem, GUARD_SIZE, PROT_NONE);
     struct arena *a = gort__malloc(sizeof *a);
     if (!a) {
         munmap(mem, size);
@@ -629,12 +635,24 @@ void gort__stackfini(void)
     memset(&pool, 0, sizeof pool);
 }
 
+bool gort__stack_canary_ok(struct g *gp)
+{
+    return gort__peek(gp->stack.lo) == STACK_CANARY;
+}
+
 void gort__stack_check_canary(struct g *gp)
 {
-    if (*(uint64_t *)gp->stack.lo != STACK_CANARY)
+    if (!gort__stack_canary_ok(gp))
         gort__fatal("stack overflow in goroutine %lld (canary at %p "
                     "overwritten; raise GORTSTACKSIZE)",
                     (long long)gp->goid, (void *)gp->stack.lo);
+}
+
+void gort__stack_overflow_running(struct g *gp)
+{
+    gort__fatal("stack overflow in goroutine %lld (canary at %p "
+                "overwritten, found while it runs; raise GORTSTACKSIZE)",
+                (long long)gp->goid, (void *)gp->stack.lo);
 }
 
 bool gort__stack_is_guard(struct g *gp, uintptr_t addr)

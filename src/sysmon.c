@@ -146,6 +146,27 @@ static void held_too_long(struct p *pp, int64_t now)
     store_relaxed(&pp->sysmon_schedwhen, now - GORT_FORCE_PREEMPT_NS + again);
 }
 
+/* A G running on a canary-guarded stack (stack.c) is checked every round,
+ * so that an overflow that does not fault is reported within a round even
+ * if the G never switches.  Racy reads of another thread's G: the status
+ * and curg checked around the read of lo make sure the stack is the
+ * running G's. */
+GORT_NO_TSAN static void check_running_canary(struct p *pp)
+{
+    struct m *mp = load_acq(&pp->m);
+    struct g *gp = mp ? load_acq(&mp->curg) : NULL;
+    if (!gp || gp->stack.guard != STACK_GUARD_CANARY)
+        return;
+    uintptr_t lo = gp->stack.lo;
+    if (!lo || gort__readgstatus(gp) != G_RUNNING ||
+        load_acq(&mp->curg) != gp || gort__stack_canary_ok(gp))
+        return;
+    /* Still the running G on that stack after the read: it overflowed. */
+    if (gp->stack.lo == lo && gort__readgstatus(gp) == G_RUNNING &&
+        load_acq(&mp->curg) == gp)
+        gort__stack_overflow_running(gp);
+}
+
 /* One pass over the Ps.  Returns how many it retook or asked to yield.
  * Mirrors retake (proc.go). */
 static int retake(int64_t now)
@@ -202,6 +223,7 @@ static int retake(int64_t now)
         }
         if (w != P_RUNNING)
             continue;
+        check_running_canary(pp);
         uint32_t t = load_relaxed(&pp->schedtick);
         /* schedwhen 0: sysmon has not looked at this P yet (a new P, or
          * a G still on its first slice of tick 0): start the clock. */

@@ -283,6 +283,10 @@ enum view {
     VIEW_NONE,      /* no stack to show */
 };
 
+/* How far below its stack an overflowing goroutine's frames are still
+ * walked (os_linux.c reports an overflow that far down). */
+#define OVERFLOW_WALK ((uintptr_t)64 << 20)
+
 /* The dumping thread's view of gp (status st).  me is the dumping
  * thread's M (or NULL), here a frame record on the dumping stack, trap the
  * signal context when a handler dumps. */
@@ -313,7 +317,13 @@ GORT_NO_TSAN static enum view locate(struct g *gp, uint32_t st, struct m *me,
         if (st == G_SYSCALL && gp->syscallpc)
             goto syscall;
         /* The signal landed on it.  A stack overflow faults with sp in
-         * the guard below lo, its frame pointer still inside. */
+         * the guard below lo, its frame pointer still inside; one on an
+         * unguarded (canary) stack may have run far below it, through
+         * the stacks below in its arena: walk from its frame pointer
+         * (the stack pointer itself may be in the page that faulted). */
+        if (trap && trap->sp < s->lo && trap->sp + OVERFLOW_WALK > s->lo &&
+            trap->fp >= trap->sp && trap->fp < s->lo)
+            s->lo = trap->fp & ~(uintptr_t)(WORD - 1);
         if (trap && ((trap->sp >= s->lo && trap->sp < s->hi) ||
                      (trap->fp >= s->lo && trap->fp < s->hi))) {
             s->pc = trap->pc;

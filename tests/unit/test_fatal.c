@@ -15,6 +15,15 @@
  *                            switch
  *   stack_overflow_mprotect  GORTDEBUG=stackguard=mprotect: the fault in
  *                            the guard is reported
+ *   stack_overflow_madvise   the same with GORTDEBUG=stackguard=madvise
+ *   stack_overflow_canary_unbounded  GORTDEBUG=stackguard=canary and
+ *                            unbounded recursion: the fault at the arena's
+ *                            guard, far below the stack, is reported as
+ *                            this goroutine's overflow
+ *   stack_overflow_canary_running  canary, a small overflow and then a
+ *                            loop without gort calls: reported while the
+ *                            goroutine runs (sysmon checks the canaries of
+ *                            running goroutines)
  *   thread_limit             gort_set_max_threads(3) with four busy Ps:
  *                            "thread exhaustion"
  *   send_closed ... no_deadlock_timer  channels, select and timers (their
@@ -192,6 +201,24 @@ TEST(stack_overflow_mprotect)
     check_overflow(env, "fault at ");
 }
 
+TEST(stack_overflow_madvise)
+{
+    /* Where the kernel has no MADV_GUARD_INSTALL, gort falls back to
+     * mprotect guards; the report is the same. */
+    static const char *const env[] = {"GORTDEBUG=stackguard=madvise", NULL};
+    check_overflow(env, "fault at ");
+}
+
+/* Unbounded recursion on a canary-guarded stack: nothing faults at the
+ * stack's end, so the recursion runs down through the stacks below it in
+ * its arena to the arena's own guard; the fault there is reported as this
+ * goroutine's overflow (its stack pointer is far below its stack). */
+TEST(stack_overflow_canary_unbounded)
+{
+    static const char *const env[] = {"GORTDEBUG=stackguard=canary", NULL};
+    check_overflow(env, "fault at ");
+}
+
 /*
  * Canary: the guard region is ordinary memory, so the overflow itself
  * does not fault.  Recurse until a frame lies a little (4 KiB, well inside
@@ -252,6 +279,56 @@ static void canary_main(void *arg)
 TEST(stack_overflow_canary_child)
 {
     gort_main(canary_main, NULL);
+}
+
+/* A bounded overflow on a canary-guarded stack by a goroutine that then
+ * spins without calling gort (so without switching, unless preempted):
+ * sysmon finds the overwritten canary of the running goroutine within a
+ * round or two, or the preemption's switch does. */
+static void canary_spin_g(void *arg)
+{
+    (void)arg;
+    struct g *gp = gort__getg();
+    CHECK_EQ(gp->stack.guard, STACK_GUARD_CANARY);
+    uintptr_t lo = gp->stack.lo;
+    say("goid %lld\n", (long long)gort_goid());
+    recurse_to(lo + 8 * 1024, lo);
+    say("overflowed\n");
+    int64_t end = gort_nanotime() + 5000LL * 1000 * 1000;
+    while (gort_nanotime() < end)
+        ;
+    say("survived\n"); /* never */
+    gort_waitgroup_done(&overflow_wg);
+}
+
+static void canary_spin_main(void *arg)
+{
+    (void)arg;
+    gort_waitgroup_add(&overflow_wg, 1);
+    CHECK_GT(gort_go(canary_spin_g, NULL), 1);
+    gort_waitgroup_wait(&overflow_wg);
+}
+
+TEST(stack_overflow_canary_running_child)
+{
+    gort_main(canary_spin_main, NULL);
+}
+
+TEST(stack_overflow_canary_running)
+{
+    static const char *const env[] = {"GORTDEBUG=stackguard=canary",
+                                      "GORTMAXPROCS=2", NULL};
+    struct test_child r;
+    run_death("stack_overflow_canary_running_child", env, &r);
+    CHECK_EQ(r.signal, SIGABRT);
+    CHECK_STR_CONTAINS(r.out, "overflowed\n");
+    CHECK(strstr(r.out, "survived") == NULL);
+    char want[128];
+    snprintf(want, sizeof want,
+             "gort: fatal error: stack overflow in goroutine %lld (canary at ",
+             child_goid(r.out));
+    CHECK_STR_CONTAINS(r.err, want);
+    test_child_free(&r);
 }
 
 TEST(stack_overflow_canary)
