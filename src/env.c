@@ -363,32 +363,51 @@ static bool debug_value(enum dkind k, const char *v, size_t n, int32_t *out)
     return false;
 }
 
-/* Report an unknown key, listing the known ones from the table. */
-static void debug_unknown(const char *key, size_t n, bool quiet)
+/* One parse of a GORTDEBUG string: whether to report problems, and how
+ * many it met.  At most DEBUG_REPORTS are reported, then one line counts
+ * the rest: a value of thousands of bad entries says so in a few lines. */
+#define DEBUG_REPORTS 5
+struct dparse {
+    bool quiet;
+    int problems;
+};
+
+static void problem(struct dparse *p, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void problem(struct dparse *p, const char *fmt, ...)
 {
-    if (quiet)
+    if (p->quiet || ++p->problems > DEBUG_REPORTS)
         return;
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    report("%s", msg);
+}
+
+/* Report an unknown key, listing the known ones from the table. */
+static void debug_unknown(struct dparse *p, const char *key, size_t n)
+{
     char known[256], shown[SHOW_MAX + 4];
     size_t len = 0;
     for (size_t i = 0; i < NDSETTINGS && len < sizeof known; i++)
         len += (size_t)snprintf(known + len, sizeof known - len, "%s%s",
                                 i ? ", " : "", dsettings[i].name);
-    report("GORTDEBUG: unknown setting \"%s\" (want one of %s); ignored",
-           show(key, n, shown), known);
+    problem(p, "GORTDEBUG: unknown setting \"%s\" (want one of %s); ignored",
+            show(key, n, shown), known);
 }
 
-/* Apply one entry e[0..n) ("key=value") to *dv, or report why not
- * (unless quiet). */
+/* Apply one entry e[0..n) ("key=value") to *dv, or report why not. */
 static void debug_entry(const char *e, size_t n, struct gort_debugvars *dv,
-                        bool quiet)
+                        struct dparse *p)
 {
     char shown[SHOW_MAX + 4], shown2[SHOW_MAX + 4];
     const char *eq = memchr(e, '=', n);
     if (eq == NULL) {
-        if (!quiet)
-            report("GORTDEBUG: \"%s\" has no value (want key=value); "
+        problem(p, "GORTDEBUG: \"%s\" has no value (want key=value); "
                    "ignored",
-                   show(e, n, shown));
+                show(e, n, shown));
         return;
     }
     const char *key = e, *val = eq + 1;
@@ -407,12 +426,12 @@ static void debug_entry(const char *e, size_t n, struct gort_debugvars *dv,
         } else if (ds->kind != D_PATH &&
                    debug_value(ds->kind, val, vlen, &v))
             *(int32_t *)((char *)dv + ds->off) = v;
-        else if (!quiet)
-            report("GORTDEBUG: %s=\"%s\" is not valid (want %s); ignored",
-                   ds->name, show(val, vlen, shown2), dkind_want[ds->kind]);
+        else
+            problem(p, "GORTDEBUG: %s=\"%s\" is not valid (want %s); ignored",
+                    ds->name, show(val, vlen, shown2), dkind_want[ds->kind]);
         return;
     }
-    debug_unknown(key, klen, quiet);
+    debug_unknown(p, key, klen);
 }
 
 /*
@@ -425,17 +444,21 @@ static void parse_debug(const char *s, struct gort_debugvars *dv, bool quiet)
 {
     if (s == NULL)
         return;
+    struct dparse p = {quiet, 0};
     while (*s) {
         size_t n = strcspn(s, ",");
         const char *e = s;
         size_t elen = n;
         trim(&e, &elen);
         if (elen > 0)
-            debug_entry(e, elen, dv, quiet);
+            debug_entry(e, elen, dv, &p);
         s += n;
         if (*s == ',')
             s++;
     }
+    if (!quiet && p.problems > DEBUG_REPORTS)
+        report("GORTDEBUG: %d more bad entries not shown; ignored",
+               p.problems - DEBUG_REPORTS);
 }
 
 void gort__parse_debug(const char *s, struct gort_debugvars *dv)

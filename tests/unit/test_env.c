@@ -280,6 +280,31 @@ TEST(debug_keys)
     free(out);
 }
 
+/* Thousands of bad entries (4,000 unknown keys, long values): a few
+ * lines in all, and the good entries among them still apply. */
+TEST(debug_many_bad)
+{
+    size_t cap = 4000 * 40 + 64;
+    char *s = malloc(cap);
+    CHECK(s != NULL);
+    size_t len = 0;
+    for (int i = 0; i < 4000; i++)
+        len += (size_t)snprintf(s + len, cap - len, "unknown%d=%0*d,", i,
+                                i % 3 ? 1 : 20, i);
+    snprintf(s + len, cap - len, "randomize=1");
+    struct gort_debugvars dv = dv_default();
+    cap_begin();
+    gort__parse_debug(s, &dv);
+    char *out = cap_end();
+    CHECK_EQ(count_lines(out), 6);
+    CHECK_LT(strlen(out), 3000);
+    CHECK_STR_CONTAINS(out, "unknown setting \"unknown0\"");
+    CHECK_STR_CONTAINS(out, "GORTDEBUG: 3995 more bad entries not shown");
+    CHECK_EQ(dv.randomize, 1);
+    free(out);
+    free(s);
+}
+
 TEST(debug_bad)
 {
     struct gort_debugvars dv = dv_default();
@@ -316,7 +341,8 @@ TEST(debug_bad)
     CHECK_EQ(dv.scheddetail, 0);
     free(out);
 
-    /* Good entries around bad ones still apply; each bad one is reported. */
+    /* Good entries around bad ones still apply; the first five bad ones
+     * are reported, then a count of the rest. */
     dv = dv_default();
     dv.checkdeadoff = 1;
     cap_begin();
@@ -332,7 +358,7 @@ TEST(debug_bad)
                             "madvise, mprotect or canary)");
     CHECK_STR_CONTAINS(out, "asyncpreemptoff=\"2\" is not valid (want 0 or 1)");
     CHECK_STR_CONTAINS(out, "checkdeadoff=\"\" is not valid");
-    CHECK_STR_CONTAINS(out, "schedtrace=\"-5\" is not valid");
+    CHECK_STR_CONTAINS(out, "GORTDEBUG: 1 more bad entries not shown");
     CHECK_EQ(dv.schedtrace, 10);
     CHECK_EQ(dv.randomize, 1);
     CHECK_EQ(dv.scheddetail, 1);
