@@ -324,6 +324,13 @@ class Goroutine(object):
                 "reason %d" % r
         self.fn = int(gp["fn"].cast(_u64()))
         self.sched_sp = int(gp["sched_sp"].cast(_u64()))
+        # Preempted deep in its stack: parked on its own preemption stack
+        # (src/preempt.c), with the interrupted registers at preemptctx.
+        self.preemptctx = 0
+        pstk = int(gp["preemptstk"].cast(_u64()))
+        if pstk and pstk <= self.sched_sp < pstk + _PREEMPT_STK_MAX and \
+                self.status != "syscall":
+            self.preemptctx = int(gp["preemptctx"].cast(_u64()))
         self.tid = None  # the LWP of the thread it is on
         m = gp["m"]
         if m and m["curg"] == gp:
@@ -424,10 +431,11 @@ def _is_bt(cmd):
     return bool(words) and words[0] in ("bt", "backtrace", "where")
 
 
-def _bt_skipping(cmd, skip):
+def _bt_skipping(cmd, skip, first_interrupted=False):
     """Run a backtrace command and drop its first `skip` frames (the
     selected thread's own, which the unwinder made the goroutine's callee),
-    numbering the rest from 0."""
+    numbering the rest from 0.  first_interrupted: the first frame kept is
+    one a preemption interrupted (given as pc + 1)."""
     words = cmd.split()
     # A frame count counts the dropped frames too.
     for i, w in enumerate(words[1:], 1):
@@ -437,13 +445,13 @@ def _bt_skipping(cmd, skip):
     out = gdb.execute(" ".join(words), to_string=True)
     lines = []
     skipping = False
-    interrupted = False  # this frame is the one preemption interrupted
+    interrupted = False  # the next frame is the one preemption interrupted
     for line in out.splitlines(True):
         m = re.match(r"#(\d+)(\s+)", line)
         if m:
             level = int(m.group(1))
             skipping = level < skip
-            after_stub = interrupted
+            after_stub = interrupted or (first_interrupted and level == skip)
             interrupted = " gort__async_preempt " in line
             if skipping:
                 continue
@@ -468,6 +476,27 @@ def _minus_one(rest):
         return rest
     digits = m.group(1)
     return "0x%0*x" % (len(digits), int(digits, 16) - 1) + rest[m.end():]
+
+
+# A goroutine's preemption stack is at most this large (GORT_PREEMPT_STK,
+# larger under AddressSanitizer).
+_PREEMPT_STK_MAX = 128 * 1024
+
+
+def _interrupted_regs(arch, uc):
+    """The registers a preemption interrupted, from its copied ucontext_t
+    at uc, and the stack pointer they hold.  The pc is given as pc + 1, as
+    for the stub (see the header)."""
+    regs = []
+    sp = 0
+    for name, off in arch.uc_regs:
+        value = _read_u64(uc + off)
+        if name == arch.pc:
+            value = gdb.Value(int(value) + 1).cast(_u64())
+        if name == arch.sp:
+            sp = int(value)
+        regs.append((name, value))
+    return regs, sp
 
 
 def _saved_regs(arch, sched_sp):
@@ -512,8 +541,15 @@ def run_in_goroutine(g, cmd):
     thread = gdb.selected_thread()
     orig_frame = gdb.selected_frame()
     arch = _arch_of(orig_frame.architecture())
+    frame_sp = g.sched_sp
     try:
-        regs = _saved_regs(arch, g.sched_sp)
+        if g.preemptctx:
+            # Its own preemption stack is elsewhere in memory: gdb would
+            # stop at the jump back to the goroutine's stack, so start at
+            # the interrupted code (gort's frames there are its own).
+            regs, frame_sp = _interrupted_regs(arch, g.preemptctx)
+        else:
+            regs = _saved_regs(arch, g.sched_sp)
     except gdb.MemoryError:
         return "goroutine %d: cannot read its saved context at 0x%x\n" % (
             g.goid, g.sched_sp)
@@ -522,7 +558,7 @@ def run_in_goroutine(g, cmd):
     newest = gdb.newest_frame()
     _unwinder.switch = _Switch(thread.ptid, int(newest.pc()),
                                int(newest.read_register(arch.sp)),
-                               g.sched_sp, regs)
+                               frame_sp, regs)
     gdb.invalidate_cached_frames()
     try:
         # The thread's frames: inlined ones, then the one the unwinder
@@ -535,7 +571,7 @@ def run_in_goroutine(g, cmd):
             return "goroutine %d: its saved context at 0x%x cannot be " \
                    "unwound\n" % (g.goid, g.sched_sp)
         if _is_bt(cmd):
-            return _bt_skipping(cmd, own.level() + 1)
+            return _bt_skipping(cmd, own.level() + 1, g.preemptctx != 0)
         caller.select()
         return gdb.execute(cmd, to_string=True)
     finally:

@@ -17,6 +17,10 @@
  *                      the preemption signal (not under ThreadSanitizer,
  *                      where signal preemption is off and the loop would
  *                      keep the main goroutine from running)
+ *   spin_deep          the same 95% deep in its stack (GORTSTACKSIZE is
+ *                      set to 128 KiB), preempted on its own preemption
+ *                      stack; its backtrace starts in the loop and goes
+ *                      down through the recursion that got it there
  *   never_started      runnable, never run, no stack yet
  *   exit_at_once       dead, and so not listed
  *
@@ -51,10 +55,10 @@
 static gort_chan *never_sent;
 static gort_mutex held;
 static int io_pipe[2], sys_pipe[2];
-static uint64_t pinned_loops, preemptible_loops; /* atomic */
+static uint64_t pinned_loops, preemptible_loops, deep_loops; /* atomic */
 static int64_t goids[16];
 
-enum { CHAN, MUTEX, SLEEP, PIPE, SYSCALL, PINNED, PREEMPTIBLE };
+enum { CHAN, MUTEX, SLEEP, PIPE, SYSCALL, PINNED, PREEMPTIBLE, DEEP };
 
 static void record_goid(int which)
 {
@@ -118,6 +122,38 @@ __attribute__((noinline, unused)) static void spin_preemptible(void *arg)
     record_goid(PREEMPTIBLE);
     for (;;)
         ATOMIC_INC(&preemptible_loops);
+}
+
+#define DEEP_STACK (128 * 1024)
+
+static int deep_stop; /* never set: the process stops first */
+
+__attribute__((noinline, unused)) static void spin_deep(void)
+{
+    while (!ATOMIC_LOAD(&deep_stop))
+        ATOMIC_INC(&deep_loops);
+}
+
+/* Recurse in frames of about 512 bytes until 5% of the stack is left. */
+__attribute__((noinline, unused)) static void go_deep(uintptr_t lo,
+                                                      volatile char *prev)
+{
+    volatile char pad[512];
+    pad[0] = prev ? prev[0] : 1;
+    if ((uintptr_t)pad - lo > DEEP_STACK / 20 + sizeof pad)
+        go_deep(lo, pad);
+    else
+        spin_deep();
+    __asm__ __volatile__("" ::"r"(pad) : "memory");
+}
+
+__attribute__((noinline, unused)) static void spin_deep_start(void *arg)
+{
+    record_goid(DEEP);
+    /* The stack's top is the page above this first frame. */
+    volatile char here;
+    uintptr_t top = ((uintptr_t)&here + 4095) & ~(uintptr_t)4095;
+    go_deep(top - DEEP_STACK, NULL);
 }
 
 __attribute__((noinline)) static void never_started(void *arg)
@@ -201,6 +237,9 @@ __attribute__((noinline)) static void gdbtarget_main(void *arg)
     CHECK_GT(gort_go(spin_preemptible, NULL), 0);
     while (ATOMIC_LOAD(&preemptible_loops) == 0)
         gort_gosched();
+    CHECK_GT(gort_go(spin_deep_start, NULL), 0);
+    while (ATOMIC_LOAD(&deep_loops) == 0)
+        gort_gosched();
 #endif
 
     /* From here on this goroutine keeps its P (no preemption signal, no
@@ -236,6 +275,8 @@ __attribute__((noinline)) static void gdbtarget_main(void *arg)
 #if !TSAN
     expect(f, goids[PREEMPTIBLE], false, "runnable", "-", "spin_preemptible",
            "spin_preemptible");
+    expect(f, goids[DEEP], false, "runnable", "-", "spin_deep_start",
+           "spin_deep");
 #endif
     expect(f, fresh, false, "runnable", "-", "never_started",
            "never_started");
@@ -258,5 +299,8 @@ __attribute__((noinline)) static void gdbtarget_main(void *arg)
 
 TEST(target)
 {
+    char size[32];
+    snprintf(size, sizeof size, "%d", DEEP_STACK);
+    setenv("GORTSTACKSIZE", size, 1);
     run_main(gdbtarget_main, NULL);
 }
