@@ -112,6 +112,7 @@ static struct {
     int mode;                /* STACK_GUARD_* for new slots */
     long mprotect_budget;    /* MPROTECT guards left before CANARY */
     int pidfd;               /* for process_madvise on ourselves, or -1 */
+    bool madvise_ok;         /* MADV_GUARD_INSTALL guards (probed) */
     int64_t navail;          /* slots on the free list + slots not carved */
     int64_t nreserved;       /* promised to stackless Gs; <= navail */
 } pool;
@@ -181,7 +182,8 @@ int gort__stackinit(void)
      * prepared on its own. */
     pool.pidfd = gort__valgrind ? -1
                                 : (int)syscall(SYS_pidfd_open, getpid(), 0);
-    if (pool.mode == STACK_GUARD_MADVISE && !madvise_guard_works())
+    pool.madvise_ok = madvise_guard_works();
+    if (pool.mode == STACK_GUARD_MADVISE && !pool.madvise_ok)
         pool.mode = STACK_GUARD_MPROTECT;
     return 0;
 }
@@ -278,7 +280,8 @@ static int map_arena_locked(void)
      * canary-guarded stack that overflows without end runs down through
      * the stacks below it and faults here, where the fault handler names
      * it, instead of writing on into whatever lies below the arena. */
-    if (madvise(mem, GUARD_SIZE, MADV_GUARD_INSTALL) != 0)
+    if (!pool.madvise_ok ||
+        madvise(mem, GUARD_SIZE, MADV_GUARD_INSTALL) != 0)
         mprotect(mem, GUARD_SIZE, PROT_NONE);
     struct arena *a = gort__malloc(sizeof *a);
     if (!a) {

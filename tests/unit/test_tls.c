@@ -4,7 +4,10 @@
  *
  * Every case runs goroutines that yield in a loop on 4 Ps until they have
  * been seen on another thread many times (the thread id before and after
- * gort_gosched differs).  Built like any program, at -O2.
+ * gort_gosched differs).  Built like any program, at -O2.  The thread id
+ * and the value checked are read together with preemption disabled, so
+ * that both are of one thread (the preemption signal may move a
+ * goroutine anywhere in its own code).
  *
  *   errno_follows       errno = v; gort_gosched(); errno == v, for every
  *                       migration (gort.h reads errno through a function
@@ -124,12 +127,18 @@ TEST(errno_follows)
 static void errno_addr_body(struct counts *c, int iter)
 {
     (void)iter;
+    gort_preempt_disable();
     int before = tid();
     int *p = &errno;
+    gort_preempt_enable();
     gort_gosched();
-    if (tid() != before) {
+    gort_preempt_disable();
+    int after = tid();
+    int *q = &errno;
+    gort_preempt_enable();
+    if (after != before) {
         c->migrations++;
-        if (p != &errno)
+        if (p != q)
             c->differ++;
         else
             c->same++;
@@ -149,12 +158,18 @@ TEST(errno_address_stale)
 static void tls_body(struct counts *c, int iter)
 {
     (void)iter;
+    gort_preempt_disable();
     int before = tid();
     int *p = tls_addr();
+    gort_preempt_enable();
     gort_gosched();
-    if (tid() != before) {
+    gort_preempt_disable();
+    int after = tid();
+    int *q = tls_addr();
+    gort_preempt_enable();
+    if (after != before) {
         c->migrations++;
-        if (p != tls_addr())
+        if (p != q)
             c->differ++;
         else
             c->same++;
@@ -182,14 +197,20 @@ static int self_folded;
 static void self_body(struct counts *c, int iter)
 {
     (void)iter;
+    gort_preempt_disable();
     int before = tid();
     pthread_t self = self_now();
+    gort_preempt_enable();
     pthread_t plain = pthread_self();
     gort_gosched();
     pthread_t plain_after = pthread_self();
-    if (tid() != before) {
+    gort_preempt_disable();
+    int after = tid();
+    pthread_t now = self_now();
+    gort_preempt_enable();
+    if (after != before) {
         c->migrations++;
-        if (!pthread_equal(self, self_now()))
+        if (!pthread_equal(self, now))
             c->differ++;
         else
             c->same++;
@@ -214,15 +235,20 @@ static void lock_body(struct counts *c, int iter)
 {
     (void)iter;
     pthread_mutex_t *mu = &bound[c - results];
+    gort_preempt_disable();
     int before = tid();
     CHECK_EQ(pthread_mutex_lock(mu), 0);
+    gort_preempt_enable();
     gort_gosched();
-    if (tid() == before) {
-        CHECK_EQ(pthread_mutex_unlock(mu), 0);
+    gort_preempt_disable();
+    int after = tid();
+    int r = pthread_mutex_unlock(mu);
+    gort_preempt_enable();
+    if (after == before) {
+        CHECK_EQ(r, 0);
         return;
     }
     c->migrations++;
-    int r = pthread_mutex_unlock(mu);
     if (r == EPERM) {
         c->differ++; /* owned by the old thread: it stays locked */
         /* Free it the only way there is: reinitialise it. */
