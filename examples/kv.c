@@ -23,6 +23,7 @@
  *
  * The store is a hash table split into 64 shards, each under a gort_mutex.
  */
+#include "resp.h"
 #include "server.h"
 
 #include <errno.h>
@@ -32,9 +33,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_ARGS 1024
-#define MAX_BULK (1024 * 1024)
-#define MAX_INLINE (64 * 1024)
 #define NSHARDS 64
 
 /* ---------------------------------------------------------------------------
@@ -259,15 +257,10 @@ static void put_bulk(struct out *o, const char *d, size_t n)
  * Commands.
  * ------------------------------------------------------------------------- */
 
-struct arg {
-    const char *p;
-    size_t n;
-};
-
 /* Whether a is name (upper case, letters only), in any case.  c & 0xdf
  * folds a lower-case letter onto its upper case and keeps every other
  * byte off the letters, so only the two cases of each letter match. */
-static bool is(const struct arg *a, const char *name)
+static bool is(const struct resp_arg *a, const char *name)
 {
     size_t i = 0;
     for (; i < a->n; i++) {
@@ -278,7 +271,7 @@ static bool is(const struct arg *a, const char *name)
     return !name[i];
 }
 
-static void wrong_args(struct out *o, const struct arg *cmd)
+static void wrong_args(struct out *o, const struct resp_arg *cmd)
 {
     char b[128];
     snprintf(b, sizeof b,
@@ -288,7 +281,7 @@ static void wrong_args(struct out *o, const struct arg *cmd)
 }
 
 /* The value of key as a bulk reply, or the null bulk. */
-static void reply_get(struct out *o, const struct arg *key)
+static void reply_get(struct out *o, const struct resp_arg *key)
 {
     uint64_t h = hash(key->p, key->n);
     struct shard *s = shard_of(h);
@@ -302,7 +295,7 @@ static void reply_get(struct out *o, const struct arg *key)
 }
 
 /* Run one command.  Returns false for QUIT. */
-static bool command(struct out *o, struct arg *a, int argc)
+static bool command(struct out *o, struct resp_arg *a, int argc)
 {
     if (argc == 0)
         return true;
@@ -420,129 +413,16 @@ static bool command(struct out *o, struct arg *a, int argc)
 }
 
 /* ---------------------------------------------------------------------------
- * Parsing.  parse() looks at buf[0..n): returns the bytes one request
- * takes (its arguments in a/argc), 0 when it is incomplete, or -1 with a
- * protocol error in *err.
- * ------------------------------------------------------------------------- */
-
-/* A decimal number ending at CRLF, from p (< end); sets *next past CRLF.
- * 0 ok, 1 incomplete, -1 malformed. */
-static int number(const char *p, const char *end, long long *v,
-                  const char **next)
-{
-    /* At most 20 characters before the CR: a sign and 19 digits. */
-    const char *q = p, *lim = end - p > 21 ? p + 21 : end;
-    bool neg = q < lim && *q == '-';
-    q += neg;
-    long long x = 0;
-    for (; q < lim && *q >= '0' && *q <= '9'; q++) {
-        if (x > (LLONG_MAX - 9) / 10)
-            return -1;
-        x = x * 10 + (*q - '0');
-    }
-    if (q == lim) /* no CR yet: wait for more, unless 21 bytes came */
-        return lim == end ? 1 : -1;
-    if (*q != '\r' || q == p + neg)
-        return -1;
-    if (q + 1 >= end)
-        return 1;
-    if (q[1] != '\n')
-        return -1;
-    *v = neg ? -x : x;
-    *next = q + 2;
-    return 0;
-}
-
-static long parse(const char *buf, size_t n, struct arg *a, int *argc,
-                  const char **err)
-{
-    const char *p = buf, *end = buf + n;
-    if (n == 0)
-        return 0;
-    if (*p != '*') {
-        /* Inline command: words up to LF. */
-        const char *lf = memchr(p, '\n', n);
-        if (!lf) {
-            if (n > MAX_INLINE) {
-                *err = "too big inline request";
-                return -1;
-            }
-            return 0;
-        }
-        int c = 0;
-        const char *q = p, *le = lf > p && lf[-1] == '\r' ? lf - 1 : lf;
-        while (q < le) {
-            while (q < le && (*q == ' ' || *q == '\t'))
-                q++;
-            if (q == le)
-                break;
-            const char *w = q;
-            while (q < le && *q != ' ' && *q != '\t')
-                q++;
-            if (c == MAX_ARGS) {
-                *err = "too many arguments";
-                return -1;
-            }
-            a[c].p = w;
-            a[c].n = (size_t)(q - w);
-            c++;
-        }
-        *argc = c;
-        return (long)(lf + 1 - buf);
-    }
-    long long count;
-    const char *next;
-    int r = number(p + 1, end, &count, &next);
-    if (r == 1)
-        return 0;
-    if (r < 0 || count > MAX_ARGS) {
-        *err = r < 0 ? "invalid multibulk length" : "too many arguments";
-        return -1;
-    }
-    p = next;
-    int c = 0;
-    for (long long i = 0; i < count; i++) {
-        if (p >= end)
-            return 0;
-        if (*p != '$') {
-            *err = "expected '$'";
-            return -1;
-        }
-        long long len;
-        r = number(p + 1, end, &len, &next);
-        if (r == 1)
-            return 0;
-        if (r < 0 || len < 0 || len > MAX_BULK) {
-            *err = "invalid bulk length";
-            return -1;
-        }
-        p = next;
-        if (end - p < len + 2)
-            return 0;
-        if (p[len] != '\r' || p[len + 1] != '\n') {
-            *err = "bulk not followed by CRLF";
-            return -1;
-        }
-        a[c].p = p;
-        a[c].n = (size_t)len;
-        c++;
-        p += len + 2;
-    }
-    *argc = c;
-    return (long)(p - buf);
-}
-
-/* ---------------------------------------------------------------------------
  * A connection.
  * ------------------------------------------------------------------------- */
 
-#define BUF_MAX (MAX_ARGS * 64 + 2 * MAX_BULK)
+#define BUF_MAX (RESP_MAX_ARGS * 64 + 2 * RESP_MAX_BULK)
 
 static void serve(int fd)
 {
     size_t cap = 16384, have = 0;
     char *buf = malloc(cap);
-    struct arg *a = malloc(MAX_ARGS * sizeof *a);
+    struct resp_arg *a = malloc(RESP_MAX_ARGS * sizeof *a);
     struct out o = {0};
     bool open = buf && a;
     while (open) {
@@ -551,7 +431,7 @@ static void serve(int fd)
         for (;;) {
             int argc = 0;
             const char *err = NULL;
-            long used = parse(buf + off, have - off, a, &argc, &err);
+            long used = resp_parse(buf + off, have - off, a, &argc, &err);
             if (used < 0) {
                 char b[128];
                 snprintf(b, sizeof b, "-ERR Protocol error: %s\r\n", err);
