@@ -236,6 +236,6 @@ done:
 
 int main(int argc, char **argv)
 {
-    static const struct server s = {"http", "127.0.0.1:8080", serve};
+    static const struct server s = {"http", "127.0.0.1:8080", serve, NULL};
     return server_main(&s, argc, argv);
 }

@@ -6,6 +6,10 @@
 #   kv_benchmark   redis-benchmark -t set,get,incr -n 20000: no errors
 #   kv_malformed   random bytes, huge bulk lengths, truncated frames, bad
 #                  numbers: RESP errors, the server stays up and correct
+#   kv_output_limit  a client pipelining GETs of a 1 MiB value without
+#                  reading: the server's peak RSS stays within a bound set
+#                  by -output-limit (and by the default), the client is
+#                  disconnected with one log line, other clients are served
 #   http_curl      curl: 200 with the body, 404, 405, keep-alive reuse
 #   http_wrk       wrk -d3s: requests done, no errors, no socket errors
 #   http_metrics   curl /metrics: the Prometheus text with Go's metric names,
@@ -24,8 +28,8 @@ cleanup() { [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; [ -f "$tmp/log" ] && { echo "--- server log"; cat "$tmp/log"; }; exit 1; }
 
-start() { # start NAME: sets pid and port
-    "$dir/$1" -addr 127.0.0.1:0 -procs 2 > "$tmp/log" 2>&1 &
+start() { # start NAME [FLAG...]: sets pid and port
+    "$dir/$1" -addr 127.0.0.1:0 -procs 2 "${@:2}" > "$tmp/log" 2>&1 &
     pid=$!
     for _ in $(seq 100); do
         port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$tmp/log")
@@ -163,6 +167,73 @@ print("malformed input: ok")
 PY
     expect PONG redis-cli -p "$port" PING
     stop
+    ;;
+kv_output_limit)
+    # Bad flag values are refused before the server starts.
+    for bad in x 12q -1 k; do
+        st=0; "$dir/kv" -output-limit "$bad" 2> "$tmp/err" || st=$?
+        [ "$st" -eq 2 ] && grep -q "output-limit wants bytes" "$tmp/err" ||
+            fail "-output-limit $bad: status $st, $(cat "$tmp/err")"
+    done
+    # mib is the limit in MiB (32 is the default); the peak RSS may grow by
+    # twice the limit (the reply buffer doubles) plus one reply and the
+    # allocator's and sanitizers' slack, never by the gigabytes 3000
+    # replies of 1 MiB would take.
+    for mib in 4 32; do
+        if [ "$mib" -eq 32 ]; then start kv; else start kv -output-limit ${mib}m; fi
+        python3 - "$port" "$pid" "$tmp/log" "$mib" <<'PY' || fail "output limit of $mib MiB"
+import socket, sys, time
+port, pid, logpath, mib = int(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
+def check(cond, what):
+    if not cond:
+        print("FAIL:", what); sys.exit(1)
+def status_kb(field):
+    for line in open("/proc/%s/status" % pid):
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+def call(s, req):
+    s.sendall(req)
+    out = b""
+    while not out.endswith(b"\r\n") or (out.startswith(b"$") and len(out) < 1048576):
+        b = s.recv(1 << 20)
+        check(b, "connection closed while reading a reply")
+        out += b
+    return out
+value = bytes(range(256)) * 4096
+good = socket.create_connection(("127.0.0.1", port))
+check(call(good, b"*3\r\n$3\r\nSET\r\n$3\r\nbig\r\n$1048576\r\n" + value + b"\r\n") == b"+OK\r\n", "SET")
+get = b"*2\r\n$3\r\nGET\r\n$3\r\nbig\r\n"
+check(call(good, get) == b"$1048576\r\n" + value + b"\r\n", "GET before")
+base = status_kb("VmRSS")
+bad = socket.create_connection(("127.0.0.1", port))
+bad.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+try:
+    bad.sendall(get * 3000)
+except OSError:
+    pass
+deadline = time.time() + 20
+while "output limit" not in open(logpath).read():
+    check(time.time() < deadline, "no log line about the output limit")
+    time.sleep(0.05)
+peak = status_kb("VmHWM")
+bound = base + (2 * mib + 24) * 1024
+print("RSS %d KiB before, peak %d KiB, bound %d KiB" % (base, peak, bound))
+check(peak <= bound, "peak RSS %d KiB over %d KiB" % (peak, bound))
+lines = [l for l in open(logpath).read().splitlines() if "output limit" in l]
+check(len(lines) == 1 and "of %d bytes" % (mib << 20) in lines[0], "log: %r" % lines)
+bad.settimeout(10)
+try:
+    while bad.recv(1 << 20):
+        pass
+except ConnectionResetError:
+    pass
+bad.close()
+check(call(good, get) == b"$1048576\r\n" + value + b"\r\n", "GET after")
+other = socket.create_connection(("127.0.0.1", port))
+check(call(other, b"PING\r\n") == b"+PONG\r\n", "a new client")
+PY
+        stop
+    done
     ;;
 http_curl)
     start http
