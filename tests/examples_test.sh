@@ -10,7 +10,16 @@
 #                  reading: the server's peak RSS stays within a bound set
 #                  by -output-limit (and by the default), the client is
 #                  disconnected with one log line, other clients are served
-#   http_curl      curl: 200 with the body, 404, 405, keep-alive reuse
+#   http_curl      curl: 200 with the body, 404, 405, keep-alive reuse,
+#                  POST /echo with a chunked body (small and 300 KB)
+#   http_framing   raw sockets against RFC 9112's framing rules: each bad
+#                  request gets its exact status line and the connection
+#                  closed (duplicate and malformed Content-Length, unknown
+#                  and misplaced transfer codings, bare LF and CR, control
+#                  characters, headers without a colon or with whitespace
+#                  before it, obs-fold, Host missing or twice, 414, 431,
+#                  413, 505); chunked bodies with extensions and trailers,
+#                  pipelined keep-alive, HTTP/1.0 keep-alive
 #   http_wrk       wrk -d3s: requests done, no errors, no socket errors
 #   http_metrics   curl /metrics: the Prometheus text with Go's metric names,
 #                  GOMAXPROCS as set, a goroutine counted per connection,
@@ -243,6 +252,14 @@ http_curl)
     expect 405 curl -sS -o /dev/null -w '%{http_code}' -X POST -d x "$url/"
     n=$(curl -sS -v "$url/" "$url/hello" 2>&1 | grep -ci "re-using\|reusing") || true
     [ "${n:-0}" -ge 1 ] || fail "curl did not reuse the connection (keep-alive)"
+    # A chunked upload (curl sends the body in chunks as it reads stdin).
+    expect "hello, chunks" sh -c "printf 'hello, chunks' | curl -sS --data-binary @- -H 'Transfer-Encoding: chunked' $url/echo"
+    expect 200 sh -c "printf x | curl -sS -o /dev/null -w '%{http_code}' --data-binary @- -H 'Transfer-Encoding: chunked' $url/echo"
+    head -c 300000 /dev/urandom > "$tmp/body"
+    curl -sS --data-binary @- -H 'Transfer-Encoding: chunked' "$url/echo" < "$tmp/body" > "$tmp/echoed" ||
+        fail "chunked POST of 300 KB"
+    cmp -s "$tmp/body" "$tmp/echoed" || fail "300 KB chunked body not echoed intact"
+    expect 405 curl -sS -o /dev/null -w '%{http_code}' "$url/echo"
     stop
     ;;
 http_metrics)
@@ -268,6 +285,111 @@ http_metrics)
     c2=$(sed -n 's/^go_sched_goroutines_created_goroutines_total //p' "$tmp/m2")
     [ "$c2" -eq $((c1 + 4)) ] || fail "goroutines created: $c1 then $c2, want $((c1 + 4))"
     expect 200 curl -sS -o /dev/null -w '%{http_code}' -I "$url"
+    stop
+    ;;
+http_framing)
+    start http
+    python3 - "$port" <<'PY'
+import re, socket, sys
+port = int(sys.argv[1])
+def exchange(data, wait=3.0):
+    """Send data at once; read until the server closes (or wait passes)."""
+    s = socket.create_connection(("127.0.0.1", port))
+    s.settimeout(wait)
+    try:
+        s.sendall(data)
+    except OSError:
+        pass
+    out, closed = b"", False
+    try:
+        while True:
+            b = s.recv(65536)
+            if not b:
+                closed = True
+                break
+            out += b
+    except socket.timeout:
+        pass
+    except ConnectionResetError:
+        closed = True
+    s.close()
+    return out, closed
+def check(cond, what):
+    if not cond:
+        print("FAIL:", what); sys.exit(1)
+def status_lines(out):
+    return re.findall(rb"HTTP/1\.1 [0-9]{3} [^\r\n]*", out)
+def refused(data, status, what):
+    out, closed = exchange(data)
+    lines = status_lines(out)
+    check(lines == [status], "%s: responses %r, want [%r]; got %r" % (what, lines, status, out[:200]))
+    check(b"\r\nConnection: close\r\n" in out, "%s: no Connection: close" % what)
+    check(closed, "%s: the connection was not closed" % what)
+B400 = b"HTTP/1.1 400 Bad Request"
+H = b"Host: t\r\n"
+GET = b"GET / HTTP/1.1\r\n" + H
+# Content-Length: two lines (different: the smuggling case, whose second
+# request must never be answered; equal), a list, not digits.
+refused(b"GET / HTTP/1.1\r\n" + H + b"Content-Length: 0\r\nContent-Length: 35\r\n\r\n"
+        b"GET /nope HTTP/1.1\r\nHost: t\r\n\r\n", B400, "Content-Length 0 and 35")
+refused(b"POST /echo HTTP/1.1\r\n" + H + b"Content-Length: 5\r\nContent-Length: 5\r\n\r\nhello", B400, "Content-Length twice")
+refused(b"POST /echo HTTP/1.1\r\n" + H + b"Content-Length: 5, 5\r\n\r\nhello", B400, "Content-Length list")
+for v in [b"+5", b"-1", b"0x5", b"5a", b"5 5", b"", b"1e3"]:
+    refused(b"POST /echo HTTP/1.1\r\n" + H + b"Content-Length: " + v + b"\r\n\r\nhello", B400, "Content-Length %r" % v)
+# Transfer codings.
+B501 = b"HTTP/1.1 501 Not Implemented"
+refused(b"POST /echo HTTP/1.1\r\n" + H + b"Transfer-Encoding: gzip\r\n\r\n", B501, "gzip")
+refused(b"POST /echo HTTP/1.1\r\n" + H + b"Transfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", B501, "gzip, chunked")
+refused(b"POST /echo HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked, gzip\r\n\r\n", B400, "chunked, gzip")
+refused(b"POST /echo HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", B400, "chunked twice")
+refused(b"POST /echo HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n", B400, "chunked and Content-Length")
+refused(b"POST /echo HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", B400, "chunked in HTTP/1.0")
+refused(b"POST /echo HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n", B400, "bad chunk size")
+refused(b"POST /echo HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\n\r\n5\r\nhelloXX0\r\n\r\n", B400, "chunk without CRLF")
+# Line ends, control characters, field syntax.
+refused(b"GET / HTTP/1.1\nHost: t\n\n", B400, "bare LF everywhere")
+refused(b"GET / HTTP/1.1\r\nHost: t\n\r\n", B400, "bare LF after a header")
+refused(b"GET / HTTP/1.1\r\nHost: t\rX: y\r\n\r\n", B400, "bare CR")
+refused(b"GET /\x00 HTTP/1.1\r\n" + H + b"\r\n", B400, "NUL in the request line")
+refused(b"GET / HTTP/1.1\r\n" + H + b"X: a\x00b\r\n\r\n", B400, "NUL in a header")
+refused(b"GET / HTTP/1.1\r\n" + H + b"X: a\x01b\r\n\r\n", B400, "SOH in a header")
+refused(b"GET / HTTP/1.1\r\n" + H + b"X\x7f: a\r\n\r\n", B400, "DEL in a field name")
+refused(GET + b"no colon here\r\n\r\n", B400, "a header line without a colon")
+refused(GET + b"X-Foo : bar\r\n\r\n", B400, "whitespace before the colon")
+refused(GET + b": bar\r\n\r\n", B400, "empty field name")
+refused(GET + b"X-Foo: bar\r\n baz\r\n\r\n", B400, "obs-fold")
+refused(b"GET / HTTP/1.1\r\n Host: t\r\n\r\n", B400, "whitespace before the first header")
+refused(b"GET  / HTTP/1.1\r\n" + H + b"\r\n", B400, "two spaces in the request line")
+refused(b"GET / HTTP/1.1 \r\n" + H + b"\r\n", B400, "a space after the version")
+refused(b"GET / HTTX/1.1\r\n" + H + b"\r\n", B400, "not HTTP")
+# Host.
+refused(b"GET / HTTP/1.1\r\n\r\n", B400, "HTTP/1.1 without Host")
+refused(b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", B400, "two Hosts")
+refused(b"GET / HTTP/1.1\r\nHost: a b\r\n\r\n", B400, "a space in Host")
+# Limits and versions.
+refused(b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\n" + H + b"\r\n", b"HTTP/1.1 414 URI Too Long", "a 9000-byte request line")
+refused(GET + b"X-Big: " + b"b" * 17000 + b"\r\n\r\n", b"HTTP/1.1 431 Request Header Fields Too Large", "a 17 KB header section")
+refused(b"POST /echo HTTP/1.1\r\n" + H + b"Content-Length: 2000000\r\n\r\n", b"HTTP/1.1 413 Content Too Large", "Content-Length over 1 MiB")
+chunk = b"%x\r\n" % 65536 + b"c" * 65536 + b"\r\n"
+refused(b"POST /echo HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\n\r\n" + chunk * 17 + b"0\r\n\r\n",
+        b"HTTP/1.1 413 Content Too Large", "a chunked body over 1 MiB")
+refused(b"GET / HTTP/2.0\r\n" + H + b"\r\n", b"HTTP/1.1 505 HTTP Version Not Supported", "HTTP/2.0")
+# What is accepted: a chunked body with an extension and a trailer, an
+# empty line before a request, HTTP/1.0 without Host, pipelined requests on
+# one connection, which stays open.
+body = b"POST /echo HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\n\r\n" \
+       b"5;name=value\r\nhello\r\n7 ; x\r\n, world\r\n0\r\nX-Trailer: t\r\n\r\n"
+out, closed = exchange(b"\r\n" + GET + b"\r\n" + body + b"GET /hello HTTP/1.1\r\n" + H + b"\r\n", wait=1.0)
+check(status_lines(out) == [b"HTTP/1.1 200 OK"] * 3, "pipelined: %r" % out)
+check(b"\r\n\r\nhello, world" in out, "echoed chunked body: %r" % out)
+check(not closed, "keep-alive connection closed")
+out, closed = exchange(b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", wait=1.0)
+check(status_lines(out) == [b"HTTP/1.1 200 OK"] and b"Connection: keep-alive\r\n" in out and not closed,
+      "HTTP/1.0 keep-alive: %r, closed %r" % (out, closed))
+out, closed = exchange(b"GET / HTTP/1.0\r\n\r\n")
+check(status_lines(out) == [b"HTTP/1.1 200 OK"] and closed, "HTTP/1.0: %r" % out)
+print("framing: ok")
+PY
     stop
     ;;
 http_wrk)
