@@ -186,9 +186,8 @@ static bool store_set(const char *k, size_t kn, const char *v, size_t vn)
  * A connection whose pending output would pass -output-limit is closed at
  * once, with a log line, as redis-server closes a client past its
  * client-output-buffer-limit hard limit.  So a client that pipelines
- * requests and never reads costs at most about twice the limit (the
- * buffer doubles as it grows) plus one reply, and waiting on a client
- * never blocks the thread.
+ * requests and never reads costs at most the limit, and waiting on a
+ * client never blocks the thread.
  * ------------------------------------------------------------------------- */
 
 /* Pending output that is pushed to the socket before more is made. */
@@ -228,7 +227,9 @@ static bool out_ok(const struct out *o)
 /* Room for k more bytes at o->p + o->n; false (and o->oom or o->over, after
  * which nothing more is added) when out of memory or past the limit.
  * Written bytes are dropped from the front when they are at least half the
- * buffer, so each byte moves at most once on average. */
+ * buffer (so each byte moves at most once on average), or when the buffer
+ * would otherwise grow past the limit: with a limit, the buffer never
+ * holds more than the limit. */
 static bool reserve(struct out *o, size_t k)
 {
     if (!out_ok(o))
@@ -239,15 +240,19 @@ static bool reserve(struct out *o, size_t k)
     }
     if (o->n + k <= o->cap)
         return true;
-    if (o->head >= o->cap / 2 && pending(o) + k <= o->cap) {
+    size_t most = output_limit ? output_limit : SIZE_MAX;
+    if (o->head > 0 && (o->head >= o->cap / 2 || o->n + k > most)) {
         memmove(o->p, o->p + o->head, pending(o));
         o->n -= o->head;
         o->head = 0;
-        return true;
+        if (o->n + k <= o->cap)
+            return true;
     }
     size_t cap = o->cap ? o->cap : 4096;
     while (cap < o->n + k)
         cap *= 2;
+    if (cap > most)
+        cap = most; /* pending + k <= the limit: it fits */
     char *np = realloc(o->p, cap);
     if (!np) {
         o->oom = true;
