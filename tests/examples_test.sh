@@ -40,11 +40,11 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*"; [ -f "$tmp/log" ] && { echo "--- server log"; cat "$tmp/log"; }; exit 1; }
 
 start() { # start NAME [FLAG...]: sets pid and port
-    rm -f "$tmp/log" # a second start must not read the first one's port
+    : > "$tmp/log" # a second start must not read the first one's port
     "$dir/$1" -addr 127.0.0.1:0 -procs 2 "${@:2}" > "$tmp/log" 2>&1 &
     pid=$!
     for _ in $(seq 100); do
-        port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$tmp/log" 2>/dev/null)
+        port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$tmp/log")
         [ -n "$port" ] && return 0
         sleep 0.05
     done
