@@ -190,7 +190,8 @@ static bool store_set(const char *k, size_t kn, const char *v, size_t vn)
  * client never blocks the thread.
  * ------------------------------------------------------------------------- */
 
-/* Pending output that is pushed to the socket before more is made. */
+/* Once this much output is pending, it is pushed to the socket before
+ * more is made. */
 #define PUSH_AT (64 * 1024)
 /* A buffer larger than this is freed once everything in it is written, so
  * that one large reply does not hold memory for the connection's life. */
