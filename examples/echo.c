@@ -26,6 +26,6 @@ static void serve(int fd)
 
 int main(int argc, char **argv)
 {
-    static const struct server s = {"echo", "127.0.0.1:7007", serve};
+    static const struct server s = {"echo", "127.0.0.1:7007", serve, NULL};
     return server_main(&s, argc, argv);
 }

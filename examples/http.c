@@ -5,37 +5,54 @@
  *
  * Routes: GET (or HEAD) / and /hello answer "Hello, World!\n"; /metrics
  * answers the scheduler's metrics in the Prometheus text format
- * (gort_metrics_prometheus); anything else is 404, a method other than
- * GET/HEAD is 405.  Requests are parsed
- * as they come, several per read when the client pipelines them.  A
- * request body (Content-Length) is read and discarded; chunked bodies get
- * 501.  Header blocks over 16 KiB get 431 and bodies over 1 MiB 413, and
- * the connection is closed; a malformed request gets 400 and is closed.
+ * (gort_metrics_prometheus); POST /echo answers with the request's body;
+ * any other path is 404, and a method a path does not take is 405.
+ *
+ * Requests are parsed in place as they come (httpparse.c), several per
+ * read when the client pipelines them, and framed strictly by RFC 9112, as
+ * nginx frames them: a body comes by Content-Length or chunked
+ * Transfer-Encoding (chunk extensions ignored, the trailer section read
+ * and dropped) and is read and discarded, except for /echo.  A request
+ * that breaks a rule gets its status and the connection is closed, since
+ * after a framing error nobody knows where the next request starts:
+ *   400  malformed request line; bare LF or bare CR line ends; a control
+ *        character (NUL included) in the head; a header line without a
+ *        colon, with whitespace before the colon, or folded (obs-fold);
+ *        HTTP/1.1 without Host, or with two; a Content-Length that is not
+ *        digits, or two Content-Length lines (even equal ones);
+ *        Transfer-Encoding with Content-Length, in HTTP/1.0, or not ending
+ *        in chunked; a malformed chunk;
+ *   413  a body over 1 MiB;
+ *   414  a request line over 8 KiB;
+ *   431  a head (or a trailer section) over 16 KiB;
+ *   501  a transfer coding other than chunked;
+ *   505  an HTTP version other than 1.x.
+ * "Expect: 100-continue" gets its 100 (Continue) before the body is read.
  * HTTP/1.0 closes after the response unless the client asks for
  * keep-alive; HTTP/1.1 keeps the connection unless asked to close.  Idle
  * connections close after -idle seconds (default 60).
  *
  *     curl -i http://127.0.0.1:8080/
  *     curl http://127.0.0.1:8080/metrics
+ *     curl --data-binary @file http://127.0.0.1:8080/echo
  *     wrk -t2 -c100 -d3s http://127.0.0.1:8080/
  */
+#include "httpparse.h"
 #include "server.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-
-#define MAX_HEADER (16 * 1024)
-#define MAX_BODY (1024 * 1024)
+#include <sys/socket.h>
 
 static const char hello[] = "Hello, World!\n";
 
-/* Write a whole response with a body of blen bytes of the given type;
- * false if the connection failed. */
+/* Write a whole response with a body of blen bytes of the given type and
+ * the connection header line conn ("" when none is due); false if the
+ * connection failed. */
 static bool respond_typed(int fd, int status, const char *reason,
                           const char *type, const char *body, size_t blen,
-                          bool head, bool keep)
+                          bool head, const char *conn)
 {
     /* Header and a small body go out in one write (one TCP segment, as
      * Go's buffered response writer sends them). */
@@ -46,8 +63,7 @@ static bool respond_typed(int fd, int status, const char *reason,
                      "Content-Length: %zu\r\n"
                      "%s"
                      "\r\n",
-                     status, reason, type, blen,
-                     keep ? "" : "Connection: close\r\n");
+                     status, reason, type, blen, conn);
     if (n < 0 || n >= 512)
         return false; /* cannot happen: fixed strings */
     if (head)
@@ -62,180 +78,279 @@ static bool respond_typed(int fd, int status, const char *reason,
 }
 
 static bool respond(int fd, int status, const char *reason, const char *body,
-                    bool head, bool keep)
+                    bool head, const char *conn)
 {
     return respond_typed(fd, status, reason, "text/plain; charset=utf-8",
-                         body, body ? strlen(body) : 0, head, keep);
+                         body, body ? strlen(body) : 0, head, conn);
+}
+
+static const char conn_close[] = "Connection: close\r\n";
+
+/* The reason phrase of an error status. */
+static const char *reason_of(int status)
+{
+    switch (status) {
+    case 400: return "Bad Request";
+    case 413: return "Content Too Large";
+    case 414: return "URI Too Long";
+    case 431: return "Request Header Fields Too Large";
+    case 501: return "Not Implemented";
+    case 505: return "HTTP Version Not Supported";
+    default: return "Internal Server Error";
+    }
+}
+
+/* Answer a request that cannot be served with status, saying why, and
+ * close (the caller returns after this). */
+static void respond_error(int fd, int status, const char *why)
+{
+    char body[128];
+    snprintf(body, sizeof body, "%s\n", why ? why : reason_of(status));
+    respond(fd, status, reason_of(status), body, false, conn_close);
 }
 
 /* GET /metrics: every metric in the Prometheus text format (0.0.4). */
-static bool respond_metrics(int fd, bool head, bool keep)
+static bool respond_metrics(int fd, bool head, const char *conn)
 {
     char *text;
     size_t len;
     int err = gort_metrics_prometheus(&text, &len);
     if (err)
         return respond(fd, 500, "Internal Server Error",
-                       "cannot read the metrics\n", head, keep);
+                       "cannot read the metrics\n", head, conn);
     bool ok = respond_typed(fd, 200, "OK",
                             "text/plain; version=0.0.4; charset=utf-8", text,
-                            len, head, keep);
+                            len, head, conn);
     free(text);
     return ok;
 }
 
-/* Find a header's value in the block [h, end); NULL if absent.  Sets
- * *len.  Names compare case-insensitively. */
-static const char *header(const char *h, const char *end, const char *name,
-                          size_t *len)
+/* ---------------------------------------------------------------------------
+ * A connection.
+ * ------------------------------------------------------------------------- */
+
+struct conn {
+    int fd;
+    char *buf;          /* HTTP_MAX_HEAD bytes read from the client */
+    size_t off, have;   /* buf[off..have): read, not yet parsed */
+    char *body;         /* the body kept for POST /echo */
+    size_t blen, bcap;
+};
+
+/* What a request asks for, decided from its head. */
+enum route { R_HELLO, R_METRICS, R_ECHO, R_NOT_FOUND, R_BAD_METHOD };
+
+static bool span_is(const char *p, size_t n, const char *lit)
 {
-    size_t nl = strlen(name);
-    while (h < end) {
-        const char *eol = memchr(h, '\n', (size_t)(end - h));
-        if (!eol)
-            eol = end;
-        if ((size_t)(eol - h) > nl && h[nl] == ':' &&
-            !strncasecmp(h, name, nl)) {
-            const char *v = h + nl + 1;
-            while (v < eol && (*v == ' ' || *v == '\t'))
-                v++;
-            const char *ve = eol;
-            while (ve > v && (ve[-1] == '\r' || ve[-1] == ' '))
-                ve--;
-            *len = (size_t)(ve - v);
-            return v;
-        }
-        h = eol + 1;
-    }
-    return NULL;
+    return n == strlen(lit) && memcmp(p, lit, n) == 0;
 }
 
-static bool value_has(const char *v, size_t len, const char *token)
+static enum route route(const struct http_request *r, bool *head)
 {
-    size_t tl = strlen(token);
-    for (size_t i = 0; i + tl <= len; i++)
-        if (!strncasecmp(v + i, token, tl))
-            return true;
-    return false;
+    const char *t = r->target;
+    size_t tn = r->target_len;
+    bool get = span_is(r->method, r->method_len, "GET");
+    *head = span_is(r->method, r->method_len, "HEAD");
+    if (span_is(r->method, r->method_len, "POST"))
+        return span_is(t, tn, "/echo") ? R_ECHO : R_BAD_METHOD;
+    if (!get && !*head)
+        return R_BAD_METHOD;
+    if (span_is(t, tn, "/") || span_is(t, tn, "/hello"))
+        return R_HELLO;
+    if (span_is(t, tn, "/metrics"))
+        return R_METRICS;
+    return span_is(t, tn, "/echo") ? R_BAD_METHOD : R_NOT_FOUND;
+}
+
+/* Move the unparsed bytes to the front and read more after them.  The
+ * caller has fewer than HTTP_MAX_HEAD unparsed bytes (the parser fails a
+ * head at that size).  False at end of file, on an error or the idle
+ * deadline. */
+static bool fill(struct conn *c)
+{
+    memmove(c->buf, c->buf + c->off, c->have - c->off);
+    c->have -= c->off;
+    c->off = 0;
+    long n = server_read(c->fd, c->buf + c->have, HTTP_MAX_HEAD - c->have);
+    if (n <= 0)
+        return false;
+    c->have += (size_t)n;
+    return true;
+}
+
+/* Keep n more body bytes for /echo; false when out of memory.  The parser
+ * bounds a body by HTTP_MAX_BODY. */
+static bool keep_body(struct conn *c, const char *p, size_t n)
+{
+    if (c->blen + n > c->bcap) {
+        size_t cap = c->bcap ? c->bcap : 4096;
+        while (cap < c->blen + n)
+            cap *= 2;
+        char *nb = realloc(c->body, cap);
+        if (!nb)
+            return false;
+        c->body = nb;
+        c->bcap = cap;
+    }
+    memcpy(c->body + c->blen, p, n);
+    c->blen += n;
+    return true;
+}
+
+/* Read a body of `left` bytes, kept when keep is set.  0 when done, -1
+ * when the connection failed, or a status to answer with. */
+static int read_sized(struct conn *c, uint64_t left, bool keep)
+{
+    while (left > 0) {
+        if (c->off == c->have && !fill(c))
+            return -1;
+        size_t avail = c->have - c->off;
+        size_t take = left < avail ? (size_t)left : avail;
+        if (keep && !keep_body(c, c->buf + c->off, take))
+            return 500;
+        c->off += take;
+        left -= take;
+    }
+    return 0;
+}
+
+/* Read a chunked body, kept when keep is set.  0 when done, -1 when the
+ * connection failed, or a status to answer with and *why. */
+static int read_chunked(struct conn *c, bool keep, const char **why)
+{
+    struct http_chunked dec;
+    http_chunked_init(&dec);
+    while (!http_chunked_done(&dec)) {
+        if (c->off == c->have && !fill(c))
+            return -1;
+        const char *data;
+        size_t len;
+        long r = http_chunked_decode(&dec, c->buf + c->off, c->have - c->off,
+                                     &data, &len, why);
+        if (r < 0)
+            return (int)-r;
+        c->off += (size_t)r;
+        if (len && keep && !keep_body(c, data, len))
+            return 500;
+    }
+    return 0;
+}
+
+/* Read the body the head announced: 0, -1 or a status, as read_sized. */
+static int read_body(struct conn *c, const struct http_request *r, bool keep,
+                     const char **why)
+{
+    c->blen = 0;
+    *why = NULL;
+    bool has_body = r->chunked || r->content_length > 0;
+    /* A 100 (Continue) only when the client is still holding the body
+     * back: once some of it came, it has stopped waiting. */
+    if (has_body && r->expect_continue && r->minor >= 1 &&
+        c->off == c->have) {
+        static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+        if (gort_write(c->fd, cont, sizeof cont - 1) != sizeof cont - 1)
+            return -1;
+    }
+    if (r->chunked)
+        return read_chunked(c, keep, why);
+    return read_sized(c, r->content_length, keep);
+}
+
+/* Answer the request routed to rt. */
+static bool respond_route(struct conn *c, enum route rt, bool head,
+                          const char *conn)
+{
+    switch (rt) {
+    case R_HELLO:
+        return respond(c->fd, 200, "OK", hello, head, conn);
+    case R_METRICS:
+        return respond_metrics(c->fd, head, conn);
+    case R_ECHO:
+        return respond_typed(c->fd, 200, "OK", "application/octet-stream",
+                             c->body, c->blen, false, conn);
+    case R_NOT_FOUND:
+        return respond(c->fd, 404, "Not Found", "not found\n", head, conn);
+    default:
+        return respond(c->fd, 405, "Method Not Allowed",
+                       "method not allowed\n", false, conn);
+    }
+}
+
+/* What follows a request. */
+enum next {
+    NEXT,     /* the connection carries on */
+    CLOSE,    /* the server closes it after its response (linger) */
+    GONE,     /* the client went away, idled, or a write failed */
+};
+
+/* Read, run and answer one request. */
+static enum next serve_one(struct conn *c)
+{
+    struct http_request req;
+    long hlen;
+    while ((hlen = http_parse_request(c->buf + c->off, c->have - c->off,
+                                      &req)) == 0)
+        if (!fill(c))
+            return GONE;
+    if (hlen < 0) {
+        respond_error(c->fd, (int)-hlen, req.error);
+        return CLOSE;
+    }
+    c->off += (size_t)hlen;
+    /* The head's bytes may move once the body is read: route first. */
+    bool head;
+    enum route rt = route(&req, &head);
+    const char *conn = !req.keep_alive ? conn_close
+                       : req.minor == 0 ? "Connection: keep-alive\r\n"
+                                        : "";
+    const char *why;
+    int st = read_body(c, &req, rt == R_ECHO, &why);
+    if (st < 0)
+        return GONE;
+    if (st > 0) {
+        respond_error(c->fd, st, why);
+        return CLOSE;
+    }
+    if (!respond_route(c, rt, head, conn))
+        return GONE;
+    return req.keep_alive ? NEXT : CLOSE;
+}
+
+/* How long, and how much, a closing connection is read (linger). */
+#define LINGER_NS (2LL * 1000 * 1000 * 1000)
+#define LINGER_BYTES (1024 * 1024)
+
+/* Close as RFC 9112 9.6 asks: stop writing, then read and drop what the
+ * client still sends until it closes too, for at most LINGER_NS and
+ * LINGER_BYTES.  Closing with unread bytes in the socket makes the kernel
+ * send a reset, and a reset may make the client's kernel drop the
+ * response it has not read yet: the 400 would never be seen (nginx's
+ * lingering_close).  The scaffolding closes the descriptor afterwards. */
+static void linger(struct conn *c)
+{
+    gort_shutdown(c->fd, SHUT_WR);
+    gort_fd_set_deadline(c->fd, 'r', gort_nanotime() + LINGER_NS);
+    size_t total = 0;
+    long n;
+    while (total < LINGER_BYTES &&
+           (n = gort_read(c->fd, c->buf, HTTP_MAX_HEAD)) > 0)
+        total += (size_t)n;
 }
 
 static void serve(int fd)
 {
-    char *buf = malloc(MAX_HEADER + 1);
-    if (!buf)
-        return;
-    size_t have = 0;
-    for (;;) {
-        /* A whole header block? */
-        char *end = NULL;
-        if (have >= 4) {
-            buf[have] = 0;
-            end = strstr(buf, "\r\n\r\n");
-        }
-        if (!end) {
-            if (have == MAX_HEADER) {
-                respond(fd, 431, "Request Header Fields Too Large",
-                        "header block too large\n", false, false);
-                break;
-            }
-            long n = server_read(fd, buf + have, MAX_HEADER - have);
-            if (n <= 0)
-                break; /* closed, idle, or shutdown */
-            have += (size_t)n;
-            continue;
-        }
-        size_t hlen = (size_t)(end - buf) + 4;
-        /* Request line: METHOD SP TARGET SP VERSION */
-        char *eol = memchr(buf, '\r', hlen);
-        char method[16], target[1024], version[16];
-        char line[1100];
-        size_t ll = (size_t)(eol - buf);
-        if (ll >= sizeof line) {
-            respond(fd, 414, "URI Too Long", "request line too long\n",
-                    false, false);
-            break;
-        }
-        memcpy(line, buf, ll);
-        line[ll] = 0;
-        if (sscanf(line, "%15s %1023s %15s", method, target, version) != 3 ||
-            strncmp(version, "HTTP/1.", 7) || (version[7] != '0' &&
-                                                version[7] != '1')) {
-            respond(fd, 400, "Bad Request", "malformed request line\n",
-                    false, false);
-            break;
-        }
-        bool http11 = version[7] == '1';
-        const char *hs = eol + 2, *he = end + 2;
-        size_t vl;
-        const char *conn = header(hs, he, "Connection", &vl);
-        bool keep = http11 ? !(conn && value_has(conn, vl, "close"))
-                           : (conn && value_has(conn, vl, "keep-alive"));
-        const char *te = header(hs, he, "Transfer-Encoding", &vl);
-        if (te) {
-            respond(fd, 501, "Not Implemented",
-                    "chunked request bodies are not supported\n", false,
-                    false);
-            break;
-        }
-        long long body = 0;
-        const char *cl = header(hs, he, "Content-Length", &vl);
-        if (cl) {
-            char num[32];
-            if (vl == 0 || vl >= sizeof num) {
-                respond(fd, 400, "Bad Request", "bad Content-Length\n",
-                        false, false);
-                break;
-            }
-            memcpy(num, cl, vl);
-            num[vl] = 0;
-            char *e;
-            body = strtoll(num, &e, 10);
-            if (*e || body < 0) {
-                respond(fd, 400, "Bad Request", "bad Content-Length\n",
-                        false, false);
-                break;
-            }
-            if (body > MAX_BODY) {
-                respond(fd, 413, "Content Too Large", "body too large\n",
-                        false, false);
-                break;
-            }
-        }
-        /* Consume the header block, then the body (discarded). */
-        memmove(buf, buf + hlen, have - hlen);
-        have -= hlen;
-        while (body > 0) {
-            if (have == 0) {
-                long n = server_read(fd, buf, MAX_HEADER);
-                if (n <= 0)
-                    goto done;
-                have = (size_t)n;
-            }
-            size_t take = (size_t)body < have ? (size_t)body : have;
-            memmove(buf, buf + take, have - take);
-            have -= take;
-            body -= (long long)take;
-        }
-        bool head = !strcmp(method, "HEAD");
-        bool ok;
-        if (strcmp(method, "GET") && !head)
-            ok = respond(fd, 405, "Method Not Allowed",
-                         "only GET and HEAD\n", false, keep);
-        else if (!strcmp(target, "/") || !strcmp(target, "/hello"))
-            ok = respond(fd, 200, "OK", hello, head, keep);
-        else if (!strcmp(target, "/metrics"))
-            ok = respond_metrics(fd, head, keep);
-        else
-            ok = respond(fd, 404, "Not Found", "not found\n", head, keep);
-        if (!ok || !keep)
-            break;
-    }
-done:
-    free(buf);
+    struct conn c = {.fd = fd, .buf = malloc(HTTP_MAX_HEAD)};
+    enum next next = c.buf ? NEXT : GONE;
+    while (next == NEXT)
+        next = serve_one(&c);
+    if (next == CLOSE)
+        linger(&c);
+    free(c.body);
+    free(c.buf);
 }
 
 int main(int argc, char **argv)
 {
-    static const struct server s = {"http", "127.0.0.1:8080", serve};
+    static const struct server s = {"http", "127.0.0.1:8080", serve, NULL};
     return server_main(&s, argc, argv);
 }

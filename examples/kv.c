@@ -3,26 +3,36 @@
  * one goroutine per connection.
  *
  *   build/examples/kv [-addr HOST:PORT] [-procs N] [-idle SECONDS]
+ *                     [-output-limit BYTES]
  *
  * Commands: PING [msg], SET key value, GET key, DEL key..., INCR key,
  * EXISTS key..., MGET key..., plus QUIT.  Requests may be pipelined: the
- * replies to everything in one read go out in one write.  Inline commands
- * (a line of words, as typed into telnet) work too.
+ * replies to the requests of one read go out together, or in 64 KiB steps
+ * when they are large.  Inline commands (a line of words, as typed into
+ * telnet) work too.  The protocol is parsed in resp.c.
  *
  * Bad input never takes the server down:
  *   - an unknown command or wrong arguments: a RESP error, and the
  *     connection goes on;
  *   - a protocol error (not a number where one belongs, a bulk longer than
- *     1 MiB, more than 1024 arguments, a missing CRLF): "-ERR Protocol
- *     error: ..." and the connection is closed, as Redis does;
+ *     1 MiB, more than 1024 arguments, an inline line over 64 KiB, a
+ *     missing CRLF): "-ERR Protocol error: ..." and the connection is
+ *     closed, as Redis does;
  *   - a frame that is merely incomplete waits for the rest, up to the idle
- *     deadline (-idle seconds, default 60).
+ *     deadline (-idle seconds, default 60); a single request over 2 MiB +
+ *     64 KiB closes the connection with a log line;
+ *   - a client whose replies pile up unread past -output-limit bytes
+ *     (default 32 MiB; k and m suffixes; 0 for none) is closed with a log
+ *     line, as redis-server's client-output-buffer-limit does, and one that
+ *     takes none of its pending replies for -idle seconds is closed too
+ *     (see "Replies" below).
  *
  *     redis-cli -p 6380 SET a 1
  *     redis-benchmark -p 6380 -t set,get,incr -n 20000 -q
  *
  * The store is a hash table split into 64 shards, each under a gort_mutex.
  */
+#include "resp.h"
 #include "server.h"
 
 #include <errno.h>
@@ -31,10 +41,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
-#define MAX_ARGS 1024
-#define MAX_BULK (1024 * 1024)
-#define MAX_INLINE (64 * 1024)
 #define NSHARDS 64
 
 /* ---------------------------------------------------------------------------
@@ -166,24 +174,86 @@ static bool store_set(const char *k, size_t kn, const char *v, size_t vn)
 }
 
 /* ---------------------------------------------------------------------------
- * Replies, gathered per batch of requests.
+ * Replies: gathered, pushed to the socket as they pile up, and bounded.
+ *
+ * Replies go into a per-connection buffer.  Once 64 KiB are pending, and
+ * after the last request in hand, they are pushed with send(2) and
+ * MSG_DONTWAIT, which takes what the socket has room for and never waits;
+ * the rest stays pending.  While requests already read remain, the
+ * goroutine goes on running them (a pipelining client gets its replies
+ * streamed); when none remain, it waits for the client to take every
+ * pending byte before it reads more (server_write, at most -idle seconds).
+ * A connection whose pending output would pass -output-limit is closed at
+ * once, with a log line, as redis-server closes a client past its
+ * client-output-buffer-limit hard limit.  So a client that pipelines
+ * requests and never reads costs at most the limit, and waiting on a
+ * client never blocks the thread.
  * ------------------------------------------------------------------------- */
 
+/* Once this much output is pending, it is pushed to the socket before
+ * more is made. */
+#define PUSH_AT (64 * 1024)
+/* A buffer larger than this is freed once everything in it is written, so
+ * that one large reply does not hold memory for the connection's life. */
+#define OUT_KEEP (256 * 1024)
+
+/* The most pending output per connection; 0 for no limit (-output-limit).
+ * redis-server applies no limit to ordinary clients by default
+ * (client-output-buffer-limit normal 0 0 0), which lets a client that does
+ * not read grow the server without bound; 32 MiB is its hard limit for
+ * pub/sub clients, room for 32 of the largest replies (a value is at most
+ * 1 MiB), far more than a client that reads its replies leaves pending. */
+static size_t output_limit = 32u << 20;
+
 struct out {
-    char *p;
-    size_t n, cap;
-    bool oom;
+    int fd;           /* the connection */
+    char *p;          /* replies; p[head..n) are not written yet */
+    size_t head, n, cap;
+    bool oom;         /* an allocation failed: the connection ends */
+    bool over;        /* the limit was passed: the connection ends */
+    bool broken;      /* a write failed: the connection ends */
 };
 
-/* Room for n more bytes at o->p + o->n; false (and o->oom) when out of
- * memory. */
-static bool reserve(struct out *o, size_t n)
+static size_t pending(const struct out *o)
 {
-    if (o->n + n <= o->cap)
+    return o->n - o->head;
+}
+
+/* False once the connection is to end for its output. */
+static bool out_ok(const struct out *o)
+{
+    return !o->oom && !o->over && !o->broken;
+}
+
+/* Room for k more bytes at o->p + o->n; false (and o->oom or o->over, after
+ * which nothing more is added) when out of memory or past the limit.
+ * Written bytes are dropped from the front when they are at least half the
+ * buffer (so each byte moves at most once on average), or when the buffer
+ * would otherwise grow past the limit: with a limit, the buffer never
+ * holds more than the limit. */
+static bool reserve(struct out *o, size_t k)
+{
+    if (!out_ok(o))
+        return false;
+    if (output_limit && pending(o) + k > output_limit) {
+        o->over = true;
+        return false;
+    }
+    if (o->n + k <= o->cap)
         return true;
+    size_t most = output_limit ? output_limit : SIZE_MAX;
+    if (o->head > 0 && (o->head >= o->cap / 2 || o->n + k > most)) {
+        memmove(o->p, o->p + o->head, pending(o));
+        o->n -= o->head;
+        o->head = 0;
+        if (o->n + k <= o->cap)
+            return true;
+    }
     size_t cap = o->cap ? o->cap : 4096;
-    while (cap < o->n + n)
+    while (cap < o->n + k)
         cap *= 2;
+    if (cap > most)
+        cap = most; /* pending + k <= the limit: it fits */
     char *np = realloc(o->p, cap);
     if (!np) {
         o->oom = true;
@@ -191,6 +261,77 @@ static bool reserve(struct out *o, size_t n)
     }
     o->p = np;
     o->cap = cap;
+    return true;
+}
+
+/* send(2) of buf[0..n) without waiting: the bytes the socket took, 0 when
+ * it has no room, or -1 when the connection failed.  MSG_DONTWAIT never
+ * blocks, so the call needs no gort wrapper; preemption is held off around
+ * it so that errno is read on the thread that made the call. */
+static long send_now(int fd, const void *buf, size_t n)
+{
+    gort_preempt_disable();
+    ssize_t r;
+    do
+        r = send(fd, buf, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+    while (r < 0 && errno == EINTR);
+    bool full = r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+    gort_preempt_enable();
+    return r >= 0 ? (long)r : full ? 0 : -1;
+}
+
+/* The buffer is empty: free it if it grew large. */
+static void out_reset(struct out *o)
+{
+    o->head = o->n = 0;
+    if (o->cap > OUT_KEEP) {
+        free(o->p);
+        o->p = NULL;
+        o->cap = 0;
+    }
+}
+
+/* Push what the socket takes now; false (and o->broken) when the
+ * connection failed. */
+static bool out_push(struct out *o)
+{
+    while (pending(o) > 0) {
+        long r = send_now(o->fd, o->p + o->head, pending(o));
+        if (r < 0) {
+            o->broken = true;
+            return false;
+        }
+        if (r == 0)
+            return true;
+        o->head += (size_t)r;
+    }
+    out_reset(o);
+    return true;
+}
+
+/* Push once PUSH_AT bytes are pending. */
+static void out_push_some(struct out *o)
+{
+    if (pending(o) >= PUSH_AT)
+        out_push(o);
+}
+
+/* Write everything pending, waiting up to -idle seconds for the client to
+ * take it (a timer is armed only when the socket is full).  Sets *stalled
+ * when the client took too long.  False when it did or the connection
+ * failed. */
+static bool out_flush(struct out *o, bool *stalled)
+{
+    if (!out_push(o))
+        return false;
+    if (pending(o) == 0)
+        return true;
+    long r = server_write(o->fd, o->p + o->head, pending(o));
+    if (r != (long)pending(o)) {
+        *stalled = r >= 0 || r == -ETIMEDOUT;
+        return false;
+    }
+    out_reset(o);
     return true;
 }
 
@@ -259,15 +400,10 @@ static void put_bulk(struct out *o, const char *d, size_t n)
  * Commands.
  * ------------------------------------------------------------------------- */
 
-struct arg {
-    const char *p;
-    size_t n;
-};
-
 /* Whether a is name (upper case, letters only), in any case.  c & 0xdf
  * folds a lower-case letter onto its upper case and keeps every other
  * byte off the letters, so only the two cases of each letter match. */
-static bool is(const struct arg *a, const char *name)
+static bool is(const struct resp_arg *a, const char *name)
 {
     size_t i = 0;
     for (; i < a->n; i++) {
@@ -278,7 +414,7 @@ static bool is(const struct arg *a, const char *name)
     return !name[i];
 }
 
-static void wrong_args(struct out *o, const struct arg *cmd)
+static void wrong_args(struct out *o, const struct resp_arg *cmd)
 {
     char b[128];
     snprintf(b, sizeof b,
@@ -288,7 +424,7 @@ static void wrong_args(struct out *o, const struct arg *cmd)
 }
 
 /* The value of key as a bulk reply, or the null bulk. */
-static void reply_get(struct out *o, const struct arg *key)
+static void reply_get(struct out *o, const struct resp_arg *key)
 {
     uint64_t h = hash(key->p, key->n);
     struct shard *s = shard_of(h);
@@ -302,7 +438,7 @@ static void reply_get(struct out *o, const struct arg *key)
 }
 
 /* Run one command.  Returns false for QUIT. */
-static bool command(struct out *o, struct arg *a, int argc)
+static bool command(struct out *o, struct resp_arg *a, int argc)
 {
     if (argc == 0)
         return true;
@@ -331,8 +467,10 @@ static bool command(struct out *o, struct arg *a, int argc)
             return true;
         }
         put_line(o, '*', argc - 1);
-        for (int i = 1; i < argc; i++)
+        for (int i = 1; i < argc; i++) {
             reply_get(o, &a[i]);
+            out_push_some(o);
+        }
     } else if (is(&a[0], "DEL") || is(&a[0], "EXISTS")) {
         if (argc < 2) {
             wrong_args(o, &a[0]);
@@ -420,183 +558,154 @@ static bool command(struct out *o, struct arg *a, int argc)
 }
 
 /* ---------------------------------------------------------------------------
- * Parsing.  parse() looks at buf[0..n): returns the bytes one request
- * takes (its arguments in a/argc), 0 when it is incomplete, or -1 with a
- * protocol error in *err.
- * ------------------------------------------------------------------------- */
-
-/* A decimal number ending at CRLF, from p (< end); sets *next past CRLF.
- * 0 ok, 1 incomplete, -1 malformed. */
-static int number(const char *p, const char *end, long long *v,
-                  const char **next)
-{
-    /* At most 20 characters before the CR: a sign and 19 digits. */
-    const char *q = p, *lim = end - p > 21 ? p + 21 : end;
-    bool neg = q < lim && *q == '-';
-    q += neg;
-    long long x = 0;
-    for (; q < lim && *q >= '0' && *q <= '9'; q++) {
-        if (x > (LLONG_MAX - 9) / 10)
-            return -1;
-        x = x * 10 + (*q - '0');
-    }
-    if (q == lim) /* no CR yet: wait for more, unless 21 bytes came */
-        return lim == end ? 1 : -1;
-    if (*q != '\r' || q == p + neg)
-        return -1;
-    if (q + 1 >= end)
-        return 1;
-    if (q[1] != '\n')
-        return -1;
-    *v = neg ? -x : x;
-    *next = q + 2;
-    return 0;
-}
-
-static long parse(const char *buf, size_t n, struct arg *a, int *argc,
-                  const char **err)
-{
-    const char *p = buf, *end = buf + n;
-    if (n == 0)
-        return 0;
-    if (*p != '*') {
-        /* Inline command: words up to LF. */
-        const char *lf = memchr(p, '\n', n);
-        if (!lf) {
-            if (n > MAX_INLINE) {
-                *err = "too big inline request";
-                return -1;
-            }
-            return 0;
-        }
-        int c = 0;
-        const char *q = p, *le = lf > p && lf[-1] == '\r' ? lf - 1 : lf;
-        while (q < le) {
-            while (q < le && (*q == ' ' || *q == '\t'))
-                q++;
-            if (q == le)
-                break;
-            const char *w = q;
-            while (q < le && *q != ' ' && *q != '\t')
-                q++;
-            if (c == MAX_ARGS) {
-                *err = "too many arguments";
-                return -1;
-            }
-            a[c].p = w;
-            a[c].n = (size_t)(q - w);
-            c++;
-        }
-        *argc = c;
-        return (long)(lf + 1 - buf);
-    }
-    long long count;
-    const char *next;
-    int r = number(p + 1, end, &count, &next);
-    if (r == 1)
-        return 0;
-    if (r < 0 || count > MAX_ARGS) {
-        *err = r < 0 ? "invalid multibulk length" : "too many arguments";
-        return -1;
-    }
-    p = next;
-    int c = 0;
-    for (long long i = 0; i < count; i++) {
-        if (p >= end)
-            return 0;
-        if (*p != '$') {
-            *err = "expected '$'";
-            return -1;
-        }
-        long long len;
-        r = number(p + 1, end, &len, &next);
-        if (r == 1)
-            return 0;
-        if (r < 0 || len < 0 || len > MAX_BULK) {
-            *err = "invalid bulk length";
-            return -1;
-        }
-        p = next;
-        if (end - p < len + 2)
-            return 0;
-        if (p[len] != '\r' || p[len + 1] != '\n') {
-            *err = "bulk not followed by CRLF";
-            return -1;
-        }
-        a[c].p = p;
-        a[c].n = (size_t)len;
-        c++;
-        p += len + 2;
-    }
-    *argc = c;
-    return (long)(p - buf);
-}
-
-/* ---------------------------------------------------------------------------
  * A connection.
  * ------------------------------------------------------------------------- */
 
-#define BUF_MAX (MAX_ARGS * 64 + 2 * MAX_BULK)
+/* The read buffer grows to hold one request: a SET of a 1 MiB key and a
+ * 1 MiB value fits.  A longer request closes the connection, as Redis
+ * closes a client past its query buffer limit. */
+#define BUF_MAX (RESP_MAX_ARGS * 64 + 2 * RESP_MAX_BULK)
+
+struct conn {
+    int fd;
+    char *buf;            /* requests read and not yet run: buf[0..have) */
+    size_t have, cap;
+    struct resp_arg *a;   /* the arguments of the request being run */
+    struct out o;         /* the replies */
+};
+
+/* What to do after running the requests in hand. */
+enum next {
+    READ_MORE,   /* flush the replies, then read */
+    LAST_WORDS,  /* flush the replies, then close (QUIT, protocol error) */
+    DROP,        /* close now (limit passed, out of memory, write failed) */
+};
+
+static void protocol_error(struct out *o, const char *err)
+{
+    char b[128];
+    snprintf(b, sizeof b, "-ERR Protocol error: %s\r\n", err);
+    puts_(o, b);
+}
+
+/* Run every complete request in the read buffer, pushing replies out as
+ * they pile up, and drop what was run from the buffer. */
+static enum next run_requests(struct conn *c)
+{
+    size_t off = 0;
+    enum next next = READ_MORE;
+    while (next == READ_MORE) {
+        int argc = 0;
+        const char *err = NULL;
+        long used = resp_parse(c->buf + off, c->have - off, c->a, &argc, &err);
+        if (used == 0)
+            break;
+        if (used < 0) {
+            protocol_error(&c->o, err);
+            next = LAST_WORDS;
+        } else {
+            off += (size_t)used;
+            if (!command(&c->o, c->a, argc))
+                next = LAST_WORDS;
+        }
+        out_push_some(&c->o);
+        if (!out_ok(&c->o))
+            next = DROP;
+    }
+    memmove(c->buf, c->buf + off, c->have - off);
+    c->have -= off;
+    return next;
+}
+
+/* Read more requests, growing the buffer when a request fills it.  False
+ * at end of file, on an error or the idle deadline, or for a request
+ * longer than BUF_MAX. */
+static bool read_more(struct conn *c)
+{
+    if (c->have == c->cap) {
+        char nb[64];
+        char *grown = c->cap < BUF_MAX ? realloc(c->buf, c->cap * 2) : NULL;
+        if (!grown) {
+            fprintf(stderr, "kv: closing connection from %s: a request "
+                            "over %zu bytes\n",
+                    server_peer(c->fd, nb, sizeof nb), c->cap);
+            return false;
+        }
+        c->buf = grown;
+        c->cap *= 2;
+    }
+    long n = server_read(c->fd, c->buf + c->have, c->cap - c->have);
+    if (n <= 0)
+        return false;
+    c->have += (size_t)n;
+    return true;
+}
+
+/* One log line for a connection closed for its output. */
+static void log_dropped(const struct conn *c, bool stalled)
+{
+    char nb[64];
+    if (c->o.over)
+        fprintf(stderr, "kv: closing connection from %s: its pending "
+                        "output would pass the output limit of %zu bytes\n",
+                server_peer(c->fd, nb, sizeof nb), output_limit);
+    else if (stalled)
+        fprintf(stderr, "kv: closing connection from %s: it did not read "
+                        "its replies within the idle timeout\n",
+                server_peer(c->fd, nb, sizeof nb));
+}
 
 static void serve(int fd)
 {
-    size_t cap = 16384, have = 0;
-    char *buf = malloc(cap);
-    struct arg *a = malloc(MAX_ARGS * sizeof *a);
-    struct out o = {0};
-    bool open = buf && a;
-    while (open) {
-        /* Every complete request in the buffer, replies gathered. */
-        size_t off = 0;
-        for (;;) {
-            int argc = 0;
-            const char *err = NULL;
-            long used = parse(buf + off, have - off, a, &argc, &err);
-            if (used < 0) {
-                char b[128];
-                snprintf(b, sizeof b, "-ERR Protocol error: %s\r\n", err);
-                puts_(&o, b);
-                open = false;
-                break;
-            }
-            if (used == 0)
-                break;
-            off += (size_t)used;
-            if (!command(&o, a, argc)) {
-                open = false;
-                break;
-            }
-        }
-        if (o.oom)
-            break;
-        if (o.n && gort_write(fd, o.p, o.n) != (long)o.n)
-            break;
-        o.n = 0;
-        if (!open)
-            break;
-        memmove(buf, buf + off, have - off);
-        have -= off;
-        if (have == cap) {
-            if (cap >= BUF_MAX)
-                break; /* cannot happen with the parse limits */
-            char *nb = realloc(buf, cap * 2);
-            if (!nb)
-                break;
-            buf = nb;
-            cap *= 2;
-        }
-        long n = server_read(fd, buf + have, cap - have);
-        if (n <= 0)
-            break;
-        have += (size_t)n;
+    struct conn c = {.fd = fd, .cap = 16384, .o = {.fd = fd}};
+    c.buf = malloc(c.cap);
+    c.a = malloc(RESP_MAX_ARGS * sizeof *c.a);
+    bool stalled = false;
+    enum next next = c.buf && c.a ? READ_MORE : DROP;
+    while (next == READ_MORE) {
+        next = run_requests(&c);
+        if (next != DROP && !out_flush(&c.o, &stalled))
+            next = DROP;
+        if (next == READ_MORE && !read_more(&c))
+            next = DROP;
     }
-    free(o.p);
-    free(a);
-    free(buf);
+    log_dropped(&c, stalled);
+    free(c.o.p);
+    free(c.a);
+    free(c.buf);
+}
+
+/* -output-limit BYTES: decimal, with an optional suffix k (KiB) or m
+ * (MiB); 0 for no limit. */
+static bool set_output_limit(const char *v)
+{
+    const char *p = v;
+    uint64_t x = 0;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        x = x * 10 + (uint64_t)(*p - '0');
+        if (x > ((uint64_t)1 << 40))
+            return false;
+    }
+    uint64_t unit = 1;
+    if (*p == 'k' || *p == 'K')
+        unit = 1024;
+    else if (*p == 'm' || *p == 'M')
+        unit = 1024 * 1024;
+    p += unit != 1;
+    if (p == v || *p || (unit != 1 && p - 1 == v))
+        return false;
+    output_limit = (size_t)(x * unit);
+    return true;
 }
 
 int main(int argc, char **argv)
 {
-    static const struct server s = {"kv", "127.0.0.1:6380", serve};
+    static const struct server_flag flags[] = {
+        {"-output-limit", "BYTES",
+         "bytes (suffix k or m for KiB or MiB), 0 for no limit",
+         set_output_limit},
+        {0},
+    };
+    static const struct server s = {"kv", "127.0.0.1:6380", serve, flags};
     return server_main(&s, argc, argv);
 }

@@ -3,9 +3,13 @@
  *
  * Shutdown: a goroutine reads SIGINT/SIGTERM from a signalfd (the signals
  * are blocked in every thread, so only the signalfd sees them), closes the
- * listener, which ends the acceptor, and closes every open connection,
- * which wakes its goroutine with an error; main returns once all of them
- * are done.  A write to a connection the client closed fails with -EPIPE
+ * listener, which ends the acceptor, and shuts every open connection down
+ * (shutdown(2)), which wakes its goroutine: a read returns end of file, a
+ * write fails.  Each connection's goroutine closes its own descriptor when
+ * serve returns, so a descriptor number is never closed, and perhaps
+ * reused, under a goroutine that still uses it (a server may call the
+ * socket directly, as kv's send(2) does).  main returns once every
+ * connection is done.  A write to a connection the client closed fails with -EPIPE
  * (gort's write calls do not raise SIGPIPE, as in Go) and ends that
  * connection only.
  */
@@ -40,6 +44,25 @@ long server_read(int fd, void *buf, size_t n)
 {
     gort_fd_set_deadline(fd, 'r', gort_nanotime() + idle_ns);
     return gort_read(fd, buf, n);
+}
+
+long server_write(int fd, const void *buf, size_t n)
+{
+    gort_fd_set_deadline(fd, 'w', gort_nanotime() + idle_ns);
+    return gort_write(fd, buf, n);
+}
+
+const char *server_peer(int fd, char *buf, size_t n)
+{
+    struct sockaddr_in sa;
+    socklen_t len = sizeof sa;
+    char host[INET_ADDRSTRLEN];
+    if (getpeername(fd, (struct sockaddr *)&sa, &len) != 0 ||
+        sa.sin_family != AF_INET ||
+        !inet_ntop(AF_INET, &sa.sin_addr, host, sizeof host))
+        return "?";
+    snprintf(buf, n, "%s:%d", host, ntohs(sa.sin_port));
+    return buf;
 }
 
 static int parse_addr(const char *s, struct sockaddr_in *sa)
@@ -105,14 +128,10 @@ static void conn(void *arg)
 {
     int fd = (int)(intptr_t)arg;
     srv->serve(fd);
-    /* At shutdown the stopper has closed it already. */
-    gort_mutex_lock(&conns_mu);
-    bool mine = !stopping;
-    gort_mutex_unlock(&conns_mu);
-    if (mine) {
-        track(fd, false);
-        gort_close(fd);
-    }
+    /* Out of the open set first: the stopper shuts down only what is in
+     * it, so it never touches a closed (or reused) descriptor number. */
+    track(fd, false);
+    gort_close(fd);
     gort_waitgroup_done(&conns_wg);
 }
 
@@ -205,17 +224,36 @@ static void server_goroutine(void *arg)
     gort_mutex_lock(&conns_mu);
     stopping = 1;
     for (int i = 0; i < nconns; i++)
-        gort_close(conns[i]); /* parked readers wake with -EBADF */
-    nconns = 0;
+        gort_shutdown(conns[i], SHUT_RDWR); /* parked calls wake and fail */
     gort_mutex_unlock(&conns_mu);
     gort_waitgroup_wait(&conns_wg);
     free(conns);
+}
+
+static void usage(const struct server *s)
+{
+    fprintf(stderr, "usage: %s [-addr HOST:PORT] [-procs N] [-idle SECONDS]",
+            s->name);
+    for (const struct server_flag *f = s->flags; f && f->name; f++)
+        fprintf(stderr, " [%s %s]", f->name, f->value);
+    fputc('\n', stderr);
+}
+
+/* The server's own flag named arg, or NULL. */
+static const struct server_flag *own_flag(const struct server *s,
+                                          const char *arg)
+{
+    for (const struct server_flag *f = s->flags; f && f->name; f++)
+        if (!strcmp(arg, f->name))
+            return f;
+    return NULL;
 }
 
 int server_main(const struct server *s, int argc, char **argv)
 {
     srv = s;
     addr = s->default_addr;
+    const struct server_flag *f;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-addr") && i + 1 < argc) {
             addr = argv[++i];
@@ -232,9 +270,14 @@ int server_main(const struct server *s, int argc, char **argv)
                 return 2;
             }
             idle_ns = (int64_t)(sec * 1e9);
+        } else if ((f = own_flag(s, argv[i])) && i + 1 < argc) {
+            if (!f->set(argv[++i])) {
+                fprintf(stderr, "%s: %s wants %s\n", s->name, f->name,
+                        f->want);
+                return 2;
+            }
         } else {
-            fprintf(stderr, "usage: %s [-addr HOST:PORT] [-procs N] "
-                            "[-idle SECONDS]\n", s->name);
+            usage(s);
             return 2;
         }
     }

@@ -1547,7 +1547,7 @@ static struct g *gfget(struct p *pp)
     return gp;
 }
 
-static void goexit1(struct g *gp);
+static GORT_NORETURN void goexit1(struct g *gp);
 
 /* A G has exited and its context is gone: its stack goes to the hot top
  * of the P's stack cache, the G to the free list. */

@@ -6,7 +6,22 @@
 #   kv_benchmark   redis-benchmark -t set,get,incr -n 20000: no errors
 #   kv_malformed   random bytes, huge bulk lengths, truncated frames, bad
 #                  numbers: RESP errors, the server stays up and correct
-#   http_curl      curl: 200 with the body, 404, 405, keep-alive reuse
+#   kv_output_limit  a client pipelining GETs of a 1 MiB value without
+#                  reading: the server's peak RSS grows by at most the
+#                  -output-limit (4 MiB, then the default) and 16 MiB of
+#                  slack (more under sanitizers), the client is
+#                  disconnected with one log line, other clients are served;
+#                  a client that takes no reply is closed after -idle
+#   http_curl      curl: 200 with the body, 404, 405, keep-alive reuse,
+#                  POST /echo with a chunked body (small and 300 KB)
+#   http_framing   raw sockets against RFC 9112's framing rules: each bad
+#                  request gets its exact status line and the connection
+#                  closed (duplicate and malformed Content-Length, unknown
+#                  and misplaced transfer codings, bare LF and CR, control
+#                  characters, headers without a colon or with whitespace
+#                  before it, obs-fold, Host missing or twice, 414, 431,
+#                  413, 505); chunked bodies with extensions and trailers,
+#                  pipelined keep-alive, HTTP/1.0 keep-alive
 #   http_wrk       wrk -d3s: requests done, no errors, no socket errors
 #   http_metrics   curl /metrics: the Prometheus text with Go's metric names,
 #                  GOMAXPROCS as set, a goroutine counted per connection,
@@ -24,8 +39,9 @@ cleanup() { [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; [ -f "$tmp/log" ] && { echo "--- server log"; cat "$tmp/log"; }; exit 1; }
 
-start() { # start NAME: sets pid and port
-    "$dir/$1" -addr 127.0.0.1:0 -procs 2 > "$tmp/log" 2>&1 &
+start() { # start NAME [FLAG...]: sets pid and port
+    : > "$tmp/log" # a second start must not read the first one's port
+    "$dir/$1" -addr 127.0.0.1:0 -procs 2 "${@:2}" > "$tmp/log" 2>&1 &
     pid=$!
     for _ in $(seq 100); do
         port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$tmp/log")
@@ -142,6 +158,8 @@ r = talk(b"*1\r\n$" + b"9" * 25 + b"\r\n")
 check(r.startswith(b"-ERR Protocol error"), "25-digit length: %r" % r)
 r = talk(b"*1\r\n$" + b"0" * 24 + b"4\r\nPING\r\n")
 check(r.startswith(b"-ERR Protocol error"), "length padded to 25 digits: %r" % r)
+r = talk(b"PING " + b"x" * 70000 + b"\r\n")
+check(r.startswith(b"-ERR Protocol error: too big inline"), "70 KB inline line: %r" % r[:60])
 r = talk(b"*1\r\n$0004\r\nPING\r\n")
 check(r == b"+PONG\r\n", "length with leading zeros: %r" % r)
 r = talk(b"*2\r\n$4\r\nping\r\n$2\r\nhi\r\n*1\r\n$4\r\nPING\r\n")
@@ -162,6 +180,105 @@ PY
     expect PONG redis-cli -p "$port" PING
     stop
     ;;
+kv_output_limit)
+    # Bad flag values are refused before the server starts.
+    for bad in x 12q -1 k; do
+        st=0; "$dir/kv" -output-limit "$bad" 2> "$tmp/err" || st=$?
+        [ "$st" -eq 2 ] && grep -q "output-limit wants bytes" "$tmp/err" ||
+            fail "-output-limit $bad: status $st, $(cat "$tmp/err")"
+    done
+    # mib is the limit in MiB (32 is the default).  The reply buffer never
+    # holds more than the limit, so the peak RSS may grow by the limit plus
+    # the allocator's slack, not by the gigabytes 3000 replies of 1 MiB
+    # would take.  Sanitizers multiply what memory costs: ThreadSanitizer's
+    # shadow is several times the memory touched, and AddressSanitizer
+    # keeps the buffers the reply buffer grew out of in its quarantine.
+    factor=1
+    grep -qa __asan_init "$dir/kv" && factor=3
+    grep -qa __tsan_init "$dir/kv" && factor=7
+    for mib in 4 32; do
+        if [ "$mib" -eq 32 ]; then start kv; else start kv -output-limit ${mib}m; fi
+        python3 - "$port" "$pid" "$tmp/log" "$mib" "$factor" <<'PY' || fail "output limit of $mib MiB"
+import socket, sys, time
+port, pid, logpath, mib, factor = int(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+def check(cond, what):
+    if not cond:
+        print("FAIL:", what); sys.exit(1)
+def status_kb(field):
+    for line in open("/proc/%s/status" % pid):
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+def call(s, req):
+    s.sendall(req)
+    out = b""
+    while not out.endswith(b"\r\n") or (out.startswith(b"$") and len(out) < 1048576):
+        b = s.recv(1 << 20)
+        check(b, "connection closed while reading a reply")
+        out += b
+    return out
+value = bytes(range(256)) * 4096
+good = socket.create_connection(("127.0.0.1", port))
+check(call(good, b"*3\r\n$3\r\nSET\r\n$3\r\nbig\r\n$1048576\r\n" + value + b"\r\n") == b"+OK\r\n", "SET")
+get = b"*2\r\n$3\r\nGET\r\n$3\r\nbig\r\n"
+check(call(good, get) == b"$1048576\r\n" + value + b"\r\n", "GET before")
+base = status_kb("VmRSS")
+bad = socket.create_connection(("127.0.0.1", port))
+bad.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+try:
+    bad.sendall(get * 3000)
+except OSError:
+    pass
+deadline = time.time() + 20
+while "output limit" not in open(logpath).read():
+    check(time.time() < deadline, "no log line about the output limit")
+    time.sleep(0.05)
+peak = status_kb("VmHWM")
+bound = base + (factor * mib + 16) * 1024
+print("RSS %d KiB before, peak %d KiB, bound %d KiB" % (base, peak, bound))
+check(peak <= bound, "peak RSS %d KiB over %d KiB" % (peak, bound))
+lines = [l for l in open(logpath).read().splitlines() if "output limit" in l]
+check(len(lines) == 1 and "of %d bytes" % (mib << 20) in lines[0], "log: %r" % lines)
+bad.settimeout(10)
+try:
+    while bad.recv(1 << 20):
+        pass
+except ConnectionResetError:
+    pass
+bad.close()
+check(call(good, get) == b"$1048576\r\n" + value + b"\r\n", "GET after")
+other = socket.create_connection(("127.0.0.1", port))
+check(call(other, b"PING\r\n") == b"+PONG\r\n", "a new client")
+PY
+        stop
+    done
+    # A client whose pending replies stay under the limit but who takes
+    # none of them is closed after -idle seconds, with a log line.
+    start kv -idle 1
+    python3 - "$port" "$tmp/log" <<'PY' || fail "a client that reads nothing"
+import socket, sys, time
+port, logpath = int(sys.argv[1]), sys.argv[2]
+def check(cond, what):
+    if not cond:
+        print("FAIL:", what); sys.exit(1)
+s = socket.create_connection(("127.0.0.1", port))
+s.sendall(b"*3\r\n$3\r\nSET\r\n$3\r\nbig\r\n$1048576\r\n" + b"v" * 1048576 + b"\r\n")
+check(s.recv(16) == b"+OK\r\n", "SET")
+bad = socket.create_connection(("127.0.0.1", port))
+bad.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+bad.sendall(b"*2\r\n$3\r\nGET\r\n$3\r\nbig\r\n" * 8)
+deadline = time.time() + 15
+while "did not read its replies" not in open(logpath).read():
+    check(time.time() < deadline, "no log line about the stalled client")
+    time.sleep(0.05)
+bad.settimeout(10)
+try:
+    while bad.recv(1 << 20):
+        pass
+except ConnectionResetError:
+    pass
+PY
+    stop
+    ;;
 http_curl)
     start http
     url=http://127.0.0.1:$port
@@ -170,6 +287,14 @@ http_curl)
     expect 405 curl -sS -o /dev/null -w '%{http_code}' -X POST -d x "$url/"
     n=$(curl -sS -v "$url/" "$url/hello" 2>&1 | grep -ci "re-using\|reusing") || true
     [ "${n:-0}" -ge 1 ] || fail "curl did not reuse the connection (keep-alive)"
+    # A chunked upload (curl sends the body in chunks as it reads stdin).
+    expect "hello, chunks" sh -c "printf 'hello, chunks' | curl -sS --data-binary @- -H 'Transfer-Encoding: chunked' $url/echo"
+    expect 200 sh -c "printf x | curl -sS -o /dev/null -w '%{http_code}' --data-binary @- -H 'Transfer-Encoding: chunked' $url/echo"
+    head -c 300000 /dev/urandom > "$tmp/body"
+    curl -sS --data-binary @- -H 'Transfer-Encoding: chunked' "$url/echo" < "$tmp/body" > "$tmp/echoed" ||
+        fail "chunked POST of 300 KB"
+    cmp -s "$tmp/body" "$tmp/echoed" || fail "300 KB chunked body not echoed intact"
+    expect 405 curl -sS -o /dev/null -w '%{http_code}' "$url/echo"
     stop
     ;;
 http_metrics)
@@ -195,6 +320,111 @@ http_metrics)
     c2=$(sed -n 's/^go_sched_goroutines_created_goroutines_total //p' "$tmp/m2")
     [ "$c2" -eq $((c1 + 4)) ] || fail "goroutines created: $c1 then $c2, want $((c1 + 4))"
     expect 200 curl -sS -o /dev/null -w '%{http_code}' -I "$url"
+    stop
+    ;;
+http_framing)
+    start http
+    python3 - "$port" <<'PY'
+import re, socket, sys
+port = int(sys.argv[1])
+def exchange(data, wait=3.0):
+    """Send data at once; read until the server closes (or wait passes)."""
+    s = socket.create_connection(("127.0.0.1", port))
+    s.settimeout(wait)
+    try:
+        s.sendall(data)
+    except OSError:
+        pass
+    out, closed = b"", False
+    try:
+        while True:
+            b = s.recv(65536)
+            if not b:
+                closed = True
+                break
+            out += b
+    except socket.timeout:
+        pass
+    except ConnectionResetError:
+        closed = True
+    s.close()
+    return out, closed
+def check(cond, what):
+    if not cond:
+        print("FAIL:", what); sys.exit(1)
+def status_lines(out):
+    return re.findall(rb"HTTP/1\.1 [0-9]{3} [^\r\n]*", out)
+def refused(data, status, what):
+    out, closed = exchange(data)
+    lines = status_lines(out)
+    check(lines == [status], "%s: responses %r, want [%r]; got %r" % (what, lines, status, out[:200]))
+    check(b"\r\nConnection: close\r\n" in out, "%s: no Connection: close" % what)
+    check(closed, "%s: the connection was not closed" % what)
+B400 = b"HTTP/1.1 400 Bad Request"
+H = b"Host: t\r\n"
+GET = b"GET / HTTP/1.1\r\n" + H
+# Content-Length: two lines (different: the smuggling case, whose second
+# request must never be answered; equal), a list, not digits.
+refused(b"GET / HTTP/1.1\r\n" + H + b"Content-Length: 0\r\nContent-Length: 35\r\n\r\n"
+        b"GET /nope HTTP/1.1\r\nHost: t\r\n\r\n", B400, "Content-Length 0 and 35")
+refused(b"POST /echo HTTP/1.1\r\n" + H + b"Content-Length: 5\r\nContent-Length: 5\r\n\r\nhello", B400, "Content-Length twice")
+refused(b"POST /echo HTTP/1.1\r\n" + H + b"Content-Length: 5, 5\r\n\r\nhello", B400, "Content-Length list")
+for v in [b"+5", b"-1", b"0x5", b"5a", b"5 5", b"", b"1e3"]:
+    refused(b"POST /echo HTTP/1.1\r\n" + H + b"Content-Length: " + v + b"\r\n\r\nhello", B400, "Content-Length %r" % v)
+# Transfer codings.
+B501 = b"HTTP/1.1 501 Not Implemented"
+refused(b"POST /echo HTTP/1.1\r\n" + H + b"Transfer-Encoding: gzip\r\n\r\n", B501, "gzip")
+refused(b"POST /echo HTTP/1.1\r\n" + H + b"Transfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", B501, "gzip, chunked")
+refused(b"POST /echo HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked, gzip\r\n\r\n", B400, "chunked, gzip")
+refused(b"POST /echo HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", B400, "chunked twice")
+refused(b"POST /echo HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n", B400, "chunked and Content-Length")
+refused(b"POST /echo HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", B400, "chunked in HTTP/1.0")
+refused(b"POST /echo HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n", B400, "bad chunk size")
+refused(b"POST /echo HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\n\r\n5\r\nhelloXX0\r\n\r\n", B400, "chunk without CRLF")
+# Line ends, control characters, field syntax.
+refused(b"GET / HTTP/1.1\nHost: t\n\n", B400, "bare LF everywhere")
+refused(b"GET / HTTP/1.1\r\nHost: t\n\r\n", B400, "bare LF after a header")
+refused(b"GET / HTTP/1.1\r\nHost: t\rX: y\r\n\r\n", B400, "bare CR")
+refused(b"GET /\x00 HTTP/1.1\r\n" + H + b"\r\n", B400, "NUL in the request line")
+refused(b"GET / HTTP/1.1\r\n" + H + b"X: a\x00b\r\n\r\n", B400, "NUL in a header")
+refused(b"GET / HTTP/1.1\r\n" + H + b"X: a\x01b\r\n\r\n", B400, "SOH in a header")
+refused(b"GET / HTTP/1.1\r\n" + H + b"X\x7f: a\r\n\r\n", B400, "DEL in a field name")
+refused(GET + b"no colon here\r\n\r\n", B400, "a header line without a colon")
+refused(GET + b"X-Foo : bar\r\n\r\n", B400, "whitespace before the colon")
+refused(GET + b": bar\r\n\r\n", B400, "empty field name")
+refused(GET + b"X-Foo: bar\r\n baz\r\n\r\n", B400, "obs-fold")
+refused(b"GET / HTTP/1.1\r\n Host: t\r\n\r\n", B400, "whitespace before the first header")
+refused(b"GET  / HTTP/1.1\r\n" + H + b"\r\n", B400, "two spaces in the request line")
+refused(b"GET / HTTP/1.1 \r\n" + H + b"\r\n", B400, "a space after the version")
+refused(b"GET / HTTX/1.1\r\n" + H + b"\r\n", B400, "not HTTP")
+# Host.
+refused(b"GET / HTTP/1.1\r\n\r\n", B400, "HTTP/1.1 without Host")
+refused(b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", B400, "two Hosts")
+refused(b"GET / HTTP/1.1\r\nHost: a b\r\n\r\n", B400, "a space in Host")
+# Limits and versions.
+refused(b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\n" + H + b"\r\n", b"HTTP/1.1 414 URI Too Long", "a 9000-byte request line")
+refused(GET + b"X-Big: " + b"b" * 17000 + b"\r\n\r\n", b"HTTP/1.1 431 Request Header Fields Too Large", "a 17 KB header section")
+refused(b"POST /echo HTTP/1.1\r\n" + H + b"Content-Length: 2000000\r\n\r\n", b"HTTP/1.1 413 Content Too Large", "Content-Length over 1 MiB")
+chunk = b"%x\r\n" % 65536 + b"c" * 65536 + b"\r\n"
+refused(b"POST /echo HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\n\r\n" + chunk * 17 + b"0\r\n\r\n",
+        b"HTTP/1.1 413 Content Too Large", "a chunked body over 1 MiB")
+refused(b"GET / HTTP/2.0\r\n" + H + b"\r\n", b"HTTP/1.1 505 HTTP Version Not Supported", "HTTP/2.0")
+# What is accepted: a chunked body with an extension and a trailer, an
+# empty line before a request, HTTP/1.0 without Host, pipelined requests on
+# one connection, which stays open.
+body = b"POST /echo HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\n\r\n" \
+       b"5;name=value\r\nhello\r\n7 ; x\r\n, world\r\n0\r\nX-Trailer: t\r\n\r\n"
+out, closed = exchange(b"\r\n" + GET + b"\r\n" + body + b"GET /hello HTTP/1.1\r\n" + H + b"\r\n", wait=1.0)
+check(status_lines(out) == [b"HTTP/1.1 200 OK"] * 3, "pipelined: %r" % out)
+check(b"\r\n\r\nhello, world" in out, "echoed chunked body: %r" % out)
+check(not closed, "keep-alive connection closed")
+out, closed = exchange(b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", wait=1.0)
+check(status_lines(out) == [b"HTTP/1.1 200 OK"] and b"Connection: keep-alive\r\n" in out and not closed,
+      "HTTP/1.0 keep-alive: %r, closed %r" % (out, closed))
+out, closed = exchange(b"GET / HTTP/1.0\r\n\r\n")
+check(status_lines(out) == [b"HTTP/1.1 200 OK"] and closed, "HTTP/1.0: %r" % out)
+print("framing: ok")
+PY
     stop
     ;;
 http_wrk)
