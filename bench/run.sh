@@ -50,6 +50,7 @@ SUITE=(
   "idle 2"
   "timers 1 2"
   "preempt 1 1+asyncpreemptoff=1"
+  "timerlat 2"
   "syscallhandoff 1"
   "tcp_echo 2"
   "http_wrk 2"

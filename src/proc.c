@@ -1022,6 +1022,20 @@ pick_fast(struct m *mp, struct p *pp, bool *inherit, bool *locked)
     if (load_relaxed(&gort__sched.gcwaiting))
         return NULL;
     bool global = load_relaxed(&gort__sched.runqsize) > 0;
+    /* Goroutines woken by their timers first, one per schedule, ahead of
+     * this P's own queue: they run within one time slice of their timer,
+     * not behind a batch of work this P took earlier (with the queue
+     * empty the batch below takes them first anyway). */
+    if (GORT_UNLIKELY(load_relaxed(&gort__sched.nwoken) > 0) &&
+        (load_relaxed(&pp->runnext) ||
+         load_relaxed(&pp->runqhead) != pp->runqtail)) {
+        gort__lock_m(mp, &gort__sched.lock);
+        if ((gp = gort__globrunqget_locked(pp, 1))) {
+            *locked = true;
+            return gp;
+        }
+        gort__unlock_m(mp, &gort__sched.lock);
+    }
     if (global && pp->schedtick % GORT_GLOBAL_CHECK_TICKS == 0) {
         gort__lock_m(mp, &gort__sched.lock);
         if ((gp = gort__globrunqget_locked(pp, 1))) {
@@ -1289,7 +1303,9 @@ execute_prep(struct m *mp, struct g *gp, bool inherit, enum gtrace t)
         gp->sched_sp = gort__ctx_make((void *)gp->stack.hi, gostart,
                                       &gp->fpctl);
     }
-    mp->nexecute++; /* a new stretch of execution (preempt.c's rawsys) */
+    /* A new stretch of execution (rawsys.c).  Relaxed store: inspectors
+     * on other threads read it. */
+    store_relaxed(&mp->nexecute, mp->nexecute + 1);
     /* Release: sysmon load-acquires curg and then touches the G, whose
      * memory another thread may have initialised. */
     store_rel(&mp->curg, gp);

@@ -80,6 +80,8 @@
  * shows the emulator's, under Valgrind its core's), the older way is
  * used: the signal is sent at once, and preempt.c marks a thread it finds
  * in the kernel (rawsys_confirmed), with the EINTRs that come with it.
+ * Under ThreadSanitizer too (it would take the inspector's changes to a
+ * sleeping thread's G for races), where there is no signal either.
  *
  * Invariants:
  *   - One inspector per M at a time: rawbusy, taken by CAS; rawseen is
@@ -290,8 +292,11 @@ static bool proc_shows_own_calls(void)
 
 void gort__rawsys_init(void)
 {
-    bool proc = !gort__valgrind && proc_shows_own_calls() &&
-                cputime(gort__gettid()) != 0;
+    /* ThreadSanitizer cannot know that the thread slept while the
+     * inspector changed its G, M and P (nothing it sees orders the two):
+     * under it, as under Valgrind, nothing is taken from a thread. */
+    bool proc = !gort__valgrind && !(gort__san & GORT_SAN_TSAN) &&
+                proc_shows_own_calls() && cputime(gort__gettid()) != 0;
     store_relaxed(&gort__rawsys_mode, proc ? RAWSYS_PROC : RAWSYS_SIGNAL);
 }
 
@@ -403,7 +408,7 @@ static bool code_addr(uintptr_t pc)
  * pointing higher up the stack (or 0, the end of the chain) followed by
  * a return address.  The libc function asleep in the call may have made
  * no record of its own; its caller's is the one wanted.  For dumps. */
-GORT_NO_TSAN static uintptr_t find_frame(struct g *gp, uintptr_t sp)
+GORT_NO_TSAN GORT_NOINLINE static uintptr_t find_frame(struct g *gp, uintptr_t sp)
 {
     uintptr_t lo = gp->stack.lo, hi = gp->stack.hi, w = sizeof(uintptr_t);
     if (sp < lo || sp >= hi - 2 * w)
@@ -452,17 +457,17 @@ static void commit(struct m *self, struct m *mp, struct p *pp, struct g *gp,
     gort__handoffp(pp);
 }
 
-/* The M's count of Gs run: owner-written, read while its thread sleeps. */
-GORT_NO_TSAN static uint32_t nexecute_of(struct m *mp)
+/* The M's count of Gs run (relaxed: its owner writes it). */
+static uint32_t nexecute_of(struct m *mp)
 {
-    return mp->nexecute;
+    return load_relaxed(&mp->nexecute);
 }
 
 /* Whether the M's state allows taking its P: its G runs on pp, outside
  * any runtime lock, not in a call it wrapped, not a foreign thread's, not
  * with preemption disabled.  Racy reads, made stable by the thread being
  * asleep (checked by the caller before and after). */
-GORT_NO_TSAN static bool takeable(struct m *mp, struct p *pp, struct g *gp)
+GORT_NO_TSAN GORT_NOINLINE static bool takeable(struct m *mp, struct p *pp, struct g *gp)
 {
     return mp->p == pp && load_relaxed(&pp->m) == mp &&
            load_relaxed(&mp->curg) == gp && !gp->foreign &&

@@ -390,7 +390,8 @@ void gort__globrunqputbatch_locked(struct gqueue *batch, int32_t n)
 void gort__globrunqputwoken_locked(struct gqueue *batch, int32_t n)
 {
     gsegq_push_list(&gort__sched.runq_woken, batch);
-    gort__sched.nwoken += n;
+    /* Relaxed store: pick_fast reads it outside the lock as a hint. */
+    store_relaxed(&gort__sched.nwoken, gort__sched.nwoken + n);
     store_relaxed(&gort__sched.runqsize, gort__sched.runqsize + n);
 }
 

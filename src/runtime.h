@@ -614,7 +614,8 @@ struct m {
     uint32_t preemptmiss;  /* signals in a row that found no safe point;
                               relaxed: the handler writes, sysmon reads */
     uint32_t nexecute;     /* Gs this M has switched to (execute_prep);
-                              owner, read by its own signal handler */
+                              owner writes (relaxed), its own signal
+                              handler and inspectors (rawsys.c) read */
     uint32_t urgpending;   /* a preemption signal is on its way to this
                               thread: set by the sender's exchange, cleared
                               by the handler (or by the sender when it
@@ -779,7 +780,8 @@ struct schedt {
      * by sleep timers (in deadline order), then everything else.
      * runqsize counts both.  Under lock, as is the spare-segment list. */
     struct gsegq runq_woken;
-    int32_t nwoken;        /* Gs in runq_woken */
+    int32_t nwoken;        /* Gs in runq_woken; written under lock,
+                              read outside it as a hint (relaxed) */
     struct gsegq runq;
     struct m *midle;       /* idle Ms; under lock */
     int32_t nmidle;        /* under lock; read racily (relaxed) */
@@ -1102,7 +1104,8 @@ static inline void gort__runqput(struct p *pp, struct g *gp, bool next)
 static inline struct g *gort__globpop_locked(void)
 {
     if (GORT_UNLIKELY(gort__sched.nwoken > 0)) {
-        gort__sched.nwoken--;
+        /* Relaxed store: pick_fast reads it outside the lock. */
+        store_relaxed(&gort__sched.nwoken, gort__sched.nwoken - 1);
         return gsegq_pop_some(&gort__sched.runq_woken);
     }
     return gsegq_pop_some(&gort__sched.runq);

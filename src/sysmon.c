@@ -151,7 +151,7 @@ static void held_too_long(struct p *pp, int64_t now)
  * if the G never switches.  Racy reads of another thread's G: the status
  * and curg checked around the read of lo make sure the stack is the
  * running G's. */
-GORT_NO_TSAN static void check_running_canary(struct p *pp)
+GORT_NO_TSAN GORT_NOINLINE static void check_running_canary(struct p *pp)
 {
     struct m *mp = load_acq(&pp->m);
     struct g *gp = mp ? load_acq(&mp->curg) : NULL;

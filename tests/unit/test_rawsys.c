@@ -29,8 +29,10 @@
  *       a goroutine preempted deep in its stack shows its deep function in
  *       gort_dump_goroutines.
  *
- * Under ThreadSanitizer and Valgrind there are no preemption signals: the
- * deep preemption cases are skipped there.  Under an emulator (qemu-user)
+ * Under ThreadSanitizer and Valgrind there are no preemption signals and
+ * nothing takes the P of a thread in a raw call: the deep cases are
+ * skipped there, and the others run without hogs and without checking
+ * that main kept running.  Under an emulator (qemu-user)
  * /proc shows the emulator's own calls, so gort falls back to finding
  * blocked calls with the signal (which costs EINTRs): the EINTR checks are
  * skipped there, the rest holds.
@@ -62,6 +64,13 @@ static bool under_emulator(void)
 {
     const char *emu = getenv("GORT_TEST_EMULATOR");
     return emu && *emu;
+}
+
+/* Without preemption signals a hog would keep its P for good; and there
+ * nothing hands off the P of a thread in a raw call either (rawsys.c). */
+static bool hogs_possible(void)
+{
+    return !TSAN && !ON_VALGRIND();
 }
 
 static bool async_expected(const char *what)
@@ -297,7 +306,7 @@ static void rc_main(void *arg)
     CHECK_EQ(pthread_create(&helpers[0], NULL, rc_poster, NULL), 0);
     CHECK_EQ(pthread_create(&helpers[1], NULL, rc_writer, NULL), 0);
     CHECK_EQ(pthread_create(&helpers[2], NULL, rc_connector, NULL), 0);
-    for (int i = 0; i < procs; i++)
+    for (int i = 0; hogs_possible() && i < procs; i++)
         CHECK_GT(gort_go(hog, NULL), 0);
     gort_waitgroup_add(&rc_wg, K_N);
     for (int k = 0; k < K_N; k++)
@@ -356,7 +365,8 @@ static void raw_calls(int procs)
         rc_nlate, p50 / 1e6, rc_nlate ? rc_lateness[rc_nlate - 1] / 1e6 : 0);
     /* The raw calls hold no P for long: main, queued behind hogs that are
      * preempted every 10 ms, wakes within a few time slices. */
-    CHECK_GT(rc_nlate, 10);
+    if (hogs_possible())
+        CHECK_GT(rc_nlate, 10);
     if (!under_emulator() && !SANITIZED)
         CHECK_LE(p50, 50 * MS);
 }
@@ -430,6 +440,8 @@ TEST(raw_long_sleep)
     if (ls_r == 0)
         CHECK_GE(ls_took, 600 * MS);
 
+    if (!async_expected("raw_long_sleep (busy half)"))
+        return;
     setenv("GORTMAXPROCS", "1", 1);
     run_main(ls_main_busy, NULL);
     say("1 P with a hog: nanosleep(300 ms) returned %d after %.1f ms; "
@@ -439,8 +451,7 @@ TEST(raw_long_sleep)
         CHECK_EQ(ls_r, 0);
     /* The sleeping thread's P went to main and the hog: main never waited
      * for the whole call. */
-    if (async_expected("raw_long_sleep (busy half)"))
-        CHECK_LT(ls_worst, 200 * MS);
+    CHECK_LT(ls_worst, 200 * MS);
 }
 
 /* ---------------------------------------------------------------------------
@@ -473,7 +484,7 @@ static void bn_worker(void *arg)
 static void bn_main(void *arg)
 {
     (void)arg;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; hogs_possible() && i < 4; i++)
         CHECK_GT(gort_go(hog, NULL), 0);
     gort_waitgroup_add(&bn_wg, BN_WORKERS);
     for (int i = 0; i < BN_WORKERS; i++)

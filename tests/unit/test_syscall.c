@@ -34,9 +34,10 @@
  *                             pairs across pipes, 4 channel ping-pong pairs:
  *                             everything completes, sums exact
  *
- * The unwrapped call is found by the asynchronous preemption signal, which
- * is off under ThreadSanitizer and Valgrind: unwrapped_raw_read is skipped
- * there (it would hold the only P for good).
+ * The unwrapped call is found through /proc (rawsys.c), except under
+ * ThreadSanitizer and Valgrind, where gort falls back to the preemption
+ * signal, which is off there too: unwrapped_raw_read is skipped there (it
+ * would hold the only P for good).
  */
 #include "test_util.h"
 
@@ -424,9 +425,8 @@ static void ur_main(void *arg)
 TEST(unwrapped_raw_read)
 {
     if (SC_TSAN || ON_VALGRIND()) {
-        fprintf(stderr, "unwrapped_raw_read: skipped (%s turns off the "
-                        "preemption signal that finds an unwrapped "
-                        "blocking call)\n",
+        fprintf(stderr, "unwrapped_raw_read: skipped (under %s nothing finds "
+                        "an unwrapped blocking call)\n",
                 SC_TSAN ? "ThreadSanitizer" : "Valgrind");
         return;
     }

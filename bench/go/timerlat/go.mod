@@ -1,0 +1,3 @@
+module gort/bench/timerlat
+
+go 1.19
