@@ -2593,6 +2593,7 @@ int gort_main(void (*fn)(void *), void *arg)
     reset_globals();
     gort__runtime_init_time = gort_nanotime();
     gort__track_clock_init();
+    gort__spinpay_reset();
     struct m *mp = allocm();
     if (!mp) {
         store_rel(&gort_running, 0);

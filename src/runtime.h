@@ -1267,6 +1267,17 @@ static inline bool gort__isidlep(int32_t id)
 /* Asynchronous preemption (preempt.c). */
 GORT_HIDDEN int gort__preempt_init(void);
 GORT_HIDDEN void gort__preempt_fini(void);
+/* Whether the poller's spin pays (time.c): spin now (SPINPAY_*: while it
+ * does not pay, every 64th idle spell probes)?  Does an idle spell that
+ * ended after gap ns, spun or slept, tell anything?  Record it (probe: it
+ * was a probe).  Reset (gort_main's start, and tests).  The poller M
+ * only. */
+enum { SPINPAY_SLEEP = 0, SPINPAY_SPIN, SPINPAY_PROBE };
+GORT_HIDDEN int gort__spinpay_spin(void);
+GORT_HIDDEN bool gort__spinpay_counts(bool spun, int64_t gap, int64_t spin);
+GORT_HIDDEN void gort__spinpay_record(int64_t gap, int64_t spin, bool probe);
+GORT_HIDDEN void gort__spinpay_reset(void);
+
 /* A G's own stack for preemptions deep in its stack (preempt.c). */
 #if defined(GORT_ASAN)
 #define GORT_PREEMPT_STK (128 * 1024)

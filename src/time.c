@@ -279,22 +279,91 @@ void gort__wakenetpoller(int64_t when)
     }
 }
 
-/* Before the poller sleeps in epoll_wait, it polls without blocking for
+/*
+ * Before the poller sleeps in epoll_wait, it may poll without blocking for
  * up to GORTDEBUG=netpollspin microseconds (default 50), when goroutines
  * wait on descriptors, every P is idle and the sleep would be longer.  In
- * a request-reply exchange the next request often comes within that, and
- * then neither does the poller's thread sleep nor does the sender pay to
- * wake it (a futex or epoll wake-up costs 10-60 us here).  Every P idle:
- * no thread of ours wants a CPU, and the spin stops as soon as one does.
- * Returns true when the spin got an event (*n Gs readied, 0 for a
- * break). */
-static bool netpoll_spin(int64_t until, struct gqueue *q, int32_t *n)
+ * a request-reply exchange under heavy load the next request often comes
+ * within that, and then neither does the poller's thread sleep nor does
+ * the sender pay to wake it (a futex or epoll wake-up costs 10-60 us
+ * here).  Every P idle: no thread of ours wants a CPU, and the spin stops
+ * as soon as one does.
+ *
+ * The spin pays only when work comes within it.  Each idle spell ends
+ * after a gap (until the first event or break); a spin of up to L would
+ * have cost min(gap, L) of CPU and, when the gap was within L, saved a
+ * sleep and a wake-up, counted as SPIN_GAIN_NS.  spinpay keeps moving
+ * averages of the two (1/16 weight each) and the poller spins while the
+ * gain outweighs the cost: by a quarter more to start spinning, a quarter
+ * less to stop, so that it does not flap.  A spell spent asleep shows its
+ * gap only with the wake-up's own latency added (tens of microseconds
+ * here), so it counts only when it is plainly beyond L (a miss either
+ * way); and while not spinning, every 64th spell spins anyway, to see the
+ * gaps as they are, and counts for a quarter (it stands for the 64).  At
+ * partial load, where requests come a millisecond apart, the poller stops
+ * spinning within a few dozen requests; under a client that never pauses
+ * it keeps spinning, or starts again within a few hundred spells.  Only the poller M (one at
+ * a time: sched.lastpoll's claim, which orders one poller's updates
+ * before the next one's) touches spinpay.
+ */
+#define SPIN_GAIN_NS (20 * 1000)
+/* A slept spell whose gap is this much beyond L was beyond it anyway. */
+#define SPIN_WAKE_SLACK_NS (200 * 1000)
+static struct {
+    int64_t cost, gain; /* ns, moving averages over idle spells */
+    bool off;           /* not spinning: the gain fell behind */
+    uint32_t spells;    /* idle spells while off, for the probes */
+} spinpay;
+
+void gort__spinpay_record(int64_t gap, int64_t spin, bool probe)
 {
-    /* Relaxed: a setting that a test changes while the runtime runs; a
-     * stale value costs one spin more or less.  (gort__netpoll_spin
-     * checks that every P is idle.) */
-    int64_t spin = (int64_t)load_relaxed(&gort__debug.netpollspin) * 1000;
+    int64_t cost = gap < spin ? gap : spin;
+    int64_t gain = gap <= spin ? SPIN_GAIN_NS : 0;
+    int shift = probe ? 2 : 4;
+    spinpay.cost += (cost - spinpay.cost) / (1 << shift);
+    spinpay.gain += (gain - spinpay.gain) / (1 << shift);
+    if (spinpay.off)
+        spinpay.off = 4 * spinpay.gain <= 5 * spinpay.cost;
+    else
+        spinpay.off = 4 * spinpay.gain < 3 * spinpay.cost;
+}
+
+int gort__spinpay_spin(void)
+{
+    if (!spinpay.off)
+        return SPINPAY_SPIN;
+    return ++spinpay.spells % 64 == 0 ? SPINPAY_PROBE : SPINPAY_SLEEP;
+}
+
+bool gort__spinpay_counts(bool spun, int64_t gap, int64_t spin)
+{
+    return spun || gap > spin + SPIN_WAKE_SLACK_NS;
+}
+
+void gort__spinpay_reset(void)
+{
+    memset(&spinpay, 0, sizeof spinpay);
+}
+
+/* The spin limit in ns (0: none).  Relaxed: a setting that a test changes
+ * while the runtime runs; a stale value costs one spin more or less. */
+static int64_t spin_limit(void)
+{
+    return (int64_t)load_relaxed(&gort__debug.netpollspin) * 1000;
+}
+
+/* Spin if it pays (*probe: a probe of the gaps).  Returns true when the
+ * spin got an event (*n Gs readied, 0 for a break). */
+static bool netpoll_spin(int64_t until, struct gqueue *q, int32_t *n,
+                         bool *probe)
+{
+    /* gort__netpoll_spin checks that every P is idle. */
+    int64_t spin = spin_limit();
     if (spin == 0 || gort__netpoll_waiters() == 0)
+        return false;
+    int how = gort__spinpay_spin();
+    *probe = how == SPINPAY_PROBE;
+    if (how == SPINPAY_SLEEP)
         return false;
     int64_t end = gort_nanotime() + spin;
     if (until != 0 && until <= end)
@@ -321,18 +390,31 @@ int32_t gort__netpoll_sleep(int64_t until, struct gqueue *q)
         until = again;
     int32_t n = 0;
     if (gort__netpoll_inited()) {
-        if (netpoll_spin(until, q, &n))
-            goto done;
-        /* -1: no timer, sleep until an event or a break.  A deadline that
-         * has already passed (a slow thread got here late) polls without
-         * sleeping: it must never read as "no deadline". */
-        int64_t delay = -1;
-        if (until != 0) {
-            delay = until - gort_nanotime();
-            if (delay < 0)
-                delay = 0;
+        int64_t began = gort_nanotime();
+        bool eligible = gort__netpoll_waiters() > 0, probe = false;
+        bool spun = netpoll_spin(until, q, &n, &probe);
+        if (!spun) {
+            /* -1: no timer, sleep until an event or a break.  A deadline
+             * that has already passed (a slow thread got here late) polls
+             * without sleeping: it must never read as "no deadline". */
+            int64_t delay = -1;
+            if (until != 0) {
+                delay = until - gort_nanotime();
+                if (delay < 0)
+                    delay = 0;
+            }
+            n = gort__netpoll(delay, q);
         }
-        n = gort__netpoll(delay, q);
+        /* The gap: until the event or the break (a break leaves no G but
+         * ends the wait early), or none when the sleep simply ran out. */
+        int64_t now = gort_nanotime(), gap = now - began, lim = spin_limit();
+        bool ended = spun || n > 0 || until == 0 || now < until;
+        if (!ended)
+            gap = INT64_MAX;
+        if (eligible && gort__spinpay_counts(spun, gap, lim))
+            gort__spinpay_record(gap, lim, probe);
+        if (spun)
+            goto done;
     } else if (until != 0) {
         int64_t delay = until - gort_nanotime();
         if (delay > 0)

@@ -17,7 +17,7 @@ gort_test(test_rawsys TIMEOUT 180 CASES raw_calls_p1 raw_calls_p4 raw_long_sleep
 gort_test(test_tls TIMEOUT 120 CASES errno_follows errno_address_stale tls_address_stale pthread_self_changes thread_bound_lock locked_keeps_thread)
 gort_test(test_lockthread TIMEOUT 120 CASES tid_stable nesting exit_locked_ends_thread main_locked_on_main_thread)
 gort_test(test_foreign TIMEOUT 180 CASES foreign_send foreign_go foreign_mutex_select foreign_no_deadlock)
-gort_test(test_netpoll TIMEOUT 180 CASES pipe_readers echo_many echo_server read_deadline close_wakes_reader io_wait_dump bad_input short_reads deadline_moved close_in_flight close_race sigpipe sigpipe_after_park tcp_inq poll_spin)
+gort_test(test_netpoll TIMEOUT 180 CASES pipe_readers echo_many echo_server read_deadline close_wakes_reader io_wait_dump bad_input short_reads deadline_moved close_in_flight close_race sigpipe sigpipe_after_park tcp_inq poll_spin spin_policy)
 # tcp_inq counts gort's recvmsg calls through a wrapper, poll_spin its
 # epoll_wait calls.
 target_link_options(test_netpoll PRIVATE -Wl,--wrap=recvmsg

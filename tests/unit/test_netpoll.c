@@ -49,11 +49,19 @@
  *                          socketpair, every byte in order; on a datagram
  *                          socketpair (where a short read does not empty
  *                          it) two datagrams sent at once are both read
- *   poll_spin              on 1 P, 300 round trips with a thread that
- *                          answers after 0.2 ms: without the poller's spin
+ *   poll_spin              on 1 P, round trips with a thread that answers
+ *                          after 1 ms: without the poller's spin
  *                          (GORTDEBUG=netpollspin=0) at least half of them
- *                          put the poller to sleep in epoll_wait; with a
- *                          5 ms spin at most a fifth; every byte echoed
+ *                          put the poller to sleep in epoll_wait; with the
+ *                          spin it stops spinning (it does not pay: at most
+ *                          10 polls a round, where spinning would make 40
+ *                          or more); every byte echoed
+ *   spin_policy            the spin's economics, fed gaps directly: it
+ *                          keeps spinning for gaps of 5 us, stops for gaps
+ *                          of 1 ms within 64 spells, probes every 64th
+ *                          spell meanwhile, starts again when the gaps are
+ *                          short again, and does not flap when they
+ *                          alternate
  */
 #include "runtime.h"
 #include "test_util.h"
@@ -1159,50 +1167,75 @@ TEST(tcp_inq)
  * poll_spin
  * ------------------------------------------------------------------------- */
 
+#define PS_ROUNDS 300
+static int ps_req[2], ps_rep[2]; /* goroutine -> thread, thread -> goroutine */
+static int64_t ps_delay_ns;      /* the thread's answer delay; atomic */
+static int64_t ps_polls;         /* epoll_wait calls that cannot sleep */
+
 int __real_epoll_wait(int epfd, void *evs, int maxevents, int timeout);
 static int64_t ps_blocking; /* epoll_wait calls that may sleep */
 
 int __wrap_epoll_wait(int epfd, void *evs, int maxevents, int timeout)
 {
-    if (timeout != 0)
-        __atomic_add_fetch(&ps_blocking, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(timeout != 0 ? &ps_blocking : &ps_polls, 1,
+                       __ATOMIC_RELAXED);
     return __real_epoll_wait(epfd, evs, maxevents, timeout);
 }
 
-#define PS_ROUNDS 300
-#define PS_DELAY_NS (200 * 1000)
-static int ps_req[2], ps_rep[2]; /* goroutine -> thread, thread -> goroutine */
-
-/* A thread gort does not know: echo each byte PS_DELAY_NS later, so that
- * the goroutine has parked and its M is polling by then.  It sleeps
- * meanwhile, leaving the other CPU to the spin. */
+/* A thread gort does not know: echo each byte after ps_delay_ns.  With no
+ * delay it waits for the byte by polling its non-blocking end, so that
+ * the answer comes within microseconds (a blocking read would add its own
+ * wake-up, tens of microseconds here); with one it sleeps, leaving the
+ * other CPU to the poller. */
 static void *ps_echo(void *arg)
 {
     (void)arg;
     unsigned char c;
-    while (read(ps_req[0], &c, 1) == 1) {
-        struct timespec d = {0, PS_DELAY_NS};
-        nanosleep(&d, NULL);
+    for (;;) {
+        ssize_t r = read(ps_req[0], &c, 1);
+        if (r == 0)
+            break;
+        if (r < 0) {
+            if (errno != EAGAIN)
+                break;
+            if (__atomic_load_n(&ps_delay_ns, __ATOMIC_RELAXED))
+                usleep(100);
+            continue;
+        }
+        int64_t d = __atomic_load_n(&ps_delay_ns, __ATOMIC_RELAXED);
+        if (d) {
+            struct timespec ts = {0, (long)d};
+            nanosleep(&ts, NULL);
+        }
         if (write(ps_rep[1], &c, 1) != 1)
             break;
     }
     return NULL;
 }
 
-/* PS_ROUNDS one-byte round trips with the thread; returns how many
- * epoll_wait calls could sleep meanwhile. */
-static int64_t ps_rounds(int spin_us)
+struct ps_counts {
+    int64_t sleeping, polls;
+};
+
+/* PS_ROUNDS one-byte round trips with the thread answering after delay;
+ * the epoll_wait calls meanwhile. */
+static struct ps_counts ps_rounds(int spin_us, int64_t delay)
 {
     /* Relaxed: the poller reads it at each sleep, atomically. */
     __atomic_store_n(&gort__debug.netpollspin, spin_us, __ATOMIC_RELAXED);
+    __atomic_store_n(&ps_delay_ns, delay, __ATOMIC_RELAXED);
     int64_t b0 = __atomic_load_n(&ps_blocking, __ATOMIC_RELAXED);
+    int64_t p0 = __atomic_load_n(&ps_polls, __ATOMIC_RELAXED);
     for (int i = 0; i < PS_ROUNDS; i++) {
         unsigned char c = (unsigned char)i, r = 0;
         CHECK_EQ(gort_write(ps_req[1], &c, 1), 1);
         CHECK_EQ(gort_read(ps_rep[0], &r, 1), 1);
         CHECK_EQ(r, c);
     }
-    return __atomic_load_n(&ps_blocking, __ATOMIC_RELAXED) - b0;
+    struct ps_counts n = {
+        __atomic_load_n(&ps_blocking, __ATOMIC_RELAXED) - b0,
+        __atomic_load_n(&ps_polls, __ATOMIC_RELAXED) - p0};
+    return n;
 }
 
 static void ps_main(void *arg)
@@ -1211,7 +1244,7 @@ static void ps_main(void *arg)
     int procs = gort_gomaxprocs(1);
     int32_t saved = __atomic_load_n(&gort__debug.netpollspin,
                                     __ATOMIC_RELAXED);
-    CHECK_EQ(pipe(ps_req), 0);
+    CHECK_EQ(pipe2(ps_req, O_NONBLOCK), 0);
     CHECK_EQ(pipe(ps_rep), 0);
     CHECK_EQ(gort_fd_register(ps_req[1]), 0);
     CHECK_EQ(gort_fd_register(ps_rep[0]), 0);
@@ -1219,21 +1252,31 @@ static void ps_main(void *arg)
     CHECK_EQ(pthread_create(&th, NULL, ps_echo, NULL), 0);
 
     /* Without the spin the poller sleeps in epoll_wait for nearly every
-     * reply.  With a spin (5 ms) far longer than the thread's 0.2 ms, it
-     * seldom does (a loaded machine gets three tries). */
-    int64_t off = ps_rounds(0), on = 0;
-    bool ok = false;
-    for (int attempt = 0; attempt < 3 && !ok; attempt++) {
-        on = ps_rounds(5000);
-        ok = on <= PS_ROUNDS / 5;
-    }
-    say("%d round trips: %lld sleeping polls without a spin, %lld with\n",
-        PS_ROUNDS, (long long)off, (long long)on);
+     * reply (a loaded machine gets three tries).  With it, and a thread
+     * that answers within microseconds, it seldom does, if the thread
+     * gets a CPU when it needs one: printed, not checked (on a loaded
+     * machine it may not).  With a thread that answers after 1 ms the
+     * spin stops: 50 us of polling never pays there, and spinning every
+     * time would make 40 polls or more a round. */
+    struct ps_counts off = {0, 0}, fast, slow, again;
+    for (int attempt = 0; attempt < 3 && off.sleeping < PS_ROUNDS / 2;
+         attempt++)
+        off = ps_rounds(0, 1000 * 1000);
+    fast = ps_rounds(50, 0);
+    slow = ps_rounds(50, 1000 * 1000);
+    again = ps_rounds(50, 0);
+    say("%d round trips, sleeping polls / polls: no spin %lld / %lld, "
+        "fast %lld / %lld, slow %lld / %lld, fast again %lld / %lld\n",
+        PS_ROUNDS, (long long)off.sleeping, (long long)off.polls,
+        (long long)fast.sleeping, (long long)fast.polls,
+        (long long)slow.sleeping, (long long)slow.polls,
+        (long long)again.sleeping, (long long)again.polls);
     if (getenv("GORT_TEST_EMULATOR")) {
         fprintf(stderr, "poll_spin: under an emulator; counts skipped\n");
     } else {
-        CHECK_GE(off, PS_ROUNDS / 2);
-        CHECK(ok);
+        CHECK_GE(off.sleeping, PS_ROUNDS / 2);
+        CHECK_LE(off.polls, 3 * PS_ROUNDS);
+        CHECK_LE(slow.polls, 10 * PS_ROUNDS);
     }
 
     __atomic_store_n(&gort__debug.netpollspin, saved, __ATOMIC_RELAXED);
@@ -1248,4 +1291,71 @@ static void ps_main(void *arg)
 TEST(poll_spin)
 {
     run_main(ps_main, NULL);
+}
+
+/* ---------------------------------------------------------------------------
+ * spin_policy
+ * ------------------------------------------------------------------------- */
+
+#define SP_LIMIT (50 * 1000) /* ns: the default spin */
+
+/* One idle spell whose event comes gap ns after it starts, as
+ * gort__netpoll_sleep sees it: a spell that spins and gets the event
+ * within the limit shows the gap; one that sleeps shows it plus a
+ * wake-up of 30 us.  Returns whether the spell spun. */
+static bool sp_spell(int64_t gap)
+{
+    int how = gort__spinpay_spin();
+    bool spun = how != SPINPAY_SLEEP && gap <= SP_LIMIT;
+    int64_t seen = spun ? gap : gap + 30 * 1000;
+    if (gort__spinpay_counts(spun, seen, SP_LIMIT))
+        gort__spinpay_record(seen, SP_LIMIT, how == SPINPAY_PROBE);
+    return how != SPINPAY_SLEEP;
+}
+
+/* Spells that spun out of n with gap. */
+static int sp_run(int n, int64_t gap)
+{
+    int spun = 0;
+    for (int i = 0; i < n; i++)
+        spun += sp_spell(gap);
+    return spun;
+}
+
+TEST(spin_policy)
+{
+    gort__spinpay_reset();
+    /* A client that never pauses: every spell spins. */
+    CHECK_EQ(sp_run(200, 5 * 1000), 200);
+    /* Requests 1 ms apart: it stops within 64 spells... */
+    int spun = sp_run(64, 1000 * 1000);
+    say("spells spun out of 64 at 1 ms gaps: %d\n", spun);
+    CHECK_LT(spun, 64);
+    /* ... and then only the probes spin, one in 64. */
+    int probes = sp_run(640, 1000 * 1000);
+    say("spells spun out of 640 more: %d\n", probes);
+    CHECK_GE(probes, 9);
+    CHECK_LE(probes, 11);
+    /* Short gaps again: the probes see them, and it spins again within a
+     * few hundred spells. */
+    spun = sp_run(640, 5 * 1000);
+    say("spells spun out of 640 at 5 us gaps after the pause: %d\n", spun);
+    CHECK_GE(spun, 200);
+    CHECK_EQ(sp_run(100, 5 * 1000), 100);
+    /* Gaps of 40 us: 40 us of CPU a spell against 20 us saved: it stops. */
+    spun = sp_run(400, 40 * 1000);
+    say("spells spun out of 400 at 40 us gaps: %d\n", spun);
+    CHECK_LT(sp_run(128, 40 * 1000), 4);
+    /* Alternating 5 us and 1 ms gaps (a spin costs 27.5 us on average
+     * and saves 10): it settles on not spinning, without flapping. */
+    gort__spinpay_reset();
+    int flips = 0;
+    bool last = true;
+    for (int i = 0; i < 640; i++) {
+        bool now = sp_spell(i % 2 ? 1000 * 1000 : 5 * 1000);
+        flips += now != last;
+        last = now;
+    }
+    say("decision changes over 640 alternating spells: %d\n", flips);
+    CHECK_LE(flips, 40);
 }
