@@ -4,7 +4,8 @@
  * check fails or anything stops making progress.
  *
  *   soak [-t SECONDS] [-procs N] [-seed S] [-v] [-fixedprocs]
- *        [-stall SECONDS] [-stack BYTES] [-only KIND,KIND...]
+ *        [-stall SECONDS] [-stack BYTES] [-only KIND,...] [-skip KIND,...]
+ *   soak -h        the usage and the kinds of worker
  *
  *   -t SECONDS     how long the workers run (default 60)
  *   -procs N       GOMAXPROCS at the start (default: gort's)
@@ -18,6 +19,7 @@
  *                  64 KiB); the recurse worker uses most of it, so the
  *                  program refuses GORTSTACKSIZE, which would override it
  *   -only KINDS    run only these kinds of worker (names as in kinds[])
+ *   -skip KINDS    leave these kinds out
  *
  * Exit status: 0 when every check held, 1 for a failed check (the message
  * names the worker and what differed), 2 for a bad command line, 3 when a
@@ -68,34 +70,34 @@ int soak_locked_tids[SOAK_LOCKED_SLOTS];
 
 /* Every kind of worker, in the order they start. */
 static const struct soak_kind kinds[] = {
-    {"chan", 2, SOAK_GOROUTINE, soak_chan, NULL, NULL},
-    {"select", 2, SOAK_GOROUTINE, soak_select, NULL, NULL},
-    {"mutex", 1, SOAK_GOROUTINE, soak_mutex, NULL, NULL},
-    {"rwmutex", 1, SOAK_GOROUTINE, soak_rwmutex, NULL, NULL},
-    {"cond", 1, SOAK_GOROUTINE, soak_cond, NULL, NULL},
-    {"once", 1, SOAK_GOROUTINE, soak_once, NULL, NULL},
-    {"waitgroup", 1, SOAK_GOROUTINE, soak_waitgroup, NULL, NULL},
-    {"sleep", 3, SOAK_GOROUTINE, soak_sleep, NULL, NULL},
-    {"yield", 1, SOAK_GOROUTINE, soak_yield, NULL, NULL},
-    {"after", 1, SOAK_GOROUTINE, soak_after, NULL, NULL},
-    {"timer", 1, SOAK_GOROUTINE, soak_timer, NULL, NULL},
-    {"afterfunc", 1, SOAK_GOROUTINE, soak_afterfunc, NULL, NULL},
-    {"spawn", 1, SOAK_GOROUTINE, soak_spawn, NULL, NULL},
-    {"spin", 1, SOAK_GOROUTINE, soak_spin, NULL, NULL},
-    {"vector", 1, SOAK_GOROUTINE, soak_vector, NULL, NULL},
-    {"recurse", 1, SOAK_GOROUTINE, soak_recurse, NULL, NULL},
-    {"pipe", 1, SOAK_GOROUTINE, soak_pipe, NULL, NULL},
-    {"nanosleep", 1, SOAK_GOROUTINE, soak_nanosleep, NULL, NULL},
-    {"poll", 1, SOAK_GOROUTINE, soak_poll, NULL, NULL},
-    {"files", 1, SOAK_GOROUTINE, soak_files, NULL, NULL},
-    {"server", 1, SOAK_GOROUTINE, soak_server, soak_net_init, NULL},
-    {"client", 3, SOAK_GOROUTINE, soak_client, NULL, "server"},
-    {"deadline", 1, SOAK_GOROUTINE, soak_deadline, NULL, "server"},
-    {"udp", 1, SOAK_GOROUTINE, soak_udp, NULL, NULL},
-    {"lockthread", 2, SOAK_GOROUTINE, soak_lockthread, NULL, NULL},
-    {"foreign", 2, SOAK_THREAD, soak_foreign, NULL, NULL},
-    {"observe", 1, SOAK_GOROUTINE, soak_observe, NULL, NULL},
-    {"gomaxprocs", 1, SOAK_GOROUTINE, soak_gomaxprocs, NULL, NULL},
+    {"chan", 2, SOAK_GOROUTINE, soak_chan, NULL, NULL, NULL},
+    {"select", 2, SOAK_GOROUTINE, soak_select, NULL, NULL, NULL},
+    {"mutex", 1, SOAK_GOROUTINE, soak_mutex, NULL, NULL, NULL},
+    {"rwmutex", 1, SOAK_GOROUTINE, soak_rwmutex, NULL, NULL, NULL},
+    {"cond", 1, SOAK_GOROUTINE, soak_cond, NULL, NULL, NULL},
+    {"once", 1, SOAK_GOROUTINE, soak_once, NULL, NULL, NULL},
+    {"waitgroup", 1, SOAK_GOROUTINE, soak_waitgroup, NULL, NULL, NULL},
+    {"sleep", 3, SOAK_GOROUTINE, soak_sleep, NULL, NULL, NULL},
+    {"yield", 1, SOAK_GOROUTINE, soak_yield, NULL, NULL, NULL},
+    {"after", 1, SOAK_GOROUTINE, soak_after, NULL, NULL, NULL},
+    {"timer", 1, SOAK_GOROUTINE, soak_timer, NULL, NULL, NULL},
+    {"afterfunc", 1, SOAK_GOROUTINE, soak_afterfunc, NULL, NULL, NULL},
+    {"spawn", 1, SOAK_GOROUTINE, soak_spawn, NULL, NULL, NULL},
+    {"spin", 1, SOAK_GOROUTINE, soak_spin, NULL, NULL, NULL},
+    {"vector", 1, SOAK_GOROUTINE, soak_vector, NULL, NULL, NULL},
+    {"recurse", 1, SOAK_GOROUTINE, soak_recurse, NULL, NULL, NULL},
+    {"pipe", 1, SOAK_GOROUTINE, soak_pipe, NULL, NULL, NULL},
+    {"nanosleep", 1, SOAK_GOROUTINE, soak_nanosleep, NULL, NULL, NULL},
+    {"poll", 1, SOAK_GOROUTINE, soak_poll, NULL, NULL, NULL},
+    {"files", 1, SOAK_GOROUTINE, soak_files, NULL, NULL, NULL},
+    {"server", 1, SOAK_GOROUTINE, soak_server, soak_net_init, NULL, NULL},
+    {"client", 3, SOAK_GOROUTINE, soak_client, NULL, NULL, "server"},
+    {"deadline", 1, SOAK_GOROUTINE, soak_deadline, NULL, NULL, "server"},
+    {"udp", 1, SOAK_GOROUTINE, soak_udp, NULL, NULL, NULL},
+    {"lockthread", 2, SOAK_GOROUTINE, soak_lockthread, NULL, NULL, NULL},
+    {"foreign", 2, SOAK_THREAD, soak_foreign, NULL, soak_foreign_fini, NULL},
+    {"observe", 1, SOAK_GOROUTINE, soak_observe, NULL, NULL, NULL},
+    {"gomaxprocs", 1, SOAK_GOROUTINE, soak_gomaxprocs, NULL, NULL, NULL},
 };
 #define NKINDS (sizeof kinds / sizeof kinds[0])
 #define MAX_WORKERS 64
@@ -288,10 +290,13 @@ static void status_line(int64_t t0)
 {
     FILE *f = stderr;
     fprintf(f,
-            "soak: %3llds procs %d goroutines %lld (max %lld) threads %d "
-            "rss %ld MiB eintr %llu late max sleep %.1f timer %.1f ms\n",
+            "soak: %3llds procs %d goroutines %lld (runnable %lld, max %lld) "
+            "threads %d rss %ld MiB eintr %llu late max sleep %.1f timer "
+            "%.1f gosched %.1f ms\n",
             (long long)((mono_ns() - t0) / SOAK_S), gort_gomaxprocs(0),
             (long long)__atomic_load_n(&soak_stats.goroutines,
+                                       __ATOMIC_RELAXED),
+            (long long)__atomic_load_n(&soak_stats.runnable,
                                        __ATOMIC_RELAXED),
             (long long)__atomic_load_n(&soak_stats.goroutines_max,
                                        __ATOMIC_RELAXED),
@@ -300,6 +305,8 @@ static void status_line(int64_t t0)
             (double)__atomic_load_n(&soak_stats.sleep.max, __ATOMIC_RELAXED) /
                 1e6,
             (double)__atomic_load_n(&soak_stats.timer.max, __ATOMIC_RELAXED) /
+                1e6,
+            (double)__atomic_load_n(&soak_stats.yield.max, __ATOMIC_RELAXED) /
                 1e6);
     fprintf(f, "soak:      iterations:");
     const struct soak_kind *k = NULL;
@@ -314,7 +321,6 @@ static void status_line(int64_t t0)
         k = w->kind;
     }
     fprintf(f, "\n");
-    gort_schedtrace(0);
 }
 
 static void summary(int64_t elapsed)
@@ -467,20 +473,26 @@ static void set_phase(int ph)
     __atomic_store_n(&phase, ph, __ATOMIC_RELEASE);
 }
 
-/* True when -only leaves kind k in (or there is no -only). */
-static bool kind_selected(const struct soak_kind *k)
+/* True when the comma-separated list holds name. */
+static bool listed(const char *list, const char *name)
 {
-    if (soak_opts.only == NULL)
-        return true;
-    size_t n = strlen(k->name);
-    for (const char *p = soak_opts.only; *p;) {
+    size_t n = strlen(name);
+    for (const char *p = list; *p;) {
         const char *end = strchr(p, ',');
         size_t len = end ? (size_t)(end - p) : strlen(p);
-        if (len == n && memcmp(p, k->name, n) == 0)
+        if (len == n && memcmp(p, name, n) == 0)
             return true;
         p += len + (end != NULL);
     }
     return false;
+}
+
+/* True when -only and -skip leave kind k in. */
+static bool kind_selected(const struct soak_kind *k)
+{
+    if (soak_opts.skip != NULL && listed(soak_opts.skip, k->name))
+        return false;
+    return soak_opts.only == NULL || listed(soak_opts.only, k->name);
 }
 
 /* True when k runs: selected, or needed by a selected kind. */
@@ -568,6 +580,14 @@ static void init_kinds(void)
     for (size_t k = 0; k < NKINDS; k++)
         if (kinds[k].init != NULL && kind_runs(&kinds[k]))
             kinds[k].init();
+}
+
+/* Run every selected kind's fini hook. */
+static void fini_kinds(void)
+{
+    for (size_t k = 0; k < NKINDS; k++)
+        if (kinds[k].fini != NULL && kind_runs(&kinds[k]))
+            kinds[k].fini();
 }
 
 int soak_workers_of(soak_body *body)
@@ -693,6 +713,7 @@ static void main_g(void *arg)
     check_goroutines(base_g);
     check_fds(base_fds);
     check_preemption();
+    fini_kinds();
     set_phase(PH_EXIT);
 }
 
@@ -700,17 +721,19 @@ static void main_g(void *arg)
  * The command line.
  * ------------------------------------------------------------------------- */
 
+/* The usage and the kinds; why NULL: asked for with -h (exit 0). */
 static _Noreturn void usage(const char *why)
 {
-    fprintf(stderr, "soak: %s\n", why);
+    if (why != NULL)
+        fprintf(stderr, "soak: %s\n", why);
     fprintf(stderr,
             "usage: soak [-t SECONDS] [-procs N] [-seed S] [-v] "
             "[-fixedprocs] [-stall SECONDS] [-stack BYTES] "
-            "[-only KIND,...]\nkinds:");
+            "[-only KIND,...] [-skip KIND,...]\nkinds:");
     for (size_t k = 0; k < NKINDS; k++)
         fprintf(stderr, " %s", kinds[k].name);
     fprintf(stderr, "\n");
-    exit(2);
+    exit(why != NULL ? 2 : 0);
 }
 
 /* The number in s, which must be all digits and at least lo. */
@@ -733,6 +756,8 @@ static void parse_args(int argc, char **argv)
     soak_opts.seed = (uint64_t)mono_ns() ^ ((uint64_t)getpid() << 32);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "-h") == 0)
+            usage(NULL);
         if (strcmp(a, "-v") == 0) {
             soak_opts.verbose = true;
             continue;
@@ -754,6 +779,8 @@ static void parse_args(int argc, char **argv)
             soak_opts.stack = (size_t)number(a, v, GORT_MIN_STACK_SIZE);
         else if (strcmp(a, "-only") == 0 && v != NULL)
             soak_opts.only = v;
+        else if (strcmp(a, "-skip") == 0 && v != NULL)
+            soak_opts.skip = v;
         else
             usage("unknown or incomplete option");
     }
@@ -782,7 +809,7 @@ int main(int argc, char **argv)
     soak_opts.async_preempt = async_preempt_on();
     make_workers();
     if (nworkers == 0)
-        usage("-only selects no worker");
+        usage("-only and -skip select no worker");
     /* A thread leak should end in gort's fatal error, not exhaust the
      * machine: the workers need a few dozen threads at most. */
     gort_set_max_threads(2000);

@@ -60,8 +60,10 @@ struct soak_worker;
 typedef void soak_body(struct soak_worker *w);
 
 /*
- * A kind of worker: the area it exercises, how many run, and an optional
- * hook that runs in the main goroutine before any worker starts.
+ * A kind of worker: the area it exercises, how many run, and optional
+ * hooks, which run in the main goroutine: init before any worker starts,
+ * fini after every worker has returned and the goroutine count is back to
+ * its start (checks that need the program quiet).
  */
 struct soak_kind {
     const char *name;   /* "chan", "select", ...: also the -only word */
@@ -69,6 +71,7 @@ struct soak_kind {
     int how;            /* SOAK_GOROUTINE or SOAK_THREAD */
     soak_body *body;
     void (*init)(void);
+    void (*fini)(void);
     const char *needs;  /* a kind that must run beside it, or NULL */
 };
 
@@ -100,6 +103,7 @@ struct soak_opts {
     int64_t stall_s;    /* -stall: seconds without progress that fail */
     size_t stack;       /* -stack: goroutine stack size in bytes */
     const char *only;   /* -only: comma-separated kinds, or NULL for all */
+    const char *skip;   /* -skip: comma-separated kinds left out, or NULL */
     bool async_preempt; /* asynchronous preemption is expected to work */
 };
 extern struct soak_opts soak_opts;
@@ -135,6 +139,7 @@ struct soak_stats {
     uint64_t preempt_chunks;  /* CPU chunks run with no call into gort */
     uint64_t traces;          /* execution traces started and stopped */
     int64_t goroutines;       /* the last sample of /sched/goroutines */
+    int64_t runnable;         /* the last sample of .../runnable */
     int64_t goroutines_max;   /* the largest sample */
     uint64_t preempt_async;   /* the last samples of gort's metrics */
     uint64_t preempt_sync;
@@ -248,6 +253,7 @@ soak_body soak_spin, soak_vector, soak_recurse, soak_spawn,
     soak_gomaxprocs;                                           /* soak_cpu.c */
 soak_body soak_pipe, soak_nanosleep, soak_poll, soak_files;   /* soak_sys.c */
 soak_body soak_lockthread, soak_foreign, soak_observe;      /* soak_thread.c */
+void soak_foreign_fini(void);
 soak_body soak_server, soak_client, soak_deadline, soak_udp;   /* soak_net.c */
 void soak_cpu_init(void);   /* reference results, before gort_main */
 void soak_net_init(void);

@@ -13,11 +13,16 @@
  *               talks to them: request/reply over channels it made,
  *               select over two channels fed by goroutines until both
  *               close, a gort_mutex shared with a goroutine, trysend and
- *               tryrecv, waiting on WaitGroups: every value checked
- *   observe     every 0.2-1 s: metrics (the goroutine count for the
+ *               tryrecv, waiting on WaitGroups, reading metrics: every
+ *               value checked.  At the end of the run (the program
+ *               quiet), a thread that has read metrics and returned must
+ *               not count as a goroutine.
+ *   observe     every 0.2-1 s: metrics (the goroutine counts for the
  *               status line), goroutine dumps plain and grouped into
  *               /dev/null, per-P schedule counts, the Prometheus text;
- *               every 20 s or so an execution trace of 100 ms
+ *               every 20 s or so an execution trace of 100 ms; with -v a
+ *               schedtrace line every 5 s (from this goroutine: the
+ *               watchdog thread stays out of gort)
  */
 #include "soak.h"
 
@@ -339,6 +344,17 @@ static void foreign_mutex(struct foreign_ctx *f)
     gort_mutex_unlock(&f->mu);
 }
 
+/* The metrics read from the thread (gort.h: callable from any thread). */
+static void foreign_metrics(struct foreign_ctx *f)
+{
+    gort_metric_sample s = {.name = "/sched/goroutines:goroutines"};
+    int r = gort_metrics_read(&s, 1);
+    if (r != 0 || s.kind != GORT_METRIC_UINT64 || s.u64 == 0)
+        soak_fail(f->w, "gort_metrics_read on a foreign thread: %d, kind %d, "
+                        "%llu goroutines",
+                  r, s.kind, (unsigned long long)s.u64);
+}
+
 /* trysend and tryrecv from the thread against a goroutine echoing. */
 static void foreign_try(struct foreign_ctx *f)
 {
@@ -379,9 +395,12 @@ void soak_foreign(struct soak_worker *w)
     f.w = w;
     while (soak_running()) {
         f.n = soak_between(w, 1, FOREIGN_MAX);
-        switch (soak_rand(w) % 4) {
+        switch (soak_rand(w) % 5) {
         case 0:
             foreign_request_reply(&f);
+            break;
+        case 4:
+            foreign_metrics(&f);
             break;
         case 1:
             foreign_select(&f);
@@ -397,13 +416,60 @@ void soak_foreign(struct soak_worker *w)
     }
 }
 
+/* The thread of the fini check: reads metrics, then waits to be let go. */
+static int fini_read, fini_go; /* acquire/release flags */
+
+static void *fini_thread(void *arg)
+{
+    gort_metric_sample s = {.name = "/sched/goroutines:goroutines"};
+    *(int *)arg = gort_metrics_read(&s, 1);
+    __atomic_store_n(&fini_read, 1, __ATOMIC_RELEASE);
+    while (!__atomic_load_n(&fini_go, __ATOMIC_ACQUIRE))
+        usleep(1000);
+    return NULL;
+}
+
+/*
+ * With every worker gone and the goroutine count back to its start, a
+ * thread reads a metric (gort_metrics_read: callable from any thread) and
+ * stays alive: the goroutine count must not change, since the thread is
+ * not a goroutine and is no longer inside gort.
+ */
+void soak_foreign_fini(void)
+{
+    int64_t before = gort_numgoroutine();
+    int r = -1;
+    pthread_t t;
+    int err = pthread_create(&t, NULL, fini_thread, &r);
+    if (err != 0)
+        soak_fail(NULL, "pthread_create: %s", strerror(err));
+    while (!__atomic_load_n(&fini_read, __ATOMIC_ACQUIRE))
+        gort_sleep(SOAK_MS);
+    int64_t after = gort_numgoroutine();
+    if (after != before)
+        gort_dump_goroutines(2);
+    __atomic_store_n(&fini_go, 1, __ATOMIC_RELEASE);
+    err = GORT_BLOCKING(pthread_join(t, NULL));
+    if (r != 0 || err != 0)
+        soak_fail(NULL, "the fini thread: gort_metrics_read %d, join %d", r,
+                  err);
+    if (after != before)
+        soak_fail(NULL, "a thread that read a metric and returned counts as a "
+                        "goroutine: gort_numgoroutine() %lld, %lld before "
+                        "(the dump above shows it [running, locked to "
+                        "thread])",
+                  (long long)after, (long long)before);
+}
+
 /* ---------------------------------------------------------------------------
  * observe
  * ------------------------------------------------------------------------- */
 
-enum { OB_GOROUTINES, OB_ASYNC, OB_SYNC, OB_HANDOFFS, OB_THREADS, OB_N };
+enum { OB_GOROUTINES, OB_RUNNABLE, OB_ASYNC, OB_SYNC, OB_HANDOFFS,
+       OB_THREADS, OB_N };
 static const char *const ob_names[OB_N] = {
-    "/sched/goroutines:goroutines", "/gort/sched/preemptions/async:events",
+    "/sched/goroutines:goroutines", "/sched/goroutines/runnable:goroutines",
+    "/gort/sched/preemptions/async:events",
     "/gort/sched/preemptions/sync:events",
     "/gort/sched/syscall-handoffs:events", "/sched/threads/total:threads"};
 
@@ -420,6 +486,8 @@ static void observe_metrics(struct soak_worker *w)
     int64_t g = (int64_t)s[OB_GOROUTINES].u64;
     __atomic_store_n(&soak_stats.goroutines, g, __ATOMIC_RELAXED);
     soak_max(&soak_stats.goroutines_max, g);
+    __atomic_store_n(&soak_stats.runnable, (int64_t)s[OB_RUNNABLE].u64,
+                     __ATOMIC_RELAXED);
     __atomic_store_n(&soak_stats.preempt_async, s[OB_ASYNC].u64,
                      __ATOMIC_RELAXED);
     __atomic_store_n(&soak_stats.preempt_sync, s[OB_SYNC].u64,
@@ -467,7 +535,12 @@ void soak_observe(struct soak_worker *w)
         soak_fail(w, "gort_open(/dev/null) returned %d", null);
     uint32_t ticks[64];
     int64_t next_trace = gort_nanotime() + soak_between(w, 5, 20) * SOAK_S;
+    int64_t next_sched = gort_nanotime() + 5 * SOAK_S;
     while (soak_running()) {
+        if (soak_opts.verbose && gort_nanotime() >= next_sched) {
+            gort_schedtrace(0);
+            next_sched += 5 * SOAK_S;
+        }
         observe_metrics(w);
         SOAK_OK(w, gort_dump_goroutines(null));
         if (soak_one_in(w, 4))
