@@ -8,12 +8,14 @@
 #   fixed       -procs N -fixedprocs: N Ps throughout
 #   changing    -procs N: starts at N, the gomaxprocs worker moves it
 #               among 1..4 every 0.1-2 s
-#   randomize   the same under GORTDEBUG=randomize=1 (runnext and the
+#   randomized  the same under GORTDEBUG=randomize=1 (runnext and the
 #               run queue's spill order randomized)
-# Each run gets its own seed (from SOAK_SEED when set, else the clock),
-# printed before it starts.  The first failing run stops the loop; its
-# output says which worker failed and how, and the command that repeats
-# it.  SOAK_FLAGS adds options to every run (for example -v).
+# Each run gets its own seed (SOAK_SEED + its number when SOAK_SEED is
+# set, else from the clock), printed before it starts.  Every run goes
+# ahead whatever the ones before did; at the end a table lists each run's
+# result, with the command that repeats a failed one, and the exit status
+# is 1 if any failed.  SOAK_FLAGS adds options to every run (-v for a
+# status line every 5 s).
 set -u
 prog=${1:?usage: soak.sh PROGRAM SECONDS}
 total=${2:?usage: soak.sh PROGRAM SECONDS}
@@ -22,8 +24,10 @@ each=$((total / 12))
 seed=${SOAK_SEED:-$(date +%s)}
 flags=${SOAK_FLAGS:-}
 run=0
+results=()
+failed=0
 
-# one_run NAME ENV ARGS...: run the program, stop the loop on failure.
+# one_run NAME ENV ARGS...: one run of the program; its result is kept.
 one_run() {
     local name=$1 env=$2
     shift 2
@@ -31,11 +35,15 @@ one_run() {
     local s=$((seed + run))
     local cmd="$prog -t $each -seed $s $flags $*"
     [ -n "$env" ] && cmd="$env $cmd"
-    printf '\n==== soak run %d/12: %s: %s\n' "$run" "$name" "$cmd"
-    if ! env $env "$prog" -t "$each" -seed "$s" $flags "$@"; then
-        printf '\n==== soak run %d/12 (%s) FAILED; to repeat it:\n    %s\n' \
-            "$run" "$name" "$cmd"
-        exit 1
+    printf '\n==== soak run %d/12: %s\n==== %s\n' "$run" "$name" "$cmd"
+    env $env "$prog" -t "$each" -seed "$s" $flags "$@"
+    local status=$?
+    if [ "$status" -eq 0 ]; then
+        results+=("$(printf '%2d  pass          %s' "$run" "$name")")
+    else
+        failed=$((failed + 1))
+        results+=("$(printf '%2d  FAIL (exit %d) %s\n      %s' "$run" \
+            "$status" "$name" "$cmd")")
     fi
 }
 
@@ -45,4 +53,6 @@ for procs in 1 2 3 4; do
     one_run "GOMAXPROCS $procs, changing, randomized" GORTDEBUG=randomize=1 \
         -procs "$procs"
 done
-printf '\n==== soak: all 12 runs passed (%d s each)\n' "$each"
+printf '\n==== soak: %d of 12 runs failed (%d s each)\n' "$failed" "$each"
+printf '%s\n' "${results[@]}"
+[ "$failed" -eq 0 ]
