@@ -35,10 +35,12 @@
  *
  * The watchdog is a plain thread, so that it works when the scheduler is
  * stuck: once a second it looks at every running worker's counter and at
- * how long the current phase has lasted.
+ * how long the current phase has lasted.  It calls into gort only to read
+ * GOMAXPROCS (a plain load) and to report a stall.
  *
  * Invariants:
- *   - Only main_g writes `phase`; the watchdog reads it.
+ *   - main() and then main_g write `phase`, one at a time; the watchdog
+ *     reads it.
  *   - Workers reach gort only from goroutines, except the SOAK_THREAD
  *     ones, which use only what gort allows foreign threads.
  */
@@ -107,15 +109,15 @@ static int nworkers;
 static pthread_t threads[MAX_WORKERS];   /* SOAK_THREAD workers, by index */
 static gort_waitgroup workers_wg;        /* the goroutine workers */
 
-/* The run's phases.  main_g stores with release; the watchdog loads with
- * acquire, and then reads phase_since, which main_g stored before. */
+/* The run's phases.  set_phase stores with release; the watchdog loads
+ * with acquire, and then reads phase_since, stored before. */
 enum { PH_BOOT, PH_RUN, PH_STOP, PH_CHECK, PH_EXIT, PH_END };
 static const char *const phase_names[] = {"boot", "run", "stop", "check",
                                           "exit", "end"};
 static int phase;
 static int64_t phase_since;
 
-static int stopping; /* 1 once the run's time is up: soak_running() */
+static int stopping;    /* 1 once the run's time is up: soak_running() */
 static int final_procs; /* GOMAXPROCS when the workers were joined */
 
 /* ---------------------------------------------------------------------------
@@ -132,7 +134,7 @@ static int64_t mono_ns(void)
 
 bool soak_running(void)
 {
-    /* Pairs with the release store in stop_workers. */
+    /* Pairs with the release store in main_g. */
     return __atomic_load_n(&stopping, __ATOMIC_ACQUIRE) == 0;
 }
 

@@ -167,6 +167,14 @@ static inline void soak_max(int64_t *m, int64_t v)
 
 void soak_lat_add(struct soak_lat *l, int64_t ns);
 
+/* How long a wait that should end soon may last before it fails the run:
+ * the stall time (-stall), so that a scheduler that holds a goroutine
+ * back shows up as a stall of its worker rather than as a wrong result. */
+static inline int64_t soak_patience(void)
+{
+    return soak_opts.stall_s * SOAK_S;
+}
+
 /* True until the run's time is up.  The main goroutine stores the stop
  * with release; workers load it with acquire. */
 bool soak_running(void);

@@ -9,7 +9,8 @@
  *   client    request/reply on connections it reopens every 1-50
  *             requests (then half the time shutting its side first and
  *             waiting for the server's end of file), with read and write
- *             deadlines 5 s ahead: every reply checked byte for byte
+ *             deadlines the stall time ahead: every reply checked byte
+ *             for byte
  *   deadline  requests the server answers 20-60 ms late with a read
  *             deadline of 1-10 ms: the read must fail with -ETIMEDOUT, not
  *             before the deadline (lateness recorded); then either the
@@ -36,7 +37,6 @@
 #include <sys/uio.h>
 
 #define NET_MAX_PAYLOAD (64 * 1024)
-#define NET_DEADLINE (5 * SOAK_S)
 #define NET_ASK 0x534f414bU   /* "SOAK": a request */
 #define NET_ANSWER 0x414e5357U /* "ANSW": a reply */
 #define NET_SLOW 1U            /* flags: wait delay_us before answering */
@@ -210,7 +210,7 @@ static int net_dial(struct soak_worker *w)
     if (fd < 0)
         soak_fail(w, "gort_socket returned %d", fd);
     int r = gort_connect(fd, (struct sockaddr *)&net.addr, sizeof net.addr,
-                         NET_DEADLINE);
+                         soak_patience());
     if (r != 0)
         soak_fail(w, "gort_connect returned %d", r);
     return fd;
@@ -253,7 +253,7 @@ static void net_check_reply(struct soak_worker *w, int fd,
     soak_count(&soak_stats.net_bytes, h->len);
 }
 
-/* One request and its reply under 5 s deadlines. */
+/* One request and its reply under deadlines of the stall time. */
 static void net_exchange(struct soak_worker *w, int fd, uint64_t seq,
                          unsigned char *out, unsigned char *in)
 {
@@ -261,7 +261,7 @@ static void net_exchange(struct soak_worker *w, int fd, uint64_t seq,
     for (size_t i = 0; i < h.len; i++)
         out[i] = (unsigned char)soak_rand(w);
     SOAK_OK(w, gort_fd_set_deadline(fd, 'r' + 'w',
-                                    gort_nanotime() + NET_DEADLINE));
+                                    gort_nanotime() + soak_patience()));
     long r = write_msg(fd, &h, out);
     if (r != 0)
         soak_fail(w, "writing request %llu (%u bytes): %ld",
@@ -328,7 +328,8 @@ static bool net_deadline_missed(struct soak_worker *w, int fd,
     soak_max(&soak_stats.deadline_missed_max, late);
     struct net_hdr rh;
     memcpy(&rh, &c, 1);
-    SOAK_OK(w, gort_fd_set_deadline(fd, 'r', gort_nanotime() + NET_DEADLINE));
+    SOAK_OK(w, gort_fd_set_deadline(fd, 'r',
+                                    gort_nanotime() + soak_patience()));
     long r = read_full(fd, (char *)&rh + 1, sizeof rh - 1);
     if (r != sizeof rh - 1 || rh.magic != NET_ANSWER || rh.seq != h->seq ||
         rh.len != h->len)
@@ -353,7 +354,8 @@ static bool net_timeout_round(struct soak_worker *w, int fd, uint64_t seq,
     struct net_hdr h = {NET_ASK, (uint32_t)soak_between(w, 0, 512), seq,
                         NET_SLOW, (uint32_t)soak_between(w, 20000, 60000)};
     memset(out, (int)seq, h.len);
-    SOAK_OK(w, gort_fd_set_deadline(fd, 'w', gort_nanotime() + NET_DEADLINE));
+    SOAK_OK(w, gort_fd_set_deadline(fd, 'w',
+                                    gort_nanotime() + soak_patience()));
     long r = write_msg(fd, &h, out);
     if (r != 0)
         soak_fail(w, "writing a slow request: %ld", r);
@@ -374,7 +376,8 @@ static bool net_timeout_round(struct soak_worker *w, int fd, uint64_t seq,
     if (soak_one_in(w, 2))
         return false; /* drop it with the reply in flight */
     /* A later deadline re-arms the reads: the late reply arrives. */
-    SOAK_OK(w, gort_fd_set_deadline(fd, 'r', gort_nanotime() + NET_DEADLINE));
+    SOAK_OK(w, gort_fd_set_deadline(fd, 'r',
+                                    gort_nanotime() + soak_patience()));
     net_check_reply(w, fd, &h, out, in);
     return true;
 }
@@ -466,7 +469,8 @@ static void udp_round(struct soak_worker *w, int fd,
                          sizeof *to);
     if (r != (long)n)
         soak_fail(w, "gort_sendto of %zu bytes returned %ld", n, r);
-    SOAK_OK(w, gort_fd_set_deadline(fd, 'r', gort_nanotime() + NET_DEADLINE));
+    SOAK_OK(w, gort_fd_set_deadline(fd, 'r',
+                                    gort_nanotime() + soak_patience()));
     r = gort_recvfrom(fd, in, UDP_MAX, 0, NULL, NULL);
     if (r != (long)n)
         soak_fail(w, "gort_recvfrom of the %zu-byte echo returned %ld", n, r);

@@ -314,7 +314,8 @@ void soak_poll(struct soak_worker *w)
     for (uint64_t seq = 1; soak_running(); seq++) {
         int mode = (int)(soak_rand(w) % PL_MODES);
         bool data = soak_one_in(w, 2);
-        int ms = data ? 10000 : (int)soak_between(w, 1, 20);
+        int ms = data ? (int)(soak_patience() / SOAK_MS)
+                      : (int)soak_between(w, 1, 20);
         if (data)
             helper_post(&h, fds[1], soak_between(w, 0, 10 * SOAK_MS), seq);
         short rev = 0;

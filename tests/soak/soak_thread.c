@@ -180,12 +180,13 @@ static void lock_exit_round(struct soak_worker *w)
     char path[64];
     snprintf(path, sizeof path, "/proc/self/task/%d", tid);
     struct stat st;
-    int64_t end = gort_nanotime() + 5 * SOAK_S;
+    int64_t end = gort_nanotime() + soak_patience();
     while (stat(path, &st) == 0 && gort_nanotime() < end)
         gort_sleep(SOAK_MS);
     if (stat(path, &st) == 0)
-        soak_fail(w, "thread %d lives 5 s after its goroutine exited locked",
-                  tid);
+        soak_fail(w, "thread %d lives %lld s after its goroutine exited "
+                     "locked",
+                  tid, (long long)(soak_patience() / SOAK_S));
     soak_count(&soak_stats.threads_ended, 1);
 }
 

@@ -310,7 +310,7 @@ void soak_afterfunc(struct soak_worker *w)
         }
         int want = af_churn(w, af, k);
         /* Every arming left is due within 20 ms; allow for a slow machine. */
-        int64_t end = gort_nanotime() + 5 * SOAK_S;
+        int64_t end = gort_nanotime() + soak_patience();
         while (af_runs(af, k) < want && gort_nanotime() < end)
             gort_sleep(SOAK_MS);
         gort_sleep(25 * SOAK_MS); /* past every due time: no extra run */
