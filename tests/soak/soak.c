@@ -158,7 +158,8 @@ void soak_lat_add(struct soak_lat *l, int64_t ns)
     soak_max(&l->max, ns);
 }
 
-static int fail_once; /* the first failure's exchange wins */
+static int fail_once;    /* the first failure's exchange wins */
+static int end_failures; /* failed checks at the end; main_g only */
 
 void soak_fail(const struct soak_worker *w, const char *fmt, ...)
 {
@@ -176,6 +177,18 @@ void soak_fail(const struct soak_worker *w, const char *fmt, ...)
     fflush(stderr);
     gort_dump_goroutines(2);
     _exit(1);
+}
+
+void soak_check_failed(const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "soak: FAIL main: %s\n", msg);
+    fflush(stderr);
+    end_failures++;
 }
 
 gort_chan *soak_chan_make(struct soak_worker *w, size_t elemsize, size_t cap)
@@ -325,6 +338,12 @@ static void status_line(int64_t t0)
     fprintf(f, "\n");
 }
 
+/* A statistic, read while its writers may still run. */
+static uint64_t ld(const uint64_t *p)
+{
+    return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+
 static void summary(int64_t elapsed)
 {
     FILE *f = stdout;
@@ -336,13 +355,13 @@ static void summary(int64_t elapsed)
     fprintf(f, "  iterations:\n");
     for (int i = 0; i < nworkers; i++)
         fprintf(f, "    %-14s %10llu\n", workers[i].name,
-                (unsigned long long)workers[i].iters);
+                (unsigned long long)ld(&workers[i].iters));
     fprintf(f, "  raw EINTR: read %llu, nanosleep %llu, poll %llu; "
                "wrapped calls %llu\n",
-            (unsigned long long)s->eintr_read,
-            (unsigned long long)s->eintr_nanosleep,
-            (unsigned long long)s->eintr_poll,
-            (unsigned long long)s->eintr_wrapped);
+            (unsigned long long)ld(&s->eintr_read),
+            (unsigned long long)ld(&s->eintr_nanosleep),
+            (unsigned long long)ld(&s->eintr_poll),
+            (unsigned long long)ld(&s->eintr_wrapped));
     fprintf(f, "  lateness:\n");
     const struct soak_lat *lats[] = {&s->sleep,  &s->after,    &s->timer,
                                      &s->afterfunc, &s->select,
@@ -352,23 +371,27 @@ static void summary(int64_t elapsed)
     fprintf(f, "  goroutines started %llu (at most %lld at once), GOMAXPROCS "
                "changes %llu, CPU chunks %llu, threads ended locked %llu, "
                "traces %llu\n",
-            (unsigned long long)s->spawned, (long long)s->goroutines_max,
-            (unsigned long long)s->procs_changes,
-            (unsigned long long)s->preempt_chunks,
-            (unsigned long long)s->threads_ended,
-            (unsigned long long)s->traces);
+            (unsigned long long)ld(&s->spawned),
+            (long long)__atomic_load_n(&s->goroutines_max, __ATOMIC_RELAXED),
+            (unsigned long long)ld(&s->procs_changes),
+            (unsigned long long)ld(&s->preempt_chunks),
+            (unsigned long long)ld(&s->threads_ended),
+            (unsigned long long)ld(&s->traces));
     fprintf(f, "  preemptions: %llu asynchronous, %llu synchronous; "
                "syscall hand-offs %llu; threads %llu (the last samples)\n",
-            (unsigned long long)s->preempt_async,
-            (unsigned long long)s->preempt_sync,
-            (unsigned long long)s->handoffs, (unsigned long long)s->threads);
+            (unsigned long long)ld(&s->preempt_async),
+            (unsigned long long)ld(&s->preempt_sync),
+            (unsigned long long)ld(&s->handoffs),
+            (unsigned long long)ld(&s->threads));
     fprintf(f, "  network: %llu payload bytes verified, %llu deadlines "
                "expired as intended, %llu reads got data after their "
                "deadline (latest %.3f ms after it)\n",
-            (unsigned long long)s->net_bytes,
-            (unsigned long long)s->net_timeouts,
-            (unsigned long long)s->deadline_missed,
-            (double)s->deadline_missed_max / 1e6);
+            (unsigned long long)ld(&s->net_bytes),
+            (unsigned long long)ld(&s->net_timeouts),
+            (unsigned long long)ld(&s->deadline_missed),
+            (double)__atomic_load_n(&s->deadline_missed_max,
+                                    __ATOMIC_RELAXED) /
+                1e6);
     fprintf(f, "  threads %d, rss %ld MiB\n", count_entries("/proc/self/task"),
             rss_mib());
 }
@@ -454,6 +477,8 @@ static void *watchdog(void *arg)
                 gort_schedtrace(0);
                 gort_dump_goroutines(2);
             }
+            summary(mono_ns() - t0);
+            fflush(stdout);
             _exit(3);
         }
         if (soak_opts.verbose && ph == PH_RUN && now >= next_status) {
@@ -616,7 +641,7 @@ static void check_goroutines(int64_t base)
     if (n != base) {
         fprintf(stderr, "soak: goroutines by backtrace:\n");
         gort_dump_goroutines_grouped(2);
-        soak_fail(NULL, "%lld goroutines at the end, %lld before the "
+        soak_check_failed("%lld goroutines at the end, %lld before the "
                         "workers started",
                   (long long)n, (long long)base);
     }
@@ -635,7 +660,7 @@ static void check_preemption(void)
     }
     if (cpu && observed && soak_opts.async_preempt &&
         soak_opts.seconds >= 5 && soak_stats.preempt_async == 0)
-        soak_fail(NULL, "no asynchronous preemption was counted while the "
+        soak_check_failed("no asynchronous preemption was counted while the "
                         "spin worker ran");
 }
 
@@ -672,7 +697,7 @@ static void check_fds(int base)
     int n = count_entries("/proc/self/fd");
     if (n != base) {
         list_fds();
-        soak_fail(NULL, "%d open descriptors at the end (listed above), %d "
+        soak_check_failed("%d open descriptors at the end (listed above), %d "
                         "before the workers started",
                   n, base);
     }
@@ -837,6 +862,11 @@ int main(int argc, char **argv)
                "kernel restarts neither nanosleep(2) nor poll(2) after a "
                "handler\n",
                (unsigned long long)eintr_raw());
+    if (end_failures > 0) {
+        printf("soak: FAIL: %d checks at the end of the run failed (above)\n",
+               end_failures);
+        return 1;
+    }
     printf("soak: PASS\n");
     return 0;
 }

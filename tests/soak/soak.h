@@ -220,6 +220,14 @@ uint64_t soak_mix(uint64_t x);
 _Noreturn void soak_fail(const struct soak_worker *w, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/*
+ * Report a failed check of the end of the run (main goroutine, workers
+ * joined) like soak_fail, without ending the process: the other checks
+ * and the summary still run, and the exit status is 1.
+ */
+void soak_check_failed(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+
 /* Check that a gort call returning 0 or a negative errno returned 0. */
 #define SOAK_OK(w, call)                                                       \
     do {                                                                       \

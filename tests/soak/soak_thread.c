@@ -455,11 +455,11 @@ void soak_foreign_fini(void)
         soak_fail(NULL, "the fini thread: gort_metrics_read %d, join %d", r,
                   err);
     if (after != before)
-        soak_fail(NULL, "a thread that read a metric and returned counts as a "
-                        "goroutine: gort_numgoroutine() %lld, %lld before "
-                        "(the dump above shows it [running, locked to "
-                        "thread])",
-                  (long long)after, (long long)before);
+        soak_check_failed("a thread that read a metric and returned counts "
+                          "as a goroutine: gort_numgoroutine() %lld, %lld "
+                          "before (the dump above shows it [running, locked "
+                          "to thread])",
+                          (long long)after, (long long)before);
 }
 
 /* ---------------------------------------------------------------------------
