@@ -356,8 +356,8 @@ static void summary(int64_t elapsed)
     for (int i = 0; i < nworkers; i++)
         fprintf(f, "    %-14s %10llu\n", workers[i].name,
                 (unsigned long long)ld(&workers[i].iters));
-    fprintf(f, "  raw EINTR: read %llu, nanosleep %llu, poll %llu; "
-               "wrapped calls %llu\n",
+    fprintf(f, "  raw EINTR: read %llu, nanosleep %llu, poll %llu; inside "
+               "GORT_BLOCKING or gort_entersyscall %llu\n",
             (unsigned long long)ld(&s->eintr_read),
             (unsigned long long)ld(&s->eintr_nanosleep),
             (unsigned long long)ld(&s->eintr_poll),

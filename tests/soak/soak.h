@@ -128,7 +128,8 @@ struct soak_stats {
     uint64_t eintr_read;      /* raw read(2) that returned EINTR */
     uint64_t eintr_nanosleep; /* raw nanosleep(2) that returned EINTR */
     uint64_t eintr_poll;      /* raw poll(2) that returned EINTR */
-    uint64_t eintr_wrapped;   /* wrapped calls that returned EINTR */
+    uint64_t eintr_wrapped;   /* the same calls inside GORT_BLOCKING or
+                                 gort_entersyscall[block] */
     uint64_t spawned;         /* goroutines started by the workers */
     uint64_t procs_changes;   /* GOMAXPROCS changes */
     uint64_t net_bytes;       /* payload bytes verified over loopback */

@@ -21,6 +21,8 @@
  *
  * EINTR from a raw call is counted (soak_stats) and reported in the
  * summary; the call is then finished, so that its result is still checked.
+ * The gort_ wrappers retry interrupted calls (gort.h): -EINTR from one
+ * fails the run.
  *
  * The helper thread is a plain pthread: it writes when asked whatever the
  * scheduler does, so a raw read that holds the only P cannot starve it.
@@ -231,6 +233,10 @@ static void sleep_by(struct soak_worker *w, int mode, int64_t d)
         break;
     case NS_GORT:
         r = gort_nanosleep(&ts, NULL);
+        if (r == -EINTR)
+            soak_fail(w, "gort_nanosleep(%lld ns) returned -EINTR (gort.h: "
+                         "interrupted calls are retried)",
+                      (long long)d);
         break;
     default:
         while ((r = GORT_BLOCKING(nanosleep(&ts, &ts))) < 0 && errno == EINTR)
@@ -268,7 +274,8 @@ static const char *const pl_names[] = {"raw poll(2)", "gort_poll",
                                        "GORT_BLOCKING(poll)"};
 
 /* One poll the mode's way; EINTR is counted and -EINTR returned. */
-static int poll_once(int mode, struct pollfd *p, int ms)
+static int poll_once(struct soak_worker *w, int mode, struct pollfd *p,
+                     int ms)
 {
     int r;
     switch (mode) {
@@ -280,7 +287,9 @@ static int poll_once(int mode, struct pollfd *p, int ms)
     case PL_GORT:
         r = gort_poll(p, 1, ms);
         if (r == -EINTR)
-            soak_count(&soak_stats.eintr_wrapped, 1);
+            soak_fail(w, "gort_poll(%d ms) returned -EINTR (gort.h: "
+                         "interrupted calls are retried)",
+                      ms);
         return r;
     default:
         r = GORT_BLOCKING(poll(p, 1, ms));
@@ -291,12 +300,13 @@ static int poll_once(int mode, struct pollfd *p, int ms)
 }
 
 /* Poll fd for input for at most ms, finishing the wait after EINTR. */
-static int poll_by(int mode, int fd, int ms, short *revents)
+static int poll_by(struct soak_worker *w, int mode, int fd, int ms,
+                   short *revents)
 {
     int64_t end = mono() + ms * SOAK_MS;
     struct pollfd p = {.fd = fd, .events = POLLIN};
     int r;
-    while ((r = poll_once(mode, &p, ms)) == -EINTR) {
+    while ((r = poll_once(w, mode, &p, ms)) == -EINTR) {
         int64_t left = end - mono();
         ms = left > 0 ? (int)((left + SOAK_MS - 1) / SOAK_MS) : 0;
     }
@@ -320,7 +330,7 @@ void soak_poll(struct soak_worker *w)
             helper_post(&h, fds[1], soak_between(w, 0, 10 * SOAK_MS), seq);
         short rev = 0;
         int64_t t0 = mono();
-        int r = poll_by(mode, fds[0], ms, &rev);
+        int r = poll_by(w, mode, fds[0], ms, &rev);
         int64_t waited = mono() - t0;
         if (data && (r != 1 || !(rev & POLLIN)))
             soak_fail(w, "%s for data returned %d, revents %#x", pl_names[mode],
