@@ -377,6 +377,11 @@ static void summary(int64_t elapsed)
             (unsigned long long)ld(&s->preempt_chunks),
             (unsigned long long)ld(&s->threads_ended),
             (unsigned long long)ld(&s->traces));
+    fprintf(f, "  the longest stop-the-world pause: at least %.3f ms; the "
+               "slowest gort_trace_start/stop %.3f ms\n",
+            (double)__atomic_load_n(&s->stw_max, __ATOMIC_RELAXED) / 1e6,
+            (double)__atomic_load_n(&s->trace_call_max, __ATOMIC_RELAXED) /
+                1e6);
     fprintf(f, "  preemptions: %llu asynchronous, %llu synchronous; "
                "syscall hand-offs %llu; threads %llu (the last samples)\n",
             (unsigned long long)ld(&s->preempt_async),

@@ -139,6 +139,9 @@ struct soak_stats {
     uint64_t threads_ended;   /* threads ended by a goroutine exiting locked */
     uint64_t preempt_chunks;  /* CPU chunks run with no call into gort */
     uint64_t traces;          /* execution traces started and stopped */
+    int64_t trace_call_max;   /* the slowest gort_trace_start or _stop */
+    int64_t stw_max;          /* the longest stop-the-world pause so far,
+                                 the lower bound of its histogram bucket */
     int64_t goroutines;       /* the last sample of /sched/goroutines */
     int64_t runnable;         /* the last sample of .../runnable */
     int64_t goroutines_max;   /* the largest sample */

@@ -499,6 +499,25 @@ static void observe_metrics(struct soak_worker *w)
                      __ATOMIC_RELAXED);
 }
 
+/* The longest stop-the-world pause so far: the lower bound of the highest
+ * non-empty bucket of /sched/pauses/total/other. */
+static void observe_pauses(struct soak_worker *w)
+{
+    uint64_t counts[GORT_METRIC_HIST_BUCKETS];
+    gort_metric_sample s = {.name = "/sched/pauses/total/other:seconds"};
+    s.hist.counts = counts;
+    s.hist.cap = GORT_METRIC_HIST_BUCKETS;
+    if (gort_metric_read(s.name, &s) != 0 || s.kind != GORT_METRIC_HISTOGRAM)
+        soak_fail(w, "reading %s: kind %d", s.name, s.kind);
+    size_t n = s.hist.n < s.hist.cap ? s.hist.n : s.hist.cap;
+    for (size_t i = n; i-- > 1;)
+        if (counts[i] != 0) {
+            soak_max(&soak_stats.stw_max,
+                     (int64_t)(s.hist.buckets[i] * (double)SOAK_S));
+            return;
+        }
+}
+
 static void observe_prometheus(struct soak_worker *w)
 {
     char *text = NULL;
@@ -519,9 +538,14 @@ static void observe_trace(struct soak_worker *w)
     const char *dir = getenv("TMPDIR");
     snprintf(path, sizeof path, "%s/gort-soak-%d.trace.json",
              dir ? dir : "/tmp", (int)getpid());
+    int64_t t0 = gort_nanotime();
     SOAK_OK(w, gort_trace_start(path));
+    int64_t t1 = gort_nanotime();
     gort_sleep(100 * SOAK_MS);
+    int64_t t2 = gort_nanotime();
     SOAK_OK(w, gort_trace_stop());
+    int64_t t3 = gort_nanotime();
+    soak_max(&soak_stats.trace_call_max, t1 - t0 > t3 - t2 ? t1 - t0 : t3 - t2);
     struct stat st;
     if (stat(path, &st) != 0 || st.st_size == 0)
         soak_fail(w, "the trace file %s is missing or empty", path);
@@ -543,6 +567,7 @@ void soak_observe(struct soak_worker *w)
             next_sched += 5 * SOAK_S;
         }
         observe_metrics(w);
+        observe_pauses(w);
         SOAK_OK(w, gort_dump_goroutines(null));
         if (soak_one_in(w, 4))
             SOAK_OK(w, gort_dump_goroutines_grouped(null));
