@@ -121,7 +121,7 @@ static int stopping;    /* 1 once the run's time is up: soak_running() */
 static int final_procs; /* GOMAXPROCS when the workers were joined */
 
 /* ---------------------------------------------------------------------------
- * Helpers for the workers (soak.h).
+ * Shared functions for the workers (soak.h).
  * ------------------------------------------------------------------------- */
 
 /* The monotonic clock, independent of gort (the watchdog's clock). */
@@ -552,7 +552,8 @@ static void make_workers(void)
             w->kind = &kinds[k];
             w->index = i;
             snprintf(w->name, sizeof w->name, "%s/%d", kinds[k].name, i);
-            w->rng = soak_mix(soak_opts.seed ^ ((uint64_t)k << 32 | (uint64_t)i)) | 1;
+            uint64_t id = (uint64_t)k << 32 | (uint64_t)i;
+            w->rng = soak_mix(soak_opts.seed ^ id) | 1;
         }
     }
 }

@@ -5,9 +5,10 @@
  *            (unbuffered or buffered, elements of 8 to 64 bytes), each
  *            side sending or receiving in its own way: a blocking call,
  *            the non-blocking forms with a few yields before blocking, or
- *            a select with a timeout or a default case.  Every value carries its producer
- *            and sequence number and a pattern over the rest of the
- *            element; each must arrive exactly once and intact.
+ *            a select with a timeout or a default case.  Every value
+ *            carries its producer and sequence number and a pattern over
+ *            the rest of the element; each must arrive exactly once and
+ *            intact.
  *   select   rounds of sources feeding one selector goroutine, which
  *            selects over every source (a closed one becomes a NULL
  *            channel), a send to a sink when it holds tokens, a timeout

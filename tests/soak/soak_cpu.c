@@ -158,7 +158,8 @@ void soak_cpu_init(void)
     for (int i = 0; i < CPU_SETS; i++) {
         cpu.spin_seed[i] = s = soak_mix(s);
         for (int j = 0; j < VEC_WORDS; j++)
-            cpu.vec_seed[i][j] = (double)((s = soak_mix(s)) % 2001) / 1000.0 - 1.0;
+            cpu.vec_seed[i][j] =
+                (double)((s = soak_mix(s)) % 2001) / 1000.0 - 1.0;
     }
 #if defined(__x86_64__)
     __builtin_cpu_init();
@@ -253,7 +254,8 @@ struct rec_ctx {
 
 static uint64_t rec_word(const struct rec_ctx *c, int depth, int i)
 {
-    return c->salt ^ ((uint64_t)depth << 20 | (uint64_t)i) * 0x9e3779b97f4a7c15ULL;
+    uint64_t at = (uint64_t)depth << 20 | (uint64_t)i;
+    return c->salt ^ at * 0x9e3779b97f4a7c15ULL;
 }
 
 /* At the deepest frame: switch away, sleep, or compute for longer than a

@@ -390,8 +390,11 @@ void soak_deadline(struct soak_worker *w)
     for (uint64_t seq = 1; soak_running(); seq++) {
         if (fd < 0)
             fd = net_dial(w);
-        bool keep = soak_one_in(w, 3) ? (net_exchange(w, fd, seq, out, in), true)
-                                      : net_timeout_round(w, fd, seq, out, in);
+        bool keep = true;
+        if (soak_one_in(w, 3))
+            net_exchange(w, fd, seq, out, in);
+        else
+            keep = net_timeout_round(w, fd, seq, out, in);
         if (!keep) {
             SOAK_OK(w, gort_close(fd));
             fd = -1;

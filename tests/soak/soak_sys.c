@@ -1,7 +1,7 @@
 /*
  * soak_sys.c - system calls under the soak, raw and wrapped.
  *
- *   pipe       a read of 8 bytes from a pipe that a helper thread writes
+ *   pipe       a read of 8 bytes from a pipe that a writer thread fills
  *              0-20 ms later: raw read(2) with no wrapper (gort finds it
  *              with the preemption signal), GORT_BLOCKING, gort_read on a
  *              blocking descriptor (the syscall path),
@@ -12,8 +12,8 @@
  *              GORT_BLOCKING(nanosleep(...)); each must last its full time
  *              (an EINTR is counted and the rest slept)
  *   poll       poll(2) raw, through gort_poll and GORT_BLOCKING: a timeout
- *              with no data (0, not before its time) or data a helper
- *              writes later (1, POLLIN, the right value)
+ *              with no data (0, not before its time) or data the writer
+ *              thread sends later (1, POLLIN, the right value)
  *   files      gort_open, gort_pwrite, gort_fsync, gort_pread, gort_write,
  *              gort_read and gort_close on a temporary file (contents
  *              checked), gort_getaddrinfo, and gort_waitpid on a shell
@@ -24,7 +24,7 @@
  * The gort_ wrappers retry interrupted calls (gort.h): -EINTR from one
  * fails the run.
  *
- * The helper thread is a plain pthread: it writes when asked whatever the
+ * The writer thread is a plain pthread: it writes when asked whatever the
  * scheduler does, so a raw read that holds the only P cannot starve it.
  */
 #include "soak.h"
@@ -59,17 +59,17 @@ static struct timespec to_timespec(int64_t ns)
 }
 
 /* ---------------------------------------------------------------------------
- * The helper thread: writes an 8-byte value to a descriptor after a delay.
+ * The writer thread: writes an 8-byte value to a descriptor after a delay.
  * ------------------------------------------------------------------------- */
 
-struct helper_req {
+struct writer_req {
     int32_t fd;       /* where to write; -1 ends the thread */
     int32_t unused;
     int64_t delay_ns;
     uint64_t value;
 };
 
-struct helper {
+struct writer {
     struct soak_worker *w;
     int req[2];       /* requests, a blocking pipe */
     pthread_t thread;
@@ -89,50 +89,50 @@ static bool read_full(int fd, void *buf, size_t n)
     return true;
 }
 
-static void *helper_main(void *arg)
+static void *writer_main(void *arg)
 {
-    struct helper *h = arg;
-    struct helper_req r;
-    while (read_full(h->req[0], &r, sizeof r) && r.fd >= 0) {
+    struct writer *wr = arg;
+    struct writer_req r;
+    while (read_full(wr->req[0], &r, sizeof r) && r.fd >= 0) {
         struct timespec ts = to_timespec(r.delay_ns);
         while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
             ;
         /* The pipe has room (one request at a time), so this is whole. */
         if (write(r.fd, &r.value, sizeof r.value) != sizeof r.value)
-            soak_fail(h->w, "helper thread: write(2) to %d: %s", r.fd,
+            soak_fail(wr->w, "writer thread: write(2) to %d: %s", r.fd,
                       strerror(errno));
     }
     return NULL;
 }
 
-static void helper_start(struct soak_worker *w, struct helper *h)
+static void writer_start(struct soak_worker *w, struct writer *wr)
 {
-    h->w = w;
-    if (pipe2(h->req, O_CLOEXEC) != 0)
+    wr->w = w;
+    if (pipe2(wr->req, O_CLOEXEC) != 0)
         soak_fail(w, "pipe2: %s", strerror(errno));
-    int err = pthread_create(&h->thread, NULL, helper_main, h);
+    int err = pthread_create(&wr->thread, NULL, writer_main, wr);
     if (err != 0)
         soak_fail(w, "pthread_create: %s", strerror(err));
 }
 
 /* Ask for value to be written to fd after delay_ns. */
-static void helper_post(struct helper *h, int fd, int64_t delay_ns,
+static void writer_post(struct writer *wr, int fd, int64_t delay_ns,
                         uint64_t value)
 {
-    struct helper_req r = {fd, 0, delay_ns, value};
+    struct writer_req r = {fd, 0, delay_ns, value};
     /* Smaller than PIPE_BUF, into an empty pipe: one whole write. */
-    if (write(h->req[1], &r, sizeof r) != sizeof r)
-        soak_fail(h->w, "write(2) to the helper: %s", strerror(errno));
+    if (write(wr->req[1], &r, sizeof r) != sizeof r)
+        soak_fail(wr->w, "write(2) to the writer thread: %s", strerror(errno));
 }
 
-static void helper_stop(struct helper *h)
+static void writer_stop(struct writer *wr)
 {
-    helper_post(h, -1, 0, 0);
-    int err = GORT_BLOCKING(pthread_join(h->thread, NULL));
+    writer_post(wr, -1, 0, 0);
+    int err = GORT_BLOCKING(pthread_join(wr->thread, NULL));
     if (err != 0)
-        soak_fail(h->w, "pthread_join: %s", strerror(err));
-    close(h->req[0]);
-    close(h->req[1]);
+        soak_fail(wr->w, "pthread_join: %s", strerror(err));
+    close(wr->req[0]);
+    close(wr->req[1]);
 }
 
 /* ---------------------------------------------------------------------------
@@ -187,9 +187,9 @@ static long read_by(int mode, int fd, uint64_t *v)
 
 void soak_pipe(struct soak_worker *w)
 {
-    struct helper h;
+    struct writer wr;
     int plain[2], polled[2];
-    helper_start(w, &h);
+    writer_start(w, &wr);
     if (pipe2(plain, O_CLOEXEC) != 0)
         soak_fail(w, "pipe2: %s", strerror(errno));
     SOAK_OK(w, gort_pipe(polled));
@@ -197,7 +197,7 @@ void soak_pipe(struct soak_worker *w)
         int mode = (int)(soak_rand(w) % RD_MODES);
         bool poller = mode == RD_POLLER || mode == RD_POLLER_V;
         int rfd = poller ? polled[0] : plain[0];
-        helper_post(&h, poller ? polled[1] : plain[1],
+        writer_post(&wr, poller ? polled[1] : plain[1],
                     soak_between(w, 0, 20 * SOAK_MS), seq);
         uint64_t v = 0;
         long r = read_by(mode, rfd, &v);
@@ -207,7 +207,7 @@ void soak_pipe(struct soak_worker *w)
                       (unsigned long long)seq);
         soak_progress(w);
     }
-    helper_stop(&h);
+    writer_stop(&wr);
     close(plain[0]);
     close(plain[1]);
     SOAK_OK(w, gort_close(polled[0]));
@@ -316,9 +316,9 @@ static int poll_by(struct soak_worker *w, int mode, int fd, int ms,
 
 void soak_poll(struct soak_worker *w)
 {
-    struct helper h;
+    struct writer wr;
     int fds[2];
-    helper_start(w, &h);
+    writer_start(w, &wr);
     if (pipe2(fds, O_CLOEXEC) != 0)
         soak_fail(w, "pipe2: %s", strerror(errno));
     for (uint64_t seq = 1; soak_running(); seq++) {
@@ -327,7 +327,7 @@ void soak_poll(struct soak_worker *w)
         int ms = data ? (int)(soak_patience() / SOAK_MS)
                       : (int)soak_between(w, 1, 20);
         if (data)
-            helper_post(&h, fds[1], soak_between(w, 0, 10 * SOAK_MS), seq);
+            writer_post(&wr, fds[1], soak_between(w, 0, 10 * SOAK_MS), seq);
         short rev = 0;
         int64_t t0 = mono();
         int r = poll_by(w, mode, fds[0], ms, &rev);
@@ -345,7 +345,7 @@ void soak_poll(struct soak_worker *w)
                       (unsigned long long)v, (unsigned long long)seq);
         soak_progress(w);
     }
-    helper_stop(&h);
+    writer_stop(&wr);
     close(fds[0]);
     close(fds[1]);
 }
