@@ -2,11 +2,14 @@
 #   make demo   build, then run the demo (scheduler under load, schedtrace)
 #   make test   build and run the whole test suite with ctest
 #   make bench  run the benchmarks against their Go peers (needs Go)
+#   make soak   build, then run the soak program for SOAK_SECONDS over
+#               GOMAXPROCS 1-4 (tests/soak/soak.sh; docs/testing.md)
 BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
+SOAK_SECONDS ?= 600
 
-.PHONY: all build demo test bench clean
+.PHONY: all build demo test bench soak clean
 
 all: build
 
@@ -24,6 +27,9 @@ test: build
 
 bench:
 	bench/run.sh
+
+soak: build
+	tests/soak/soak.sh $(BUILD)/tests/soak $(SOAK_SECONDS)
 
 clean:
 	rm -rf $(BUILD)
