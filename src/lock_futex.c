@@ -184,7 +184,7 @@ static void lock_slow_fenced(gort_lock *l)
 
 void gort__lock(gort_lock *l)
 {
-    struct m *mp = gort__getm();
+    struct m *mp = gort__getm_noextra();
     if (mp) {
         gort__lock_m(mp, l);
         return;
@@ -242,7 +242,7 @@ bool gort__spinunlock_commit(struct m *mp, struct g *gp, void *lock)
 
 void gort__unlock(gort_lock *l)
 {
-    struct m *mp = gort__getm();
+    struct m *mp = gort__getm_noextra();
     if (mp) {
         gort__unlock_m(mp, l);
         if (GORT_UNLIKELY(mp->locks < 0))

@@ -280,6 +280,22 @@ void gort__gtrack(struct g *gp, uint32_t oldval, uint32_t newval)
     struct p *pp = mp ? mp->p : NULL;
     if (pp)
         gort__timehist_record(&pp->latencies, d);
+    /* Time the run too (sched.runavg). */
+    gp->runstamp = track_ticks();
+    gp->runtiming = true;
+}
+
+void gort__gtrack_ran(struct g *gp)
+{
+    gp->runtiming = false;
+    int64_t dt = (int64_t)(track_ticks() - gp->runstamp);
+    if (dt <= 0)
+        return;
+    int64_t ran = ticks_to_ns((uint64_t)dt);
+    /* A moving average, 1/16 weight; updated racily by whichever M
+     * samples (relaxed: a lost update only slows it). */
+    int64_t avg = load_relaxed(&gort__sched.runavg);
+    store_relaxed(&gort__sched.runavg, avg + (ran - avg) / 16);
 }
 
 /* ---------------------------------------------------------------------------

@@ -488,8 +488,14 @@ void gort__injectglist(struct gqueue *q, int32_t n)
      * started to run one; the rest on our own ring, where this M finds
      * them next (Go 1.21's injectglist).  Without a P, all go globally.
      * On the global queue alone, a busy P would look at them only every
-     * 61 ticks, which gave round trips of milliseconds. */
+     * 61 ticks, which gave round trips of milliseconds.  But when the
+     * batch is short work (sched.runavg, how long a G runs, times n,
+     * under GORT_WAKE_WORTH_NS), this M runs it all: waking a thread
+     * costs more CPU than the work, and more time too (10-60 us here). */
     int32_t idle = pp ? load_relaxed(&gort__sched.npidle) : n;
+    if (pp && idle > 0 &&
+        load_relaxed(&gort__sched.runavg) * n < GORT_WAKE_WORTH_NS)
+        idle = 0;
     int32_t nglob = idle < n ? idle : n;
     if (nglob > 0) {
         struct gqueue globq = {NULL, NULL};
@@ -504,7 +510,8 @@ void gort__injectglist(struct gqueue *q, int32_t n)
     }
     if (q->head) {
         gort__runqputbatch(pp, q, n - nglob);
-        gort__wakep();
+        if (idle > 0)
+            gort__wakep();
     }
     if (mp)
         mp->locks--;

@@ -1022,21 +1022,27 @@ pick_fast(struct m *mp, struct p *pp, bool *inherit, bool *locked)
     if (load_relaxed(&gort__sched.gcwaiting))
         return NULL;
     bool global = load_relaxed(&gort__sched.runqsize) > 0;
-    /* Goroutines woken by their timers first, one per schedule, ahead of
-     * this P's own queue: they run within one time slice of their timer,
-     * not behind a batch of work this P took earlier (with the queue
-     * empty the batch below takes them first anyway). */
-    if (GORT_UNLIKELY(load_relaxed(&gort__sched.nwoken) > 0) &&
-        (load_relaxed(&pp->runnext) ||
-         load_relaxed(&pp->runqhead) != pp->runqtail)) {
+    /* Every 61st schedule, the global queue's plain part first: however
+     * many timers fire, a goroutine that yielded, was preempted or is new
+     * gets its turn (Go's fairness check, which Go needs for the whole
+     * global queue against the local ones). */
+    if (global && pp->schedtick % GORT_GLOBAL_CHECK_TICKS == 0) {
         gort__lock_m(mp, &gort__sched.lock);
-        if ((gp = gort__globrunqget_locked(pp, 1))) {
+        if ((gp = gort__globrunqget_plain_locked())) {
             *locked = true;
             return gp;
         }
         gort__unlock_m(mp, &gort__sched.lock);
     }
-    if (global && pp->schedtick % GORT_GLOBAL_CHECK_TICKS == 0) {
+    /* Goroutines woken by their timers, one every other schedule, ahead
+     * of this P's own queue: they run within a time slice or two of their
+     * timer, not behind a batch of work this P took earlier, and the
+     * queue still gets half the turns however many timers fire (with the
+     * queue empty the batch below takes them first anyway). */
+    if (GORT_UNLIKELY(load_relaxed(&gort__sched.nwoken) > 0) &&
+        (pp->schedtick & 1) &&
+        (load_relaxed(&pp->runnext) ||
+         load_relaxed(&pp->runqhead) != pp->runqtail)) {
         gort__lock_m(mp, &gort__sched.lock);
         if ((gp = gort__globrunqget_locked(pp, 1))) {
             *locked = true;
@@ -1633,6 +1639,7 @@ static inline void gsetup(struct g *gp, void (*fn)(void *), void *arg,
     uint8_t seq = (uint8_t)(((uint64_t)goid * 0x9e3779b97f4a7c15ull) >> 56);
     gp->trackingseq = seq;
     gp->tracking = seq % GORT_TRACKING_PERIOD == 0;
+    gp->runtiming = false;
 }
 
 /* Make gp (DEAD, stackless) ready to run fn(arg) and queue it on pp.
@@ -2084,6 +2091,17 @@ static struct m *needm(void)
     gort__unlock(&gort__sched.lock);
     pthread_setspecific(extram_key, mp);
     return mp;
+}
+
+struct m *gort__getm_noextra(void)
+{
+    struct m *mp = gort__getm_fast();
+    if (GORT_LIKELY(mp))
+        return mp;
+    /* A thread without an M gets none here: a runtime lock or a
+     * read-only call needs none, and an extra M stays with its thread
+     * (and counts as a goroutine) until the thread ends. */
+    return gort__getm_raw() ? gort__getm_slow() : NULL;
 }
 
 GORT_NOINLINE struct m *gort__getm_slow(void)

@@ -123,6 +123,11 @@ _Static_assert(GORT_RUNQ_SIZE >= 2 &&
 #define GORT_GLOBAL_CHECK_TICKS 61
 /* Steal passes over all Ps (stealTries in proc.go). */
 #define GORT_STEAL_TRIES 4
+/* Work readied together that would take less than this in all is run by
+ * the M that readied it, not spread over other threads (injectglist): a
+ * thread's wake-up costs a few microseconds of CPU and 10-60 us of
+ * latency here. */
+#define GORT_WAKE_WORTH_NS (50 * 1000)
 /* A G that has run 10 ms on one P is preempted (forcePreemptNS). */
 #define GORT_FORCE_PREEMPT_NS (10 * 1000 * 1000)
 /* A G seen twice at one system call instruction this far apart is blocked
@@ -316,6 +321,7 @@ struct g {
      * (trackingstamp below). */
     uint8_t trackingseq;    /* transitions out of RUNNING, mod 256 */
     bool tracking;          /* this scheduling round is being timed */
+    bool runtiming;         /* ... and then how long it runs (runstamp) */
     bool is_main;           /* the main goroutine (goid 1) */
     bool foreign;           /* stands for a thread gort did not create
                                (extra M): parks on the M's note */
@@ -332,6 +338,7 @@ struct g {
                                became runnable (metrics.c) */
     };
     uintptr_t gopc;         /* return address of the gort_go call */
+    uint64_t runstamp;      /* when a timed round's run began (ticks) */
     union {                 /* one sanitizer at a time (san.c) */
         void *asan_fake_stack; /* AddressSanitizer fake-stack save slot */
         void *tsan_fiber;      /* ThreadSanitizer fiber, or NULL */
@@ -378,6 +385,9 @@ GORT_HIDDEN GORT_NORETURN void gort__casgstatus_fail(struct g *gp,
 GORT_HIDDEN void gort__track_clock_init(void);
 GORT_HIDDEN __attribute__((cold)) void gort__gtrack(struct g *gp, uint32_t oldval,
                                                   uint32_t newval);
+/* A timed round's G stops running: how long it ran goes into
+ * sched.runavg. */
+GORT_HIDDEN __attribute__((cold)) void gort__gtrack_ran(struct g *gp);
 /*
  * Whether a status change goes into the execution trace (trace.c):
  * GT_CHECK looks at gort__trace_on, one load and a predictable branch.
@@ -421,8 +431,11 @@ gort__casgstatus_t(struct g *gp, uint32_t oldval, uint32_t newval,
      * newval are constants at every call site, so each transition keeps
      * only its half: a byte increment and flag update out of running, a
      * load and a branch into runnable or running. */
-    if (oldval == G_RUNNING)
+    if (oldval == G_RUNNING) {
+        if (GORT_UNLIKELY(gp->runtiming))
+            gort__gtrack_ran(gp);
         gp->tracking |= gp->trackingseq++ % GORT_TRACKING_PERIOD == 0;
+    }
     if ((newval == G_RUNNABLE || newval == G_RUNNING) &&
         GORT_UNLIKELY(gp->tracking))
         gort__gtrack(gp, oldval, newval);
@@ -780,6 +793,9 @@ struct schedt {
      * by sleep timers (in deadline order), then everything else.
      * runqsize counts both.  Under lock, as is the spare-segment list. */
     struct gsegq runq_woken;
+    int64_t runavg;        /* how long a G runs before it parks or
+                              yields, ns: a moving average over the timed
+                              rounds (metrics.c); relaxed */
     int32_t nwoken;        /* Gs in runq_woken; written under lock,
                               read outside it as a hint (relaxed) */
     struct gsegq runq;
@@ -897,6 +913,9 @@ GORT_HIDDEN void gort__setm(struct m *mp);
  * syscall). */
 GORT_HIDDEN void gort__setm_fast(struct m *mp);
 GORT_HIDDEN struct m *gort__getm_slow(void);
+/* gort__getm, but NULL for a thread gort did not create that has no M
+ * yet, instead of making it one (runtime locks, read-only calls). */
+GORT_HIDDEN struct m *gort__getm_noextra(void);
 
 /* gort__getm's test, the same on every architecture.  It reads a second
  * thread-local slot that holds the M only when there is nothing to
@@ -1109,6 +1128,21 @@ static inline struct g *gort__globpop_locked(void)
         return gsegq_pop_some(&gort__sched.runq_woken);
     }
     return gsegq_pop_some(&gort__sched.runq);
+}
+
+/* One G from the global queue, the plain part first (the woken part only
+ * when the plain part is empty): the 61-tick fairness check, which gives
+ * goroutines that yielded, were preempted or are new their turn however
+ * many timers fire.  sched.lock held. */
+static inline struct g *gort__globrunqget_plain_locked(void)
+{
+    int32_t size = gort__sched.runqsize;
+    if (size == 0)
+        return NULL;
+    store_relaxed(&gort__sched.runqsize, size - 1);
+    if (gort__sched.nwoken < size)
+        return gsegq_pop_some(&gort__sched.runq);
+    return gort__globpop_locked();
 }
 
 /* Take from the global queue: one G, and with max != 1 a batch more into

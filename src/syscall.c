@@ -421,15 +421,40 @@ int gort_fsync(int fd)
     SYSCALL_RETRY(int, fsync(fd));
 }
 
+/* The monotonic clock now plus d. */
+static struct timespec deadline_after(const struct timespec *d)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    t.tv_sec += d->tv_sec;
+    t.tv_nsec += d->tv_nsec;
+    if (t.tv_nsec >= 1000000000L) {
+        t.tv_sec++;
+        t.tv_nsec -= 1000000000L;
+    }
+    return t;
+}
+
 int gort_nanosleep(const struct timespec *req, struct timespec *rem)
 {
     GORT_SAN_SCOPE();
+    if (!req)
+        return -EFAULT;
+    if (req->tv_sec < 0 || req->tv_nsec < 0 || req->tv_nsec >= 1000000000L)
+        return -EINVAL;
+    /* The whole sleep, however often a signal interrupts it: to an
+     * absolute deadline, so that a retry does not start the time over. */
+    struct timespec until = deadline_after(req);
+    int e;
     /* A sleep of known length blocks: hand the P off at once. */
     gort_entersyscallblock();
-    int r = nanosleep(req, rem);
-    int e = r < 0 ? errno : 0;
+    do
+        e = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL);
+    while (e == EINTR);
     gort_exitsyscall();
-    return r < 0 ? -e : 0;
+    if (rem && e == 0)
+        rem->tv_sec = rem->tv_nsec = 0;
+    return -e;
 }
 
 int gort_getaddrinfo(const char *node, const char *service,
@@ -451,10 +476,22 @@ int gort_waitpid(int pid, int *status, int options)
 int gort_poll(struct pollfd *fds, unsigned long nfds, int timeout_ms)
 {
     GORT_SAN_SCOPE();
-    /* Not retried on EINTR: the caller's timeout would restart. */
+    /* Retried on EINTR with what is left of the timeout (rounded up to a
+     * millisecond, as poll rounds), so that it still ends on time. */
+    int64_t end = timeout_ms > 0 ? gort_nanotime() + timeout_ms * 1000000LL
+                                 : 0;
+    int r, e;
     gort_entersyscall();
-    int r = poll(fds, (nfds_t)nfds, timeout_ms);
-    int e = r < 0 ? errno : 0;
+    for (;;) {
+        r = poll(fds, (nfds_t)nfds, timeout_ms);
+        e = r < 0 ? GORT_ERRNO : 0;
+        if (e != EINTR)
+            break;
+        if (timeout_ms > 0) {
+            int64_t left = end - gort_nanotime();
+            timeout_ms = left <= 0 ? 0 : (int)((left + 999999) / 1000000);
+        }
+    }
     gort_exitsyscall();
     return r < 0 ? -e : r;
 }

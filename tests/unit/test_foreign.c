@@ -366,3 +366,60 @@ TEST(foreign_no_deadlock)
 {
     run_main(nd_main, NULL);
 }
+
+/* ---------------------------------------------------------------------------
+ * foreign_read_only: a thread gort did not create that only reads
+ * (gort_metrics_read, gort_numgoroutine) gets no M of its own, so it is
+ * not counted or shown as a goroutine afterwards.
+ * ------------------------------------------------------------------------- */
+
+static int ro_done, ro_quit;
+static int64_t ro_seen;
+
+static void *ro_reader(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 20; i++) {
+        gort_metric_sample s = {.name = "/sched/goroutines:goroutines"};
+        CHECK_EQ(gort_metrics_read(&s, 1), 0);
+        __atomic_store_n(&ro_seen, gort_numgoroutine(), __ATOMIC_RELAXED);
+        usleep(2000);
+    }
+    __atomic_store_n(&ro_done, 1, __ATOMIC_RELEASE);
+    while (!__atomic_load_n(&ro_quit, __ATOMIC_ACQUIRE))
+        usleep(1000);
+    return NULL;
+}
+
+static void ro_yielder(void *arg)
+{
+    (void)arg;
+    while (!__atomic_load_n(&ro_quit, __ATOMIC_ACQUIRE))
+        gort_gosched();
+}
+
+static void ro_main(void *arg)
+{
+    (void)arg;
+    CHECK_GT(gort_go(ro_yielder, NULL), 0); /* keeps the runtime busy */
+    gort_gosched();
+    int64_t before = gort_numgoroutine();
+    pthread_t th;
+    CHECK_EQ(pthread_create(&th, NULL, ro_reader, NULL), 0);
+    while (!__atomic_load_n(&ro_done, __ATOMIC_ACQUIRE))
+        gort_sleep(1000 * 1000);
+    int64_t after = gort_numgoroutine();
+    char *dump = dump_text();
+    say("goroutines before %lld, after %lld\n", (long long)before,
+        (long long)after);
+    CHECK_EQ(after, before);
+    CHECK(strstr(dump, "locked to thread") == NULL);
+    free(dump);
+    __atomic_store_n(&ro_quit, 1, __ATOMIC_RELEASE);
+    CHECK_EQ(pthread_join(th, NULL), 0);
+}
+
+TEST(foreign_read_only)
+{
+    run_main(ro_main, NULL);
+}

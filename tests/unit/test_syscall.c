@@ -751,6 +751,73 @@ TEST(wrappers)
 }
 
 /* ---------------------------------------------------------------------------
+ * wrappers_eintr: gort_nanosleep and gort_poll retry a call a signal of the
+ * program's own interrupted (a SIGUSR1 every millisecond from a plain
+ * thread, with a handler), and still end on time.
+ * ------------------------------------------------------------------------- */
+
+static int we_stop;
+static int we_signals;
+
+static void we_handler(int sig)
+{
+    (void)sig;
+    __atomic_add_fetch(&we_signals, 1, __ATOMIC_RELAXED);
+}
+
+static pthread_t we_target;
+
+static void *we_spammer(void *arg)
+{
+    (void)arg;
+    while (!__atomic_load_n(&we_stop, __ATOMIC_ACQUIRE)) {
+        pthread_kill(we_target, SIGUSR1);
+        usleep(1000);
+    }
+    return NULL;
+}
+
+static void we_main(void *arg)
+{
+    (void)arg;
+    /* Locked: the spammer signals this thread, and the calls run on it. */
+    gort_lock_os_thread();
+    we_target = pthread_self();
+    pthread_t th;
+    CHECK_EQ(pthread_create(&th, NULL, we_spammer, NULL), 0);
+    for (int i = 0; i < 10; i++) {
+        struct timespec ts = {0, 20 * 1000 * 1000}, rem = {1, 1};
+        int64_t t0 = gort_nanotime();
+        CHECK_EQ(gort_nanosleep(&ts, &rem), 0);
+        CHECK_GE(gort_nanotime() - t0, 20 * 1000 * 1000);
+        CHECK_EQ(rem.tv_sec, 0);
+        CHECK_EQ(rem.tv_nsec, 0);
+        t0 = gort_nanotime();
+        CHECK_EQ(gort_poll(NULL, 0, 20), 0);
+        CHECK_GE(gort_nanotime() - t0, 20 * 1000 * 1000);
+        CHECK_LT(gort_nanotime() - t0, 2000LL * 1000 * 1000);
+    }
+    struct timespec bad = {0, 1000000000L};
+    CHECK_EQ(gort_nanosleep(&bad, NULL), -EINVAL);
+    CHECK_EQ(gort_nanosleep(NULL, NULL), -EFAULT);
+    __atomic_store_n(&we_stop, 1, __ATOMIC_RELEASE);
+    CHECK_EQ(pthread_join(th, NULL), 0);
+    gort_unlock_os_thread();
+}
+
+TEST(wrappers_eintr)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = we_handler;
+    sigemptyset(&sa.sa_mask);
+    CHECK_EQ(sigaction(SIGUSR1, &sa, NULL), 0); /* no SA_RESTART */
+    run_main(we_main, NULL);
+    say("%d signals during the calls\n", we_signals);
+    CHECK_GT(we_signals, 50);
+}
+
+/* ---------------------------------------------------------------------------
  * syscall_on_many_ps
  * ------------------------------------------------------------------------- */
 
