@@ -260,6 +260,9 @@ RAW="$OUT/raw.tsv"
 FAILS="$OUT/failures.txt"
 : >"$RAW"
 : >"$FAILS"
+CPU_OFF="$OUT/cpu_mismatch.txt"
+: >"$CPU_OFF"
+WINDOWS=0
 declare -A L
 
 # parse_load <text>: the fields of its last LOAD line into L.
@@ -270,6 +273,16 @@ parse_load() {
   for kv in ${line#LOAD }; do
     L[${kv%%=*}]=${kv#*=}
   done
+}
+
+# check_cpu <what>: count the window just parsed, and note it when the
+# servers' CPU time by clock and by /proc/PID/stat ticks disagree.
+check_cpu() {
+  WINDOWS=$((WINDOWS + 1))
+  if [[ "${L[cpu_check]:-}" != ok ]]; then
+    printf '%s: %s ms by the CPU-time clocks, %s ms by /proc/PID/stat\n' \
+      "$1" "${L[server_cpu_ms]:-?}" "${L[server_cpu_ms_stat]:-?}" >>"$CPU_OFF"
+  fi
 }
 
 # record <group> <side> <run> <metric> <unit> <value>
@@ -316,6 +329,7 @@ rate_runs() {
       fail "$group" "$side" "$run" "loadgen at rate $rate: exit status $rc"
       continue
     fi
+    check_cpu "$group $side run $run, rate $rate"
     record "$group" "$side" "$run" "cpu_us_per_req_$tag" us "${L[server_cpu_us_per_req]}"
     record "$group" "$side" "$run" "latency_p50_$tag" us "${L[p50_us]}"
     record "$group" "$side" "$run" "latency_p99_$tag" us "${L[p99_us]}"
@@ -345,6 +359,7 @@ idle_run() {
   if ((rc != 0)) || ! parse_load "$OUTPUT"; then
     fail "$group" "$side" "$run" "loadgen holding $IDLE_CONNS idle connections: exit status $rc"
   else
+    check_cpu "$group $side run $run, idle"
     record "$group" "$side" "$run" idle_cpu_ms_per_s ms "${L[server_cpu_ms_per_s]}"
     record "$group" "$side" "$run" idle_rss_mb MB \
       "$(awk -v k="${L[server_rss_kb]}" 'BEGIN { printf "%.1f", k / 1024 }')"
@@ -569,13 +584,19 @@ machine() {
     "$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)" \
     "$RUNS" "$WINDOW" "$WARMUP" "$CONNS" "$CLIENT_PROCS" "$PROCS"
   printf 'Machine: %s. Client and server share its CPUs.\n\n' "$(machine)"
-  printf 'Control: a sleeping process %s ms of CPU a second, a spinning one %s.\n\n' \
+  printf 'Control: a sleeping process %s ms of CPU a second, a spinning one %s.\n' \
     "${CONTROL_SLEEP:-?}" "${CONTROL_SPIN:-?}"
+  printf 'The CPU-time clocks and /proc/PID/stat agreed (within their ticks) in %s of %s windows.\n\n' \
+    "$((WINDOWS - $(wc -l <"$CPU_OFF")))" "$WINDOWS"
   printf '%s\n' "$TABLE"
   printf '\nThe generator:\n\n%s\n' "$GEN"
   if [[ -n "$SHORT" ]]; then
     printf '\nRates not reached (median more than 3%% short):\n\n'
     printf '%s\n' "$SHORT" | sed 's/^/- /'
+  fi
+  if [[ -s "$CPU_OFF" ]]; then
+    printf '\nWindows where the two CPU readings disagreed:\n\n'
+    sed 's/^/- /' "$CPU_OFF"
   fi
   if [[ -s "$FAILS" ]]; then
     printf '\nFailures:\n\n'

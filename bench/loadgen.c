@@ -902,6 +902,22 @@ static double tick_ns(void)
     return 1e9 / (double)sysconf(_SC_CLK_TCK);
 }
 
+/* Whether the servers' CPU time by clock (ms) and by /proc/PID/stat
+ * ticks (ms_stat) agree: "ok", or "off" with a warning.  Each reading of
+ * utime and stime truncates each to whole ticks, so a difference of two
+ * readings may be off by up to two ticks a process either way; one tick
+ * more allows for the moment between the clock's and the file's reads. */
+static const char *cpu_check(double ms, double ms_stat)
+{
+    double tick_ms = tick_ns() / 1e6;
+    double slack = (2.0 * cfg.npids + 1) * tick_ms;
+    if (fabs(ms - ms_stat) <= slack)
+        return "ok";
+    fprintf(stderr, "loadgen: warning: the servers' CPU time is %.1f ms by "
+            "their clocks but %.0f ms by /proc/PID/stat\n", ms, ms_stat);
+    return "off";
+}
+
 static int finish_idle(void)
 {
     double sec = (double)(win.b - win.a) / 1e9;
@@ -913,11 +929,11 @@ static int finish_idle(void)
     int held = cfg.proto ? cfg.conns - (int)errs : 0;
     printf("LOAD mode=idle proto=%s conns=%d held=%d errors=%ld "
            "seconds=%.3f server_cpu_ms=%.3f server_cpu_ms_per_s=%.4f "
-           "server_cpu_ms_stat=%.0f server_rss_kb=%ld "
+           "server_cpu_ms_stat=%.0f cpu_check=%s server_rss_kb=%ld "
            "client_cpu_ms_per_s=%.4f\n",
            cfg.proto ? cfg.proto->name : "none", cfg.proto ? cfg.conns : 0,
            held, errs, sec, srv_ms, srv_ms / sec, srv_ms_stat,
-           win.srv1.rss_kb, me_ms / sec);
+           cpu_check(srv_ms, srv_ms_stat), win.srv1.rss_kb, me_ms / sec);
     fprintf(stderr, "loadgen: idle, %d connections held: server %.3f ms of "
             "CPU a second (%.1f ms in %.2f s; %.0f ms by /proc/PID/stat "
             "ticks), RSS %ld kB; this process %.3f ms a second\n",
@@ -943,13 +959,14 @@ static int finish_load(void)
            "p50_us=%.1f p99_us=%.1f max_us=%.1f late_p50_us=%.1f "
            "late_p99_us=%.1f late_max_us=%.1f server_cpu_ms=%.3f "
            "server_cpu_us_per_req=%.3f server_cpu_ms_stat=%.0f "
-           "client_cpu_us_per_req=%.3f\n",
+           "cpu_check=%s client_cpu_us_per_req=%.3f\n",
            cfg.proto->name, cfg.conns, cfg.rate,
            cfg.rate == 0 ? "closed" : cfg.poisson ? "poisson" : "even", sec,
            (double)n / sec, n, errs, pct_us(lat, n, 0.5),
            pct_us(lat, n, 0.99), pct_us(lat, n, 1.0), pct_us(late, nl, 0.5),
            pct_us(late, nl, 0.99), pct_us(late, nl, 1.0), srv_ms,
-           srv_ms * per, srv_ms_stat, me_ms * per);
+           srv_ms * per, srv_ms_stat, cpu_check(srv_ms, srv_ms_stat),
+           me_ms * per);
     fprintf(stderr, "loadgen: %s, %d connections, rate %s: %.0f requests/s "
             "(%zu in %.3f s), latency us p50 %.1f p99 %.1f max %.1f; "
             "sends late us p50 %.1f p99 %.1f; server CPU %.2f us a request "
