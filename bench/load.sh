@@ -38,7 +38,7 @@
 # Environment:
 #   LOAD_RUNS=3              runs per server
 #   LOAD_RATES="1000 5000 20000 0"   requests a second; 0 is saturation
-#   LOAD_SECONDS=5           the measured window at each rate
+#   LOAD_SECONDS=4           the measured window at each rate
 #   LOAD_WARMUP=1            seconds of load before each window
 #   LOAD_CONNS=50            connections sharing each rate
 #   LOAD_IDLE_CONNS=10000    idle connections (0: no idle measurement)
@@ -62,7 +62,7 @@ BUILD_DIR=${BUILD_DIR:-build}
 case "$BUILD_DIR" in /*) ;; *) BUILD_DIR="$ROOT/$BUILD_DIR" ;; esac
 RUNS=${LOAD_RUNS:-3}
 RATES=${LOAD_RATES:-1000 5000 20000 0}
-WINDOW=${LOAD_SECONDS:-5}
+WINDOW=${LOAD_SECONDS:-4}
 WARMUP=${LOAD_WARMUP:-1}
 CONNS=${LOAD_CONNS:-50}
 IDLE_CONNS=${LOAD_IDLE_CONNS:-10000}
@@ -320,7 +320,8 @@ rate_runs() {
   for rate in $RATES; do
     tag=r$rate
     ((rate == 0)) && tag=rsat
-    printf -- '--- %s %s run %s: rate %s\n' "$group" "$side" "$run" "$rate" >>"$LOG"
+    printf -- '--- %s %s run %s: rate %s (%s s into the runs)\n' "$group" "$side" \
+      "$run" "$rate" "$(($(date +%s) - START))" >>"$LOG"
     rc=0
     run_loadgen "$limit" -proto "${PROTO[$group]}" -addr "127.0.0.1:$port" \
       -conns "$CONNS" -rate "$rate" -seconds "$WINDOW" -warmup "$WARMUP" \
@@ -350,8 +351,8 @@ idle_run() {
     [[ -n "$SRV_PID" ]] && stop
     return 0
   fi
-  printf -- '--- %s %s run %s: %s idle connections\n' "$group" "$side" "$run" \
-    "$IDLE_CONNS" >>"$LOG"
+  printf -- '--- %s %s run %s: %s idle connections (%s s into the runs)\n' \
+    "$group" "$side" "$run" "$IDLE_CONNS" "$(($(date +%s) - START))" >>"$LOG"
   limit=$(awk -v w="$IDLE_SECONDS" 'BEGIN { print int(w + 120) }')
   run_loadgen "$limit" -proto "${PROTO[$group]}" -addr "127.0.0.1:$port" \
     -conns "$IDLE_CONNS" -idle -seconds "$IDLE_SECONDS" -warmup 1 \
