@@ -45,6 +45,9 @@
 #   LOAD_IDLE_SECONDS=10     the idle window
 #   LOAD_PROCS=2             -procs (GOMAXPROCS) of gort's and Go's servers
 #   LOAD_CLIENT_PROCS=1      -procs of loadgen
+#   LOAD_GORTDEBUG=          GORTDEBUG for gort's servers only, e.g.
+#                            netpollspin=0 (docs/benchmarks.md says what
+#                            the poller's spin costs at partial load)
 #   BUILD_DIR=build          the CMake build directory
 #   NO_BUILD=1               use the binaries already built
 #
@@ -69,6 +72,7 @@ IDLE_CONNS=${LOAD_IDLE_CONNS:-10000}
 IDLE_SECONDS=${LOAD_IDLE_SECONDS:-10}
 PROCS=${LOAD_PROCS:-2}
 CLIENT_PROCS=${LOAD_CLIENT_PROCS:-1}
+SERVER_GORTDEBUG=${LOAD_GORTDEBUG:-}
 NO_BUILD=${NO_BUILD:-0}
 OUT="$BUILD_DIR/bench/load"
 LOADGEN="$BUILD_DIR/bench/loadgen"
@@ -214,7 +218,10 @@ EOF
 start_server() {
   local group=$1 side=$2 port=$3 log=$4 cmd i
   case $side in
-    gort) cmd=("$BUILD_DIR/examples/$group" -addr "127.0.0.1:$port" -procs "$PROCS") ;;
+    gort)
+      cmd=("$BUILD_DIR/examples/$group" -addr "127.0.0.1:$port" -procs "$PROCS")
+      [[ -n "$SERVER_GORTDEBUG" ]] && cmd=(env "GORTDEBUG=$SERVER_GORTDEBUG" "${cmd[@]}")
+      ;;
     redis)
       cmd=(redis-server --save '' --appendonly no --bind 127.0.0.1 --port "$port"
         --daemonize no --logfile '' --loglevel warning
@@ -584,6 +591,8 @@ machine() {
     "$(date -u '+%Y-%m-%d %H:%M UTC')" \
     "$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)" \
     "$RUNS" "$WINDOW" "$WARMUP" "$CONNS" "$CLIENT_PROCS" "$PROCS"
+  [[ -n "$SERVER_GORTDEBUG" ]] &&
+    printf "gort's servers ran with GORTDEBUG=%s.\n\n" "$SERVER_GORTDEBUG"
   printf 'Machine: %s. Client and server share its CPUs.\n\n' "$(machine)"
   printf 'Control: a sleeping process %s ms of CPU a second, a spinning one %s.\n' \
     "${CONTROL_SLEEP:-?}" "${CONTROL_SPIN:-?}"
