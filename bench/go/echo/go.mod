@@ -1,0 +1,3 @@
+module gort/bench/echo
+
+go 1.19
