@@ -100,7 +100,9 @@ static void write_file(const char *dir, const char *name,
                        const struct section *s)
 {
     char path[PATH_BUF];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
+    int len = snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (len < 0 || (size_t)len >= sizeof path)
+        return; /* cannot happen: the root is short */
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0)
         return;

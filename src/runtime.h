@@ -1348,8 +1348,9 @@ GORT_HIDDEN int gort__stackinit(void);
 GORT_HIDDEN void gort__stackfini(void);
 /* sysmon: return the pages of stacks idle in the pool for
  * gort__debug.stackidle ms to the OS, a bounded batch per call.  Returns
- * how many stacks it trimmed. */
-GORT_HIDDEN int gort__stack_scavenge(int64_t now);
+ * how many stacks it trimmed; *next is when the next is due, or 0 when
+ * no stack in the pool waits to be trimmed. */
+GORT_HIDDEN int gort__stack_scavenge(int64_t now, int64_t *next);
 /* Promise n stacks (mapping arenas as needed): 0 or -ENOMEM. */
 GORT_HIDDEN int gort__stackreserve(int32_t n);
 GORT_HIDDEN void gort__stackunreserve(int32_t n);

@@ -585,11 +585,12 @@ void gort__stackcache_flush(struct stackcache *c)
 #define SCAVENGE_MAX 512
 #define SCAVENGE_CHUNK 16
 
-int gort__stack_scavenge(int64_t now)
+int gort__stack_scavenge(int64_t now, int64_t *next)
 {
     int64_t idle = (int64_t)gort__debug.stackidle * 1000000;
     int n = 0;
     size_t i = 0;
+    *next = 0;
     while (n < SCAVENGE_MAX) {
         int chunk = 0;
         bool more = true;
@@ -602,6 +603,7 @@ int gort__stack_scavenge(int64_t now)
             struct freeslot *fs = &pool.free[i];
             if (fs->since + idle > now) {
                 more = false; /* the ones above are younger still */
+                *next = fs->since + idle;
                 break;
             }
             if (fs->trimmed)
@@ -620,6 +622,10 @@ int gort__stack_scavenge(int64_t now)
         if (!more || chunk == 0)
             break;
     }
+    /* Stopped at the batch's limit with more due: the next batch in a
+     * second (the rate sysmon calls at). */
+    if (n >= SCAVENGE_MAX)
+        *next = now + 1000 * 1000 * 1000;
     return n;
 }
 

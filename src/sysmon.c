@@ -66,15 +66,16 @@ void gort__sysmon_wake(void)
         gort__notewakeup(&gort__sched.sysmonnote);
 }
 
-/* Sleep until a P becomes busy, or a second passes (the stack scavenger
- * runs then too).
+/* Sleep until a P becomes busy, or for timeout ns (the stack scavenger's
+ * next batch is due then), or for good (timeout < 0: nothing to do until
+ * a P is taken).
  *
  * Dekker handshake with the wakers, all sequentially consistent: we
  * publish sysmonwait, then read npidle and sysmon_stopping; a waker
  * changes npidle (acquirep's pidleget) or sysmon_stopping, then reads
  * sysmonwait.  Either we see its change and do not sleep, or it sees
  * sysmonwait and wakes us. */
-static void deep_sleep(void)
+static void deep_sleep(int64_t timeout)
 {
     xchg_seqcst(&gort__sched.sysmonwait, 1);
     if (load_seqcst(&sysmon_stopping) ||
@@ -83,8 +84,8 @@ static void deep_sleep(void)
         if (xchg_acqrel(&gort__sched.sysmonwait, 0))
             return;
         /* A waker cleared it and will wake the note: take that wake-up. */
-    } else if (!gort__notetsleep(&gort__sched.sysmonnote,
-                                 1000LL * 1000 * 1000) &&
+    } else if (timeout >= 0 &&
+               !gort__notetsleep(&gort__sched.sysmonnote, timeout) &&
                xchg_acqrel(&gort__sched.sysmonwait, 0)) {
         return; /* timed out and nobody is waking us */
     }
@@ -319,12 +320,17 @@ static void *sysmon(void *arg)
              (delay_us >= GORT_SYSMON_MAX_US &&
               load_relaxed(&gort__sched.npidle) ==
                   load_relaxed(&gort__gomaxprocs)))) {
-            deep_sleep();
+            /* Trim what is due now; sleep until the next is due, or for
+             * good: an idle process has no thread waking up. */
+            int64_t due;
+            lastscavenge = now;
+            gort__stack_scavenge(now, &due);
+            deep_sleep(due ? (due > now ? due - now : 0) : -1);
             now = gort_nanotime();
             store_relaxed(&gort__sched.coarsenow, now);
-            if (lastscavenge + 1000000000 <= now) {
+            if (due && due <= now) {
                 lastscavenge = now;
-                gort__stack_scavenge(now);
+                gort__stack_scavenge(now, &due);
             }
             /* The rounds stay as long as they were: a busy P is watched
              * every 10 ms, which is what preemption needs, and a syscall
@@ -370,8 +376,9 @@ static void *sysmon(void *arg)
             gort__unlock(&gort__sched.lock);
         }
         if (lastscavenge + 1000000000 <= now) {
+            int64_t due;
             lastscavenge = now;
-            gort__stack_scavenge(now);
+            gort__stack_scavenge(now, &due);
         }
         if (gort__debug.schedtrace > 0 &&
             lasttrace + (int64_t)gort__debug.schedtrace * 1000000 <= now) {
