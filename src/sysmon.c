@@ -275,6 +275,28 @@ static void resignal_marked(int64_t now)
     }
 }
 
+/* A sum of every P's scheduling and syscall ticks: it moves whenever any
+ * goroutine was scheduled or entered a syscall since the last look. */
+static uint64_t activity(void)
+{
+    uint64_t sum = 0;
+    gort__lock(&gort__allplock);
+    int32_t n = load_acq(&gort__gomaxprocs);
+    for (int32_t i = 0; i < n; i++)
+        sum += load_relaxed(&gort__allp[i]->schedtick) +
+               load_relaxed(&gort__allp[i]->syscalltick);
+    gort__unlock(&gort__allplock);
+    return sum;
+}
+
+/* sysmon deep-sleeps only after this many rounds at its longest (10 ms
+ * each) in which nothing was scheduled at all.  A server at partial load
+ * has every P idle between requests most of the time; deep-sleeping then
+ * had every request's P wake sysmon (a futex wake and a thread's wake-up
+ * each, about 7 us of CPU here), where rounds every 10 ms cost 100 small
+ * wake-ups a second. */
+#define QUIET_ROUNDS 3
+
 static void *sysmon(void *arg)
 {
     struct m *mp = arg;
@@ -285,7 +307,8 @@ static void *sysmon(void *arg)
     /* Precise short sleeps (see the file comment).  Best effort. */
     prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
     int64_t delay_us = GORT_SYSMON_MIN_US, lasttrace = 0, lastscavenge = 0;
-    uint32_t idle = 0;
+    uint32_t idle = 0, quiet = 0;
+    uint64_t lastactivity = 0;
     bool quick = false; /* one short round, then the rounds as they were */
     for (;;) {
         if (idle == 0)
@@ -310,16 +333,22 @@ static void *sysmon(void *arg)
         /* Relaxed: parking Gs read it as an approximate clock. */
         store_relaxed(&gort__sched.coarsenow, now);
         /* Every P idle: sleep until one is taken, but only once the
-         * quiet has lasted (rounds at their longest).  A server on few Ps
-         * is idle for a moment between every batch of requests; a deep
-         * sleep there would cost a wake-up (acquirep) per batch, and the
-         * woken sysmon preempts the thread that just took the P.  A
-         * stopped world sleeps at once (startTheWorld wakes it). */
+         * quiet has lasted (QUIET_ROUNDS rounds at their longest without
+         * a single schedule).  A server on few Ps is idle for a moment
+         * between every batch of requests; a deep sleep there would cost
+         * a wake-up (acquirep) per batch, and the woken sysmon preempts
+         * the thread that just took the P.  A stopped world sleeps at
+         * once (startTheWorld wakes it). */
+        uint64_t act = activity();
+        bool allidle = load_relaxed(&gort__sched.npidle) ==
+                       load_relaxed(&gort__gomaxprocs);
+        quiet = delay_us >= GORT_SYSMON_MAX_US && allidle &&
+                        act == lastactivity
+                    ? quiet + 1
+                    : 0;
+        lastactivity = act;
         if (gort__debug.schedtrace <= 0 &&
-            (load_relaxed(&gort__sched.gcwaiting) ||
-             (delay_us >= GORT_SYSMON_MAX_US &&
-              load_relaxed(&gort__sched.npidle) ==
-                  load_relaxed(&gort__gomaxprocs)))) {
+            (load_relaxed(&gort__sched.gcwaiting) || quiet >= QUIET_ROUNDS)) {
             /* Trim what is due now; sleep until the next is due, or for
              * good: an idle process has no thread waking up. */
             int64_t due;
