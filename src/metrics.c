@@ -280,9 +280,12 @@ void gort__gtrack(struct g *gp, uint32_t oldval, uint32_t newval)
     struct p *pp = mp ? mp->p : NULL;
     if (pp)
         gort__timehist_record(&pp->latencies, d);
-    /* Time the run too (sched.runavg). */
-    gp->runstamp = track_ticks();
-    gp->runtiming = true;
+    /* Time the run too (sched.runavg), in one timed round of 8: a rough
+     * average needs few samples. */
+    if ((gp->trackingseq & 0x38) == 0) {
+        gp->runstamp = track_ticks();
+        gp->runtiming = true;
+    }
 }
 
 void gort__gtrack_ran(struct g *gp)

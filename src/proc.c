@@ -1034,22 +1034,7 @@ pick_fast(struct m *mp, struct p *pp, bool *inherit, bool *locked)
         }
         gort__unlock_m(mp, &gort__sched.lock);
     }
-    /* Goroutines woken by their timers, one every other schedule, ahead
-     * of this P's own queue: they run within a time slice or two of their
-     * timer, not behind a batch of work this P took earlier, and the
-     * queue still gets half the turns however many timers fire (with the
-     * queue empty the batch below takes them first anyway). */
-    if (GORT_UNLIKELY(load_relaxed(&gort__sched.nwoken) > 0) &&
-        (pp->schedtick & 1) &&
-        (load_relaxed(&pp->runnext) ||
-         load_relaxed(&pp->runqhead) != pp->runqtail)) {
-        gort__lock_m(mp, &gort__sched.lock);
-        if ((gp = gort__globrunqget_locked(pp, 1))) {
-            *locked = true;
-            return gp;
-        }
-        gort__unlock_m(mp, &gort__sched.lock);
-    }
+
     /* Owner's view of its own queue: relaxed loads suffice to see that it
      * is empty (thieves only ever make it emptier). */
     if ((load_relaxed(&pp->runnext) ||

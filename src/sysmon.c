@@ -170,7 +170,7 @@ GORT_NO_TSAN GORT_NOINLINE static void check_running_canary(struct p *pp)
 
 /* One pass over the Ps.  Returns how many it retook or asked to yield.
  * Mirrors retake (proc.go). */
-static int retake(int64_t now)
+static int retake(int64_t now, int64_t *wake)
 {
     struct m *self = gort__getm_raw(); /* sysmon's M: counts hand-offs */
     struct p *handoff[64], *held[64];
@@ -229,13 +229,29 @@ static int retake(int64_t now)
         /* schedwhen 0: sysmon has not looked at this P yet (a new P, or
          * a G still on its first slice of tick 0): start the clock. */
         int64_t when = load_relaxed(&pp->sysmon_schedwhen);
+        /* A timer of this P due since the G took it: only a schedule of
+         * this P runs it, so the G is asked to yield now, not at the end
+         * of its 10 ms (a timer-woken G then runs within a round or two,
+         * from runnext: time.c, flush_woken). */
+        int64_t tw = load_relaxed(&pp->timers.minwhen);
+        bool timer_due = tw != 0 && tw <= now && when != 0 && when < tw;
         if (pp->sysmon_schedtick != t || when == 0) {
             pp->sysmon_schedtick = t;
             store_relaxed(&pp->sysmon_schedwhen, now);
-        } else if (when + GORT_FORCE_PREEMPT_NS <= now && nheld < 64) {
+            when = now;
+        } else if ((when + GORT_FORCE_PREEMPT_NS <= now || timer_due) &&
+                   nheld < 64) {
             held[nheld++] = pp;
             n_acted++;
+            continue;
         }
+        /* Wake for this P's next deadline: its time slice's end, or its
+         * earliest timer. */
+        int64_t due = when + GORT_FORCE_PREEMPT_NS;
+        if (tw != 0 && tw > when && tw < due)
+            due = tw;
+        if (*wake == 0 || due < *wake)
+            *wake = due;
     }
     gort__unlock(&gort__allplock);
     /* handoffp takes sched.lock, which ranks above allplock. */
@@ -309,6 +325,7 @@ static void *sysmon(void *arg)
     int64_t delay_us = GORT_SYSMON_MIN_US, lasttrace = 0, lastscavenge = 0;
     uint32_t idle = 0, quiet = 0;
     uint64_t lastactivity = 0;
+    int64_t wake = 0; /* the next P deadline retake saw (0: none) */
     bool quick = false; /* one short round, then the rounds as they were */
     for (;;) {
         if (idle == 0)
@@ -319,6 +336,16 @@ static void *sysmon(void *arg)
             delay_us = GORT_SYSMON_MAX_US;
         int64_t sleep_us = quick ? GORT_SYSMON_MIN_US : delay_us;
         quick = false;
+        /* Not past a running P's deadline (its slice's end, a timer): a
+         * backed-off sysmon would otherwise preempt up to a whole round
+         * late. */
+        if (wake != 0) {
+            int64_t until = (wake - gort_nanotime()) / 1000 + 1;
+            if (until < sleep_us)
+                sleep_us = until < GORT_SYSMON_MIN_US ? GORT_SYSMON_MIN_US
+                                                       : until;
+            wake = 0;
+        }
         uint32_t gen = load_acq(&sysmon_gen);
         bool longsleep = sleep_us > GORT_SYSMON_MIN_US;
         if (longsleep)
@@ -374,7 +401,7 @@ static void *sysmon(void *arg)
                 break;
             continue;
         }
-        if (retake(now) > 0)
+        if (retake(now, &wake) > 0)
             idle = 0;
         else
             idle++;

@@ -140,13 +140,15 @@ static void heap_delete(struct timers *ts, uint32_t i)
 /* Run pp's due timers.  now == 0: read the clock if anything is pending.
  * Returns the earliest remaining when (0: none).  The caller's M holds a
  * P (not necessarily pp).  Mirrors timers.check. */
-/* Queue the Gs that sleep timers woke.  One, on a P with nothing else to
- * run, goes to runnext.  Otherwise they go to the timer-woken region at
- * the head of the global queue, in deadline order: ahead of Gs that have
- * not started or that yielded, behind sleepers woken earlier.  Go readies
- * each into runnext instead; with thousands of sleepers that starves the
- * ones pushed out of the ring (Go's p99 lateness on 10,000 sleepers is
- * tens of milliseconds). */
+/* Queue the Gs that sleep timers woke.  The first (the earliest
+ * deadline) goes to runnext, so that it runs when the G now on this P
+ * yields, within a time slice of its timer, not behind the work queued
+ * here (a G already in runnext moves to the ring's tail).  The rest go to
+ * the timer-woken region at the head of the global queue, in deadline
+ * order: ahead of Gs that have not started or that yielded, behind
+ * sleepers woken earlier.  Go readies each into runnext instead; with
+ * thousands of sleepers that starves the ones pushed out of the ring
+ * (Go's p99 lateness on 10,000 sleepers is tens of milliseconds). */
 static void flush_woken(struct m *mp)
 {
     int32_t n = mp->nwoken;
@@ -156,14 +158,13 @@ static void flush_woken(struct m *mp)
     mp->woken.head = mp->woken.tail = NULL;
     mp->nwoken = 0;
     mp->locks++;
-    if (n == 1 && gort__runqempty(mp->p) &&
-        load_relaxed(&gort__sched.runqsize) == 0) {
-        gort__runqput(mp->p, q.head, true);
-    } else {
+    struct g *first = gqueue_pop(&q);
+    if (n > 1) {
         gort__lock_m(mp, &gort__sched.lock);
-        gort__globrunqputwoken_locked(&q, n);
+        gort__globrunqputwoken_locked(&q, n - 1);
         gort__unlock_m(mp, &gort__sched.lock);
     }
+    gort__runqput(mp->p, first, true);
     gort__wakep();
     mp->locks--;
 }
