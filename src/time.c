@@ -143,7 +143,8 @@ static void heap_delete(struct timers *ts, uint32_t i)
 /* Queue the Gs that sleep timers woke.  The first (the earliest
  * deadline) goes to runnext, so that it runs when the G now on this P
  * yields, within a time slice of its timer, not behind the work queued
- * here (a G already in runnext moves to the ring's tail).  The rest go to
+ * here (a G already in runnext moves to the ring's tail; sysmon asks the
+ * running G to yield when a timer is due).  The rest go to
  * the timer-woken region at the head of the global queue, in deadline
  * order: ahead of Gs that have not started or that yielded, behind
  * sleepers woken earlier.  Go readies each into runnext instead; with
@@ -165,6 +166,11 @@ static void flush_woken(struct m *mp)
         gort__unlock_m(mp, &gort__sched.lock);
     }
     gort__runqput(mp->p, first, true);
+    /* It will run from runnext, inheriting the time slice: count its
+     * schedule here, or a stream of wake-ups would stop the ticks and
+     * with them the 61-tick turn of the global queue (relaxed: sysmon
+     * reads it). */
+    store_relaxed(&mp->p->schedtick, mp->p->schedtick + 1);
     gort__wakep();
     mp->locks--;
 }
