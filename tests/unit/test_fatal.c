@@ -158,10 +158,9 @@ static long long child_goid(const char *out)
     return id;
 }
 
-static void check_overflow(const char *const *env, const char *detail)
+static void check_overflow_report(struct test_child *rp, const char *detail)
 {
-    struct test_child r;
-    run_death("stack_overflow_child", env, &r);
+    struct test_child r = *rp;
     CHECK_EQ(r.signal, SIGABRT);
     CHECK(strstr(r.out, "survived") == NULL);
     char want[128];
@@ -180,7 +179,14 @@ static void check_overflow(const char *const *env, const char *detail)
         CHECK(strstr(r.err, "\noverflow_g(...)\n") ||
               strstr(r.err, "\n...additional frames elided...\n"));
     }
-    test_child_free(&r);
+    test_child_free(rp);
+}
+
+static void check_overflow(const char *const *env, const char *detail)
+{
+    struct test_child r;
+    run_death("stack_overflow_child", env, &r);
+    check_overflow_report(&r, detail);
 }
 
 /*
@@ -216,7 +222,25 @@ TEST(stack_overflow_madvise)
 TEST(stack_overflow_canary_unbounded)
 {
     static const char *const env[] = {"GORTDEBUG=stackguard=canary", NULL};
+#if defined(GORT_ASAN)
+    /* AddressSanitizer may see the recursion first: a frame that lands on
+     * a redzone of a live goroutine's stack below is a stack-buffer-overflow
+     * to it, and it exits (status 1) before the arena's guard is reached.
+     * Either report is right; silence or survival is not. */
+    struct test_child r;
+    run_death("stack_overflow_child", env, &r);
+    CHECK(strstr(r.out, "survived") == NULL);
+    if (r.signal == 0) {
+        CHECK_NE(r.exit_code, 0);
+        CHECK_STR_CONTAINS(r.err, "AddressSanitizer: stack-buffer-overflow");
+        CHECK_STR_CONTAINS(r.err, "recurse");
+        test_child_free(&r);
+        return;
+    }
+    check_overflow_report(&r, "fault at ");
+#else
     check_overflow(env, "fault at ");
+#endif
 }
 
 /*
