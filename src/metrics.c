@@ -280,10 +280,11 @@ void gort__gtrack(struct g *gp, uint32_t oldval, uint32_t newval)
     struct p *pp = mp ? mp->p : NULL;
     if (pp)
         gort__timehist_record(&pp->latencies, d);
-    /* Time the run too (sched.runavg), in one timed round of 8: a rough
+    /* Time the run too (p.runavg), in one timed round of 8: a rough
      * average needs few samples. */
-    if ((gp->trackingseq & 0x38) == 0) {
-        gp->runstamp = track_ticks();
+    if (pp && (gp->trackingseq & 0x38) == 0) {
+        pp->runstamp = track_ticks();
+        pp->runstampg = gp;
         gp->runtiming = true;
     }
 }
@@ -291,14 +292,19 @@ void gort__gtrack(struct g *gp, uint32_t oldval, uint32_t newval)
 void gort__gtrack_ran(struct g *gp)
 {
     gp->runtiming = false;
-    int64_t dt = (int64_t)(track_ticks() - gp->runstamp);
+    /* The stamp is the P's (a G runs on one P from start to stop; the
+     * struct g stays smaller): a moving average, 1/16 weight, kept by
+     * that P. */
+    struct m *mp = gort__getm_raw();
+    struct p *pp = mp ? mp->p : NULL;
+    if (!pp || pp->runstampg != gp)
+        return;
+    pp->runstampg = NULL;
+    int64_t dt = (int64_t)(track_ticks() - pp->runstamp);
     if (dt <= 0)
         return;
     int64_t ran = ticks_to_ns((uint64_t)dt);
-    /* A moving average, 1/16 weight; updated racily by whichever M
-     * samples (relaxed: a lost update only slows it). */
-    int64_t avg = load_relaxed(&gort__sched.runavg);
-    store_relaxed(&gort__sched.runavg, avg + (ran - avg) / 16);
+    pp->runavg += (ran - pp->runavg) / 16;
 }
 
 /* ---------------------------------------------------------------------------

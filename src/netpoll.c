@@ -489,12 +489,12 @@ void gort__injectglist(struct gqueue *q, int32_t n)
      * them next (Go 1.21's injectglist).  Without a P, all go globally.
      * On the global queue alone, a busy P would look at them only every
      * 61 ticks, which gave round trips of milliseconds.  But when the
-     * batch is short work (sched.runavg, how long a G runs, times n,
+     * batch is short work (this P's runavg, how long a G runs, times n,
      * under GORT_WAKE_WORTH_NS), this M runs it all: waking a thread
      * costs more CPU than the work, and more time too (10-60 us here). */
     int32_t idle = pp ? load_relaxed(&gort__sched.npidle) : n;
     if (pp && idle > 0 &&
-        load_relaxed(&gort__sched.runavg) * n < GORT_WAKE_WORTH_NS)
+        pp->runavg * n < GORT_WAKE_WORTH_NS)
         idle = 0;
     int32_t nglob = idle < n ? idle : n;
     if (nglob > 0) {

@@ -2078,11 +2078,8 @@ static struct m *needm(void)
     return mp;
 }
 
-struct m *gort__getm_noextra(void)
+struct m *gort__getm_noextra_slow(void)
 {
-    struct m *mp = gort__getm_fast();
-    if (GORT_LIKELY(mp))
-        return mp;
     /* A thread without an M gets none here: a runtime lock or a
      * read-only call needs none, and an extra M stays with its thread
      * (and counts as a goroutine) until the thread ends. */

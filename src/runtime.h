@@ -321,7 +321,8 @@ struct g {
      * (trackingstamp below). */
     uint8_t trackingseq;    /* transitions out of RUNNING, mod 256 */
     bool tracking;          /* this scheduling round is being timed */
-    bool runtiming;         /* ... and then how long it runs (runstamp) */
+    bool runtiming;         /* ... and then how long it runs (its P's
+                               runstamp) */
     bool is_main;           /* the main goroutine (goid 1) */
     bool foreign;           /* stands for a thread gort did not create
                                (extra M): parks on the M's note */
@@ -338,7 +339,6 @@ struct g {
                                became runnable (metrics.c) */
     };
     uintptr_t gopc;         /* return address of the gort_go call */
-    uint64_t runstamp;      /* when a timed round's run began (ticks) */
     union {                 /* one sanitizer at a time (san.c) */
         void *asan_fake_stack; /* AddressSanitizer fake-stack save slot */
         void *tsan_fiber;      /* ThreadSanitizer fiber, or NULL */
@@ -385,8 +385,8 @@ GORT_HIDDEN GORT_NORETURN void gort__casgstatus_fail(struct g *gp,
 GORT_HIDDEN void gort__track_clock_init(void);
 GORT_HIDDEN __attribute__((cold)) void gort__gtrack(struct g *gp, uint32_t oldval,
                                                   uint32_t newval);
-/* A timed round's G stops running: how long it ran goes into
- * sched.runavg. */
+/* A timed round's G stops running: how long it ran goes into its P's
+ * runavg. */
 GORT_HIDDEN __attribute__((cold)) void gort__gtrack_ran(struct g *gp);
 /*
  * Whether a status change goes into the execution trace (trace.c):
@@ -672,7 +672,6 @@ struct m {
     /* A spare stack for preempting a G too deep in its own stack to take
      * the preemption's frames (preempt.c); the signal handler gives it to
      * the G, the G's next preemption path makes another. */
-    uintptr_t preemptspare;
     /* Metrics (gort__stat_add by this M's thread; metrics.c sums allm). */
     uint64_t nhandoffs;    /* Ps it took from syscalls and handed on */
     uint64_t nnetpollwake; /* goroutines its epoll waits made runnable */
@@ -710,6 +709,14 @@ struct p {
                               owner writes, sysmon reads relaxed */
     uint32_t syscalltick;  /* incremented on every syscall; owner M writes,
                               sysmon reads relaxed */
+    int64_t runavg;        /* how long a G runs here before it parks or
+                              yields, ns: a moving average over the timed
+                              rounds (metrics.c).  Per P, owner only: one
+                              shared average beside sched.lock cost skynet
+                              and spawn on 2 Ps 10% in cache-line traffic */
+    uint64_t runstamp;     /* when the timed run of runstampg began
+                              (ticks); owner only */
+    struct g *runstampg;
     int64_t syscallwhen;   /* when the current syscall began, if work
                               waited on the P then, else 0; relaxed */
     struct m *m;           /* back-link to the owning M, or NULL */
@@ -793,9 +800,6 @@ struct schedt {
      * by sleep timers (in deadline order), then everything else.
      * runqsize counts both.  Under lock, as is the spare-segment list. */
     struct gsegq runq_woken;
-    int64_t runavg;        /* how long a G runs before it parks or
-                              yields, ns: a moving average over the timed
-                              rounds (metrics.c); relaxed */
     int32_t nwoken;        /* Gs in runq_woken; written under lock,
                               read outside it as a hint (relaxed) */
     struct gsegq runq;
@@ -915,7 +919,7 @@ GORT_HIDDEN void gort__setm_fast(struct m *mp);
 GORT_HIDDEN struct m *gort__getm_slow(void);
 /* gort__getm, but NULL for a thread gort did not create that has no M
  * yet, instead of making it one (runtime locks, read-only calls). */
-GORT_HIDDEN struct m *gort__getm_noextra(void);
+GORT_HIDDEN struct m *gort__getm_noextra_slow(void);
 
 /* gort__getm's test, the same on every architecture.  It reads a second
  * thread-local slot that holds the M only when there is nothing to
@@ -966,6 +970,18 @@ static inline struct m *gort__getm_fast(void)
     return gort__getm();
 }
 #endif
+/* As gort__getm, but a thread gort did not create gets no extra M (NULL
+ * unless it has one): for runtime locks and read-only calls.  The fast
+ * path inline: every runtime lock takes it. */
+static inline __attribute__((always_inline)) struct m *
+gort__getm_noextra(void)
+{
+    struct m *mp = gort__getm_fast();
+    if (GORT_LIKELY(mp))
+        return mp;
+    return gort__getm_noextra_slow();
+}
+
 /*
  * gort's own calls into libc that may sleep in the kernel (allocation,
  * mapping memory, creating threads, writing to a descriptor, the dynamic

@@ -215,6 +215,14 @@ static bool madvise_batch(struct iovec *iov, size_t n, int advice)
 /* Slots prepared together when the first of them is carved. */
 #define PREP_BATCH 32
 
+/* An arena's lowest guard (map_arena_locked). */
+static void lowest_guard(uintptr_t base)
+{
+    if (!pool.madvise_ok ||
+        madvise((void *)base, GUARD_SIZE, MADV_GUARD_INSTALL) != 0)
+        mprotect((void *)base, GUARD_SIZE, PROT_NONE);
+}
+
 /* Guard the next PREP_BATCH slots of an arena and commit their top pages
  * with two syscalls in all, instead of two per stack (~2 us each here).
  * On failure (older kernel) the arena's slots are prepared one by one
@@ -231,6 +239,8 @@ static void prepare_batch(struct arena *a)
     }
     if (!madvise_batch(iov, n, MADV_GUARD_INSTALL)) {
         a->bulk = false;
+        if (first == 0)
+            lowest_guard(a->base);
         return;
     }
     for (uint32_t i = 0; i < n; i++) {
@@ -276,13 +286,14 @@ static int map_arena_locked(void)
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (mem == MAP_FAILED)
         return -ENOMEM;
+    bool bulk = pool.pidfd >= 0 && pool.mode == STACK_GUARD_MADVISE;
     /* The lowest slot's guard is a real one whatever the policy: a
      * canary-guarded stack that overflows without end runs down through
      * the stacks below it and faults here, where the fault handler names
-     * it, instead of writing on into whatever lies below the arena. */
-    if (!pool.madvise_ok ||
-        madvise(mem, GUARD_SIZE, MADV_GUARD_INSTALL) != 0)
-        mprotect(mem, GUARD_SIZE, PROT_NONE);
+     * it, instead of writing on into whatever lies below the arena.  In
+     * bulk mode prepare_batch installs it with the first batch's. */
+    if (!bulk)
+        lowest_guard((uintptr_t)mem);
     struct arena *a = gort__malloc(sizeof *a);
     if (!a) {
         munmap(mem, size);
@@ -293,7 +304,7 @@ static int map_arena_locked(void)
     a->nslots = n;
     a->used = 0;
     a->ready = 0;
-    a->bulk = pool.pidfd >= 0 && pool.mode == STACK_GUARD_MADVISE;
+    a->bulk = bulk;
     a->next = pool.arenas;
     pool.arenas = a;
     /* Behind the arena being carved, which stays the one carved (and
