@@ -1109,8 +1109,14 @@ static struct g *findrunnable_fast(struct m *mp, struct p *pp, bool *inherit,
         return gp;
     /* Network readiness, without blocking, before stealing (Go's
      * findRunnable): only when goroutines wait on descriptors and no M
-     * is blocked in epoll already (it would get the events). */
-    if (gort__netpoll_waiters() > 0) {
+     * is blocked in epoll already (it would get the events).  Not when
+     * every other P is idle: there is nothing to steal, so this M goes
+     * on to block in epoll as the poller, which returns at once with
+     * whatever is ready; the extra epoll_wait was one system call in
+     * four of a server at partial load. */
+    int32_t procs = load_acq(&gort__gomaxprocs);
+    if (gort__netpoll_waiters() > 0 &&
+        load_relaxed(&gort__sched.npidle) < procs - 1) {
         int64_t last = load_seqcst(&gort__sched.lastpoll);
         if (last != 0) {
             struct gqueue q;
@@ -1123,7 +1129,6 @@ static struct g *findrunnable_fast(struct m *mp, struct p *pp, bool *inherit,
             }
         }
     }
-    int32_t procs = load_acq(&gort__gomaxprocs);
     if (mp->spinning || 2 * load_relaxed(&gort__sched.nmspinning) <
                             procs - load_relaxed(&gort__sched.npidle)) {
         if (!mp->spinning)
