@@ -65,8 +65,9 @@
  *      microseconds once it runs), nor has one asleep;
  *   c. and it has not been seen asleep in a call for the last
  *      QUIET_NS: a goroutine that makes blocking calls of its own loses
- *      its P at one of them (step 2 above) rather than being signalled
- *      between them;
+ *      its P at one of them (step 2 above; once it has kept the P for
+ *      QUIET_MAX_NS, at the first it is seen asleep in, however short)
+ *      rather than being signalled between them;
  *   d. send, after a Dekker handshake on urgpending with entersyscall
  *      (syscall.c): never into a wrapped call.
  *
@@ -112,8 +113,9 @@ uint32_t gort__rawsys_mode = RAWSYS_SIGNAL;
  * a thread woken in a system call that has had this much CPU is back in
  * the program's code (its way out of a call takes a few microseconds). */
 #define PROBE_RUN_NS (10 * 1000)
-/* Nor to a thread seen asleep in a call this recently, unless its G has
- * kept the P this long (its calls are too short to catch asleep). */
+/* Nor to a thread seen asleep in a call this recently; and a G that has
+ * kept the P this long loses it at the next call it is seen asleep in,
+ * however short (its calls are too short to wait for). */
 #define QUIET_NS (20 * 1000 * 1000)
 #define QUIET_MAX_NS (40 * 1000 * 1000)
 /* How far above a sleeping call's stack pointer its caller's return
@@ -389,9 +391,12 @@ static enum rawsys_result probe_running(struct m *mp, uint64_t exec,
     s->when0 = now; /* it runs: the sleep window starts over */
     s->exec0 = exec;
     s->armed = 0;
-    if (s->lastasleep != 0 && now - s->lastasleep < QUIET_NS &&
-        now - s->since < QUIET_MAX_NS)
-        return RAWSYS_SKIP;
+    /* Seen asleep in a call lately: no signal, which could land in the
+     * next one; look again soon instead, and once its G has kept the P
+     * past QUIET_MAX_NS the P goes at the next call it is seen asleep in
+     * (gort__rawsys_inspect), a preemption without a signal. */
+    if (s->lastasleep != 0 && now - s->lastasleep < QUIET_NS)
+        return RAWSYS_WAIT;
     return rawsys_send(mp) ? RAWSYS_SIGNALLED : RAWSYS_SKIP;
 }
 
@@ -570,7 +575,8 @@ enum rawsys_result gort__rawsys_inspect(struct p *pp, int64_t now,
         s->armed = 0;
         s->lastasleep = now;
         res = RAWSYS_BLOCKED;
-        if (slept_enough(s, &o, count, exec, now, slept_ns)) {
+        if (slept_enough(s, &o, count, exec, now, slept_ns) ||
+            now - s->since >= QUIET_MAX_NS) {
             s->when = 0;
             if (programs_call(gp, &o) &&
                 claim_and_commit(gort__getm_raw(), mp, pp, gp, &o, count,
