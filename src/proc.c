@@ -90,6 +90,15 @@ GORT_NOINLINE struct m *gort__getm(void)
     __asm__ __volatile__("" : "+r"(mp)::"memory");
     return gort__getm_finish(mp);
 }
+
+/* The fast slot alone (runtime.h, gort__getm_fast): NULL where gort__getm
+ * would take its slow path, which may make a thread an extra M. */
+GORT_NOINLINE struct m *gort__getm_fastslot(void)
+{
+    struct m *mp = load_relaxed(&gort__tls_mfast);
+    __asm__ __volatile__("" : "+r"(mp)::"memory");
+    return mp;
+}
 #endif
 
 /* The M without side effects: for signal handlers and the extra-M code. */

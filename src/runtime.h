@@ -965,9 +965,10 @@ static inline __attribute__((always_inline)) struct m *gort__getm(void)
 }
 #else
 GORT_HIDDEN struct m *gort__getm(void);
+GORT_HIDDEN struct m *gort__getm_fastslot(void);
 static inline struct m *gort__getm_fast(void)
 {
-    return gort__getm();
+    return gort__getm_fastslot();
 }
 #endif
 /* As gort__getm, but a thread gort did not create gets no extra M (NULL
