@@ -226,13 +226,15 @@ static inline void g_switch(struct m *mp, struct g *gp, struct g *to,
     int saved_errno = *mp->errnop;
     struct g *prev = switch_to(gp, to, gp, dying);
     mp = gort__getm(); /* maybe another thread now */
-    *mp->errnop = saved_errno;
     void (*fn)(struct m *, struct g *) = mp->post_fn;
     if (fn) {
         mp->post_fn = NULL;
         gort__stack_check(prev);
         fn(mp, prev);
     }
+    /* Last: the hand-off above may make system calls (a futex wake-up)
+     * or, under a sanitizer, intercepted calls that set errno. */
+    *mp->errnop = saved_errno;
 }
 
 /* Run fn(gp) on g0 with gp's context saved: the G -> g0 half of a switch.
