@@ -491,7 +491,7 @@ void gort__injectglist(struct gqueue *q, int32_t n)
      * 61 ticks, which gave round trips of milliseconds.  But when the
      * batch is short work (this P's runavg, how long a G runs, times n,
      * under GORT_WAKE_WORTH_NS), this M runs it all: waking a thread
-     * costs more CPU than the work, and more time too (10-60 us here). */
+     * costs more CPU than the work, and more time too. */
     int32_t idle = pp ? load_relaxed(&gort__sched.npidle) : n;
     if (pp && idle > 0 &&
         pp->runavg * n < GORT_WAKE_WORTH_NS)

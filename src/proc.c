@@ -1123,8 +1123,8 @@ static struct g *findrunnable_fast(struct m *mp, struct p *pp, bool *inherit,
      * is blocked in epoll already (it would get the events).  Not when
      * every other P is idle: there is nothing to steal, so this M goes
      * on to block in epoll as the poller, which returns at once with
-     * whatever is ready; the extra epoll_wait was one system call in
-     * four of a server at partial load. */
+     * whatever is ready (a server at partial load would otherwise make
+     * two epoll calls for every idle spell). */
     int32_t procs = load_acq(&gort__gomaxprocs);
     if (gort__netpoll_waiters() > 0 &&
         load_relaxed(&gort__sched.npidle) < procs - 1) {

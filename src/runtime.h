@@ -125,8 +125,7 @@ _Static_assert(GORT_RUNQ_SIZE >= 2 &&
 #define GORT_STEAL_TRIES 4
 /* Work readied together that would take less than this in all is run by
  * the M that readied it, not spread over other threads (injectglist): a
- * thread's wake-up costs a few microseconds of CPU and 10-60 us of
- * latency here. */
+ * thread's wake-up would cost more CPU and latency than the work. */
 #define GORT_WAKE_WORTH_NS (50 * 1000)
 /* A G that has run 10 ms on one P is preempted (forcePreemptNS). */
 #define GORT_FORCE_PREEMPT_NS (10 * 1000 * 1000)
@@ -711,9 +710,9 @@ struct p {
                               sysmon reads relaxed */
     int64_t runavg;        /* how long a G runs here before it parks or
                               yields, ns: a moving average over the timed
-                              rounds (metrics.c).  Per P, owner only: one
-                              shared average beside sched.lock cost skynet
-                              and spawn on 2 Ps 10% in cache-line traffic */
+                              rounds (metrics.c).  Per P, owner only: a
+                              shared one would bounce its cache line
+                              between every P's schedules */
     uint64_t runstamp;     /* when the timed run of runstampg began
                               (ticks); owner only */
     struct g *runstampg;

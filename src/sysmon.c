@@ -248,8 +248,8 @@ static int retake(int64_t now, int64_t *wake)
         /* Wake for this P's earliest timer: only a schedule of this P
          * runs it.  Not for the end of its time slice: the rounds find
          * that as Go's do, up to a round late, and a hog preempted on the
-         * dot loses its turn sooner to no one's gain (spawn on 2 Ps, whose
-         * spawning G is such a hog, was 6-10% slower with it). */
+         * dot loses its turn sooner to no one's gain (docs/design.md,
+         * "sysmon's deep sleep"). */
         if (tw != 0 && tw > when && (*wake == 0 || tw < *wake))
             *wake = tw;
     }
@@ -309,8 +309,7 @@ static uint64_t activity(void)
  * each) in which nothing was scheduled at all.  A server at partial load
  * has every P idle between requests most of the time; deep-sleeping then
  * had every request's P wake sysmon (a futex wake and a thread's wake-up
- * each, about 7 us of CPU here), where rounds every 10 ms cost 100 small
- * wake-ups a second. */
+ * each), where rounds every 10 ms cost 100 small wake-ups a second. */
 #define QUIET_ROUNDS 3
 
 static void *sysmon(void *arg)
