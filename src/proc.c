@@ -1033,13 +1033,12 @@ pick_fast(struct m *mp, struct p *pp, bool *inherit, bool *locked)
     if (load_relaxed(&gort__sched.gcwaiting))
         return NULL;
     bool global = load_relaxed(&gort__sched.runqsize) > 0;
-    /* Every 61st schedule, the global queue's plain part first: however
-     * many timers fire, a goroutine that yielded, was preempted or is new
-     * gets its turn (Go's fairness check, which Go needs for the whole
-     * global queue against the local ones). */
+    /* Every 61st schedule, the global queue's turn (Go's fairness check
+     * for the global queue against the local ones), its two parts in
+     * turn. */
     if (global && pp->schedtick % GORT_GLOBAL_CHECK_TICKS == 0) {
         gort__lock_m(mp, &gort__sched.lock);
-        if ((gp = gort__globrunqget_plain_locked())) {
+        if ((gp = gort__globrunqget_turn_locked(pp))) {
             *locked = true;
             return gp;
         }

@@ -71,6 +71,8 @@
 #define GORT_NO_TSAN __attribute__((no_sanitize("thread")))
 
 /* Always-on assertion: a broken invariant is a fatal error, never UB. */
+GORT_HIDDEN GORT_NORETURN void gort__throw_assert(const char *cond,
+                                                   const char *file, int line);
 #define GORT_ASSERT(cond)                                                      \
     do {                                                                       \
         if (GORT_UNLIKELY(!(cond)))                                            \
@@ -708,6 +710,8 @@ struct p {
                               owner writes, sysmon reads relaxed */
     uint32_t syscalltick;  /* incremented on every syscall; owner M writes,
                               sysmon reads relaxed */
+    bool globwoken;        /* the next 61-tick turn of the global queue
+                              takes its woken part first; owner only */
     int64_t runavg;        /* how long a G runs here before it parks or
                               yields, ns: a moving average over the timed
                               rounds (metrics.c).  Per P, owner only: a
@@ -1146,17 +1150,20 @@ static inline struct g *gort__globpop_locked(void)
     return gsegq_pop_some(&gort__sched.runq);
 }
 
-/* One G from the global queue, the plain part first (the woken part only
- * when the plain part is empty): the 61-tick fairness check, which gives
- * goroutines that yielded, were preempted or are new their turn however
- * many timers fire.  sched.lock held. */
-static inline struct g *gort__globrunqget_plain_locked(void)
+/* One G from the global queue for pp's 61-tick turn.  Its two parts take
+ * turns when both hold Gs: the plain part on one, so that goroutines that
+ * yielded, were preempted or are new run however many timers fire; the
+ * woken part on the next, so that due sleepers run however busy pp's
+ * queue and the plain part keep each other (otherwise the woken part is
+ * taken first, but only when pp's queue is empty).  sched.lock held. */
+static inline struct g *gort__globrunqget_turn_locked(struct p *pp)
 {
     int32_t size = gort__sched.runqsize;
     if (size == 0)
         return NULL;
     store_relaxed(&gort__sched.runqsize, size - 1);
-    if (gort__sched.nwoken < size)
+    int32_t nwoken = gort__sched.nwoken;
+    if (nwoken > 0 && nwoken < size && !(pp->globwoken = !pp->globwoken))
         return gsegq_pop_some(&gort__sched.runq);
     return gort__globpop_locked();
 }
@@ -1463,8 +1470,6 @@ GORT_HIDDEN GORT_NORETURN void gort__throw(const char *fmt, ...)
 /* Fatal error with the goroutine dump; for user misuse (Go's fatal/panic). */
 GORT_HIDDEN GORT_NORETURN void gort__fatal(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)));
-GORT_HIDDEN GORT_NORETURN void gort__throw_assert(const char *cond,
-                                                   const char *file, int line);
 /* Goroutine dumps with backtraces (traceback.c).  GORTTRACEBACK's levels:
  * what fatal errors and SIGQUIT print (none, only the goroutine that hit
  * it, all goroutines, all with gort's own frames). */

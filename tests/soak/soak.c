@@ -421,8 +421,9 @@ static bool check_stalls(int64_t now)
             continue;
         }
         uint64_t it = __atomic_load_n(&w->iters, __ATOMIC_RELAXED);
-        if (it != w->seen || w->seen_at == 0) {
-            w->seen = it;
+        uint64_t moved = it + __atomic_load_n(&w->steps, __ATOMIC_RELAXED);
+        if (moved != w->seen || w->seen_at == 0) {
+            w->seen = moved;
             w->seen_at = now;
             continue;
         }

@@ -84,11 +84,17 @@ struct soak_worker {
      * watchdog and status line read with relaxed order: the count is
      * only looked at for movement, nothing is published through it. */
     uint64_t iters;
+    /* Steps inside an iteration (a value that crossed a channel, a
+     * goroutine of a storm that ran), counted the same way: an iteration
+     * that lasts long because the scheduler is busy, but that moves, is
+     * no stall. */
+    uint64_t steps;
     /* W_*.  The worker stores with release, the watchdog and main load
      * with acquire (W_DONE: everything the worker did is visible). */
     int state;
-    /* Only the watchdog thread touches these two: the last count it saw
-     * and when it saw the count change (its own clock). */
+    /* Only the watchdog thread touches these two: the last count (iters
+     * plus steps) it saw and when it saw the count change (its own
+     * clock). */
     uint64_t seen;
     int64_t seen_at;
 };
@@ -187,6 +193,13 @@ bool soak_running(void);
 static inline void soak_progress(struct soak_worker *w)
 {
     __atomic_add_fetch(&w->iters, 1, __ATOMIC_RELAXED);
+}
+
+/* One step of an iteration done; any goroutine of the worker's may call
+ * it. */
+static inline void soak_step(struct soak_worker *w)
+{
+    __atomic_add_fetch(&w->steps, 1, __ATOMIC_RELAXED);
 }
 
 /* xorshift64: the worker's next random number. */

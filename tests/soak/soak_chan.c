@@ -221,6 +221,7 @@ static void chan_take(struct chan_side *s, const struct msg *m)
         soak_fail(r->w, "value %lld of producer %lld received twice (cap %zu)",
                   (long long)seq, (long long)prod, r->cap);
     __atomic_add_fetch(&r->received, 1, __ATOMIC_RELAXED);
+    soak_step(r->w);
     size_t len = gort_chan_len(r->ch);
     if (len > r->cap)
         soak_fail(r->w, "gort_chan_len %zu above the capacity %zu", len,
@@ -359,6 +360,7 @@ static void sel_sink(void *arg)
             soak_fail(r->w, "token %lld of source %lld received twice",
                       (long long)seq, (long long)src);
         r->sunk++;
+        soak_step(r->w);
     }
     gort_waitgroup_done(&r->sink_wg);
 }

@@ -384,6 +384,7 @@ static void storm_leaf(void *arg)
     struct storm *s = arg;
     soak_check_thread(s->w);
     __atomic_add_fetch(&s->ran, 1, __ATOMIC_RELAXED);
+    soak_step(s->w);
     gort_waitgroup_done(&s->wg);
 }
 
