@@ -94,7 +94,9 @@ GORT_EXTERN int gort_main(void (*fn)(void *), void *arg);
 GORT_EXTERN int64_t gort_go(void (*fn)(void *), void *arg);
 
 /* Yield the processor: the caller goes to the global run queue and another
- * goroutine runs.  Mirrors runtime.Gosched. */
+ * goroutine runs.  Mirrors runtime.Gosched.  With GOMAXPROCS 1 the global
+ * queue's first goroutine runs next and the caller goes to the tail of the
+ * P's own queue instead (docs/design.md says why). */
 GORT_EXTERN void gort_gosched(void);
 
 /* The calling goroutine's id (main is 1), or 0 when called outside a

@@ -1025,7 +1025,8 @@ static struct p *checkrunqsnop(void)
  * stop-the-world) is needed.  When it took from the global queue it keeps
  * sched.lock held and sets *locked. */
 static inline __attribute__((always_inline)) struct g *
-pick_fast(struct m *mp, struct p *pp, bool *inherit, bool *locked)
+pick_fast(struct m *mp, struct p *pp, bool *inherit, bool *locked,
+          bool global_turn)
 {
     struct g *gp;
     *inherit = false;
@@ -1035,8 +1036,9 @@ pick_fast(struct m *mp, struct p *pp, bool *inherit, bool *locked)
     bool global = load_relaxed(&gort__sched.runqsize) > 0;
     /* Every 61st schedule, the global queue's turn (Go's fairness check
      * for the global queue against the local ones), its two parts in
-     * turn. */
-    if (global && pp->schedtick % GORT_GLOBAL_CHECK_TICKS == 0) {
+     * turn; and when the caller gives it its turn (a yield on 1 P). */
+    if (global &&
+        (global_turn || pp->schedtick % GORT_GLOBAL_CHECK_TICKS == 0)) {
         gort__lock_m(mp, &gort__sched.lock);
         if ((gp = gort__globrunqget_turn_locked(pp))) {
             *locked = true;
@@ -1075,7 +1077,8 @@ static GORT_NOINLINE void unpick_locked_g(struct m *mp, struct p *pp,
 }
 
 static inline __attribute__((always_inline)) struct g *
-pick_handoff(struct m *mp, struct p *pp, bool *inherit, bool *locked)
+pick_handoff(struct m *mp, struct p *pp, bool *inherit, bool *locked,
+             bool global_turn)
 {
     /* m->locks from here until g_handoff has prepared the next G (then
      * post_fn keeps the signal out): this code holds pp and reads the
@@ -1093,7 +1096,7 @@ pick_handoff(struct m *mp, struct p *pp, bool *inherit, bool *locked)
         mp->locks--;
         return NULL;
     }
-    struct g *gp = pick_fast(mp, pp, inherit, locked);
+    struct g *gp = pick_fast(mp, pp, inherit, locked, global_turn);
     if (GORT_UNLIKELY(gp && gp->lockedm)) {
         unpick_locked_g(mp, pp, gp, *locked);
         *inherit = *locked = false;
@@ -1112,7 +1115,7 @@ static struct g *findrunnable_fast(struct m *mp, struct p *pp, bool *inherit,
     /* The 61-tick global check, runnext, the ring, a global batch: the
      * same order as the direct hand-off takes (pick_fast). */
     bool locked;
-    struct g *gp = pick_fast(mp, pp, inherit, &locked);
+    struct g *gp = pick_fast(mp, pp, inherit, &locked, false);
     if (locked)
         gort__unlock_m(mp, &gort__sched.lock);
     if (gp)
@@ -1816,7 +1819,7 @@ static inline __attribute__((always_inline)) GORT_NORETURN void
 goexit_handoff(struct m *mp, struct g *gp, enum gtrace t)
 {
     bool inherit, locked;
-    struct g *next = pick_handoff(mp, mp->p, &inherit, &locked);
+    struct g *next = pick_handoff(mp, mp->p, &inherit, &locked, false);
     if (!next)
         mcall(goexit0, true);
     gort__casgstatus_t(gp, G_RUNNING, G_DEAD, t);
@@ -1957,7 +1960,7 @@ park_impl(gort__unlockf unlockf, void *lock, uint32_t reason,
     mp->waitunlockf = unlockf;
     mp->waitlock = lock;
     bool inherit, locked;
-    struct g *next = pick_handoff(mp, mp->p, &inherit, &locked);
+    struct g *next = pick_handoff(mp, mp->p, &inherit, &locked, false);
     if (!next) {
         /* Not mcall's assertions: the caller may hold the lock that
          * unlockf releases on g0, so m->locks may be raised here. */
@@ -2285,18 +2288,46 @@ static void post_gosched(struct m *mp, struct g *prev)
         gort__wakep();
 }
 
-/* Yield: to the tail of the global queue, as Go's Gosched (and
- * gopreempt_m for cooperative preemption). */
-static void gosched(struct m *mp, struct g *gp)
+/* After a direct hand-off from a G that yielded while its P had other Gs
+ * queued: to the tail of the P's own queue. */
+static void post_gosched_local(struct m *mp, struct g *prev)
 {
+    if (mp->post_locked) {
+        mp->post_locked = false;
+        gort__unlock_m(mp, &gort__sched.lock);
+    }
+    gort__runqput(mp->p, prev, false);
+    if (load_relaxed(&gort__sched.npidle) != 0) /* wakep's own first test */
+        gort__wakep();
+}
+
+/* Yield: to the tail of the global queue, as Go's Gosched (and
+ * gopreempt_m for cooperative preemption), except for a G that yields on
+ * the only P: that one gives the global queue its turn (its head runs
+ * next, if it has one) and goes to the tail of the P's own queue.  The
+ * global queue gets one schedule in 61 while the P's queue never empties,
+ * so behind it a yield would cost 61 schedules for every G there: on 1 P
+ * beside a few thousand new goroutines, tens of milliseconds a yield,
+ * seconds for a loop that yields while it holds a lock or retries a
+ * non-blocking send.  Giving the turn keeps what a yield is for: a
+ * goroutine that yields in a loop until others have done their work lets
+ * the global queue run one G per yield.  With more Ps the global queue
+ * also evens yielding goroutines out between them (a P's own queue gives
+ * up Gs only to a P that runs dry), so there the yield is Go's. */
+static void gosched(struct m *mp, struct g *gp, bool preempted)
+{
+    struct p *pp = mp->p;
+    /* Relaxed: GOMAXPROCS changes stop the world, and this G runs. */
+    bool local = !preempted && load_relaxed(&gort__gomaxprocs) == 1;
     bool inherit, locked;
-    struct g *next = pick_handoff(mp, mp->p, &inherit, &locked);
+    struct g *next = pick_handoff(mp, pp, &inherit, &locked, local);
     if (!next) {
         mcall(gosched_m, false);
         return;
     }
     gort__casgstatus(gp, G_RUNNING, G_RUNNABLE);
-    g_handoff(mp, gp, next, inherit, locked, post_gosched, false, GT_CHECK);
+    g_handoff(mp, gp, next, inherit, locked,
+              local ? post_gosched_local : post_gosched, false, GT_CHECK);
 }
 
 static inline __attribute__((always_inline)) void gosched_common(void)
@@ -2306,7 +2337,7 @@ static inline __attribute__((always_inline)) void gosched_common(void)
         gort__osyield();
         return;
     }
-    gosched(mp, mp->curg);
+    gosched(mp, mp->curg, false);
 }
 
 static GORT_NOINLINE void gosched_san(void)
@@ -2341,7 +2372,7 @@ void gort__preempt_yield(struct m *mp, struct g *gp)
     store_relaxed(&mp->p->preempt, 0);
     gort__stat_add(&mp->p->npreemptsync, 1);
     gort__trace_preempted(mp);
-    gosched(mp, gp);
+    gosched(mp, gp, true);
 }
 
 /* ---------------------------------------------------------------------------

@@ -345,7 +345,6 @@ TEST(stack_overflow_canary_running)
     struct test_child r;
     run_death("stack_overflow_canary_running_child", env, &r);
     CHECK_EQ(r.signal, SIGABRT);
-    CHECK_STR_CONTAINS(r.out, "overflowed\n");
     CHECK(strstr(r.out, "survived") == NULL);
     char want[128];
     snprintf(want, sizeof want,
@@ -360,9 +359,10 @@ TEST(stack_overflow_canary)
     static const char *const env[] = {"GORTDEBUG=stackguard=canary", NULL};
     struct test_child r;
     run_death("stack_overflow_canary_child", env, &r);
+    /* Detected at the switch, or (on a loaded machine, sysmon's round can
+     * fall between the overflow and the print) by sysmon's look at the
+     * running goroutine: never by a fault during the overflow. */
     CHECK_EQ(r.signal, SIGABRT);
-    /* Detected at the switch, not by a fault during the overflow. */
-    CHECK_STR_CONTAINS(r.out, "overflowed\n");
     CHECK(strstr(r.out, "survived") == NULL);
     char want[128];
     snprintf(want, sizeof want,

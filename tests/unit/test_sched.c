@@ -331,7 +331,7 @@ static void fair_starved(void *arg)
 {
     (void)arg;
     ATOMIC_STORE(&fair_queued_ns, gort_nanotime());
-    gort_gosched(); /* to the tail of the global queue */
+    gort_gosched(); /* one P: to the tail of the P's queue */
     ATOMIC_STORE(&fair_ran_ns, gort_nanotime());
     gort_sched_ticks(&fair_tick_at_c, 1);
     ATOMIC_STORE(&fair_stop, 1);
@@ -415,6 +415,80 @@ TEST(fairness)
 TEST(fairness_waitgroup)
 {
     fairness_run(FAIR_WAITGROUP);
+}
+
+/* ---------------------------------------------------------------------------
+ * yield_one_p: on 1 P, a yield gives the global queue its turn and goes to
+ * the tail of the P's own queue.  Three goroutines yield in a loop (so the
+ * P's queue never empties) while thousands of new goroutines wait in the
+ * global queue.  A fourth yielder must not wait behind all of them at each
+ * yield (as it would at the global queue's tail, served one schedule in
+ * 61), and the yields must not starve the global queue either: each lets
+ * one of its goroutines run.
+ * ------------------------------------------------------------------------- */
+
+#define YOP_WAITERS (SANITIZED ? 500 : 3000)
+#define YOP_SPINNERS 3
+
+static int yop_stop;
+static int64_t yop_done;          /* waiters that ran */
+static int64_t yop_yields;        /* every yielder's yields */
+static int64_t yop_mine;          /* the measured yielder's, until all ran */
+static gort_waitgroup yop_wg, yop_spin_wg;
+
+static void yop_waiter(void *arg)
+{
+    (void)arg;
+    RELAXED_INC(&yop_done);
+    gort_waitgroup_done(&yop_wg);
+}
+
+static void yop_spinner(void *arg)
+{
+    bool measured = arg != NULL;
+    while (!ATOMIC_LOAD(&yop_stop)) {
+        bool all = ATOMIC_LOAD(&yop_done) == YOP_WAITERS;
+        gort_gosched();
+        RELAXED_INC(&yop_yields);
+        if (measured && !all)
+            RELAXED_INC(&yop_mine);
+    }
+    gort_waitgroup_done(&yop_spin_wg);
+}
+
+static void yop_main(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(gort_gomaxprocs(0), 1);
+    gort_waitgroup_add(&yop_wg, YOP_WAITERS);
+    gort_waitgroup_add(&yop_spin_wg, YOP_SPINNERS + 1);
+    /* The waiters first: all but the last 257 or so spill from the P's
+     * queue into the global queue.  Then the yielders, at the queue's
+     * tail and in runnext. */
+    for (int i = 0; i < YOP_WAITERS; i++)
+        CHECK_GT(gort_go(yop_waiter, NULL), 0);
+    for (int i = 0; i < YOP_SPINNERS; i++)
+        CHECK_GT(gort_go(yop_spinner, NULL), 0);
+    CHECK_GT(gort_go(yop_spinner, (void *)1), 0);
+    gort_waitgroup_wait(&yop_wg);
+    int64_t yields = ATOMIC_LOAD(&yop_yields);
+    ATOMIC_STORE(&yop_stop, 1);
+    gort_waitgroup_wait(&yop_spin_wg);
+    say("%d waiters ran in %lld yields; the measured yielder yielded %lld "
+        "times meanwhile\n",
+        YOP_WAITERS, (long long)yields, (long long)ATOMIC_LOAD(&yop_mine));
+    /* Behind the global queue at every yield it would yield a handful
+     * of times; beside the three others it gets about a quarter. */
+    CHECK_GE(ATOMIC_LOAD(&yop_mine), YOP_WAITERS / 20);
+    /* Each yield let a waiter run: without the global queue's turn the
+     * four would yield about 61 times for each waiter. */
+    CHECK_LE(yields, 3 * YOP_WAITERS);
+}
+
+TEST(yield_one_p)
+{
+    setenv("GORTMAXPROCS", "1", 1);
+    run_main(yop_main, NULL);
 }
 
 /* ---------------------------------------------------------------------------
