@@ -98,6 +98,7 @@ static void mutex_g(void *arg)
         r->counter = c + 1;
         __atomic_sub_fetch(&r->inside, 1, __ATOMIC_RELAXED);
         gort_mutex_unlock(&r->mu);
+        soak_step(r->w);
     }
     gort_waitgroup_done(&r->wg);
 }
@@ -190,6 +191,7 @@ static void rw_g(void *arg)
             rw_write(r, g);
         else
             rw_read(r, g);
+        soak_step(r->w);
     }
     gort_waitgroup_done(&r->wg);
 }
@@ -252,6 +254,7 @@ static void cond_produce(struct cond_round *r, struct sync_g *g)
         r->q[(r->head + r->len++) % COND_QUEUE] = g->id * r->per + i;
         cond_wake(r, &r->notempty);
         gort_mutex_unlock(&r->mu);
+        soak_step(r->w);
     }
     gort_mutex_lock(&r->mu);
     if (--r->producing == 0)
