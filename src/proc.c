@@ -667,7 +667,6 @@ static struct g *stoplockedm(struct m *mp)
         gort__unlock(&gort__sched.lock);
         return gp;
     }
-    gort__sched.nmidlelocked++;
     mp->lockedsleep = true;
     gort__unlock(&gort__sched.lock);
     if (mp->p) {
@@ -675,6 +674,14 @@ static struct g *stoplockedm(struct m *mp)
         gort__handoffp(pp);
     }
     gort__lock(&gort__sched.lock);
+    /* Counted idle only now, as Go's stoplockedm does: counted before its
+     * P was handed off, it let another M's checkdead see no M running
+     * while that P, released and not yet idle, still held runnable Gs
+     * (a fatal "runnable goroutine ... in the run queue of P0"). */
+    if (mp->lockedsleep) {
+        gort__sched.nmidlelocked++;
+        mp->lockedcounted = true;
+    }
     gort__checkdead_locked();
     bool exiting = load_relaxed(&gort__sched.exiting);
     gort__unlock(&gort__sched.lock);
@@ -684,8 +691,8 @@ static struct g *stoplockedm(struct m *mp)
     }
     gort__lock(&gort__sched.lock);
     if (mp->lockedsleep) { /* nobody woke us: shutdown */
-        gort__sched.nmidlelocked--;
-        mp->lockedsleep = false;
+        gort__sched.nmidlelocked -= mp->lockedcounted;
+        mp->lockedsleep = mp->lockedcounted = false;
     }
     gp = take_lockedwant_locked(mp);
     gort__unlock(&gort__sched.lock);
@@ -733,8 +740,8 @@ static bool startlockedm(struct m *mp, struct g *gp)
         if (lm->inmidle)
             unlink_midle_locked(lm);
         if (lm->lockedsleep) {
-            lm->lockedsleep = false;
-            gort__sched.nmidlelocked--;
+            gort__sched.nmidlelocked -= lm->lockedcounted;
+            lm->lockedsleep = lm->lockedcounted = false;
         }
         lm->nextp = gort__releasep(mp);
     }

@@ -618,6 +618,9 @@ struct m {
     struct g *lockedwant;  /* its wired G, runnable, handed over by
                               another M (startlockedm); under sched.lock */
     bool lockedsleep;      /* asleep in stoplockedm; under sched.lock */
+    bool lockedcounted;    /* and counted in sched.nmidlelocked, which
+                              waits until its P is handed off; under
+                              sched.lock */
     bool inmidle;          /* on sched.midle; under sched.lock */
     bool exitlocked;       /* its wired G exited locked: the thread ends */
     bool dead;             /* its thread has ended (mexit); under lock */
