@@ -662,13 +662,22 @@ static struct g *stoplockedm(struct m *mp)
     if (!wired || load_relaxed(&wired->lockedm) != mp)
         gort__throw("stoplockedm: inconsistent locking");
     gort__lock(&gort__sched.lock);
-    struct g *gp = mp->p ? take_lockedwant_locked(mp) : NULL;
-    if (gp) {
+    struct g *gp = take_lockedwant_locked(mp);
+    if (gp && mp->p) {
         gort__unlock(&gort__sched.lock);
         return gp;
     }
+    /* Handed its G with no P to run it on: an M that took the G from a
+     * run queue while this one, out of a syscall without a P, had queued
+     * it and not yet gone to sleep (startlockedm found it awake).  Back
+     * to the queue: the next M to take it finds this one asleep and hands
+     * it a P. */
+    if (gp)
+        gort__globrunqput_locked(gp);
     mp->lockedsleep = true;
     gort__unlock(&gort__sched.lock);
+    if (gp)
+        gort__wakep();
     if (mp->p) {
         struct p *pp = gort__releasep(mp);
         gort__handoffp(pp);

@@ -713,8 +713,9 @@ struct p {
                               owner writes, sysmon reads relaxed */
     uint32_t syscalltick;  /* incremented on every syscall; owner M writes,
                               sysmon reads relaxed */
-    bool globwoken;        /* the next 61-tick turn of the global queue
-                              takes its woken part first; owner only */
+    bool globwoken;        /* the last 61-tick turn of the global queue
+                              that had both parts to choose from took
+                              its woken part; owner only */
     int64_t runavg;        /* how long a G runs here before it parks or
                               yields, ns: a moving average over the timed
                               rounds (metrics.c).  Per P, owner only: a

@@ -251,6 +251,7 @@ static void foreign_request_reply(struct foreign_ctx *f)
         if (!gort_chan_recv(f->b, &got) || got != v + 1)
             soak_fail(w, "request %lld answered %lld", (long long)v,
                       (long long)got);
+        soak_step(w);
     }
     gort_chan_close(f->a);
     gort_waitgroup_wait(&f->wg);
@@ -301,6 +302,7 @@ static void foreign_select(struct foreign_ctx *f)
             sum_a += v;
         else
             sum_b += v;
+        soak_step(w);
     }
     int64_t want = f->n * (f->n + 1) / 2;
     if (sum_a != want || sum_b != -want)
@@ -320,6 +322,7 @@ static void foreign_add(struct foreign_ctx *f)
         int64_t c = f->counter;
         f->counter = c + 1;
         gort_mutex_unlock(&f->mu);
+        soak_step(f->w);
     }
 }
 
@@ -375,6 +378,7 @@ static void foreign_try(struct foreign_ctx *f)
                 soak_fail(w, "tryrecv on a foreign thread: closed channel");
             sum += v;
             got++;
+            soak_step(w);
         } else {
             sched_yield();
         }
