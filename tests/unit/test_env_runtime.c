@@ -187,12 +187,20 @@ TEST(set_stack_size)
 
 static gort_waitgroup busy_wg;
 
+/* Busy for 100 ms, yielding every millisecond: under ThreadSanitizer
+ * (no asynchronous preemption) main, preempted at a gort call if its
+ * start took a time slice, would otherwise wait for both to end and never
+ * be seen waiting. */
 static void busy_100ms(void *arg)
 {
     (void)arg;
-    int64_t end = gort_nanotime() + 100 * 1000 * 1000;
-    while (gort_nanotime() < end)
-        ;
+    int64_t now = gort_nanotime(), end = now + 100 * 1000 * 1000;
+    while (now < end) {
+        int64_t slice = now + 1000 * 1000;
+        while ((now = gort_nanotime()) < slice)
+            ;
+        gort_gosched();
+    }
     gort_waitgroup_done(&busy_wg);
 }
 
