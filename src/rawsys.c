@@ -63,7 +63,8 @@
  *      PROBE_RUN_NS of CPU since a.  A thread woken in a call and waiting
  *      for a CPU has not (its way out of the call takes a few
  *      microseconds once it runs), nor has one asleep;
- *   c. and it has not been seen asleep in a call for the last
+ *   c. and neither the thread nor its goroutine (on whichever thread it
+ *      was) has been seen asleep in a call for the last
  *      QUIET_NS: a goroutine that makes blocking calls of its own loses
  *      its P at one of them (step 2 above; once it has kept the P for
  *      QUIET_MAX_NS, at the first it is seen asleep in, however short)
@@ -397,6 +398,12 @@ static enum rawsys_result probe_running(struct m *mp, uint64_t exec,
      * (gort__rawsys_inspect), a preemption without a signal. */
     if (s->lastasleep != 0 && now - s->lastasleep < QUIET_NS)
         return RAWSYS_WAIT;
+    /* The same for its G on any thread: a G that sleeps in calls of its
+     * own and has just come to this thread (its P was handed off at one
+     * of them, or it migrated) starts a new window here. */
+    int64_t gasleep = s->gp ? load_relaxed(&s->gp->rawasleep) : 0;
+    if (gasleep != 0 && now - gasleep < QUIET_NS)
+        return RAWSYS_WAIT;
     return rawsys_send(mp) ? RAWSYS_SIGNALLED : RAWSYS_SKIP;
 }
 
@@ -574,6 +581,7 @@ enum rawsys_result gort__rawsys_inspect(struct p *pp, int64_t now,
     } else if (o.state == OBS_SYSCALL && takeable(mp, pp, gp)) {
         s->armed = 0;
         s->lastasleep = now;
+        store_relaxed(&gp->rawasleep, now);
         res = RAWSYS_BLOCKED;
         if (slept_enough(s, &o, count, exec, now, slept_ns) ||
             now - s->since >= QUIET_MAX_NS) {

@@ -370,6 +370,12 @@ struct g {
      * stack for the preemption's frames (preempt.c): GORT_PREEMPT_STK
      * bytes from here, or 0.  Kept while the G struct lives. */
     uintptr_t preemptstk;
+    /* When it was last seen asleep in a blocking call of the program's
+     * own (rawsys.c), or 0: no preemption signal for a while after that,
+     * whichever thread it runs on by then.  Relaxed atomics: the
+     * inspectors of two Ms it ran on may both touch it, and it is a
+     * hint. */
+    int64_t rawasleep;
 };
 
 GORT_HIDDEN extern const uint16_t gort__legal[16];
