@@ -2319,8 +2319,11 @@ static void post_gosched_local(struct m *mp, struct g *prev)
 
 /* Yield: to the tail of the global queue, as Go's Gosched (and
  * gopreempt_m for cooperative preemption), except for a G that yields on
- * the only P: that one gives the global queue its turn (its head runs
- * next, if it has one) and goes to the tail of the P's own queue.  The
+ * the only P where it would wait less in the P's own queue (fewer Gs
+ * there than 61 for each G ahead of it in the global queue's plain part,
+ * which gets one schedule in 61): that one gives the global queue its
+ * turn (its head runs next, if it has one) and goes to the tail of the
+ * P's own queue.  The
  * global queue gets one schedule in 61 while the P's queue never empties,
  * so behind it a yield would cost 61 schedules for every G there: on 1 P
  * beside a few thousand new goroutines, tens of milliseconds a yield,
@@ -2333,8 +2336,17 @@ static void post_gosched_local(struct m *mp, struct g *prev)
 static void gosched(struct m *mp, struct g *gp, bool preempted)
 {
     struct p *pp = mp->p;
-    /* Relaxed: GOMAXPROCS changes stop the world, and this G runs. */
-    bool local = !preempted && load_relaxed(&gort__gomaxprocs) == 1;
+    /* Relaxed: GOMAXPROCS changes stop the world, and this G runs; the
+     * queue lengths are hints (the owner's view of its own ring, which
+     * thieves only empty, and the global queue's size outside its
+     * lock). */
+    bool local = false;
+    if (!preempted && load_relaxed(&gort__gomaxprocs) == 1) {
+        int32_t ring = (int32_t)(pp->runqtail - load_relaxed(&pp->runqhead));
+        int32_t plain = load_relaxed(&gort__sched.runqsize) -
+                        load_relaxed(&gort__sched.nwoken);
+        local = ring < GORT_GLOBAL_CHECK_TICKS * (plain + 1);
+    }
     bool inherit, locked;
     struct g *next = pick_handoff(mp, pp, &inherit, &locked, local);
     if (!next) {

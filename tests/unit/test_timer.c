@@ -1060,5 +1060,7 @@ TEST(woken_no_starve)
     run_main(wns_main, NULL);
     say("gort_gosched returned %lld times in 2 s beside 1000 sleepers\n",
         (long long)wns_yields);
-    CHECK_GE(wns_yields, 100);
+    /* Starved, it returns never; a sanitizer's slower sleepers leave
+     * the yielder fewer turns. */
+    CHECK_GE(wns_yields, SANITIZED ? 20 : 100);
 }
