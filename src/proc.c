@@ -683,10 +683,9 @@ static struct g *stoplockedm(struct m *mp)
         gort__handoffp(pp);
     }
     gort__lock(&gort__sched.lock);
-    /* Counted idle only now, as Go's stoplockedm does: counted before its
-     * P was handed off, it let another M's checkdead see no M running
-     * while that P, released and not yet idle, still held runnable Gs
-     * (a fatal "runnable goroutine ... in the run queue of P0"). */
+    /* Counted idle only once its P is handed off, as in Go's
+     * stoplockedm: until then that P, released and not yet idle, may hold
+     * runnable Gs, and another M's checkdead must see this M running. */
     if (mp->lockedsleep) {
         gort__sched.nmidlelocked++;
         mp->lockedcounted = true;
@@ -2323,12 +2322,10 @@ static void post_gosched_local(struct m *mp, struct g *prev)
  * there than 61 for each G ahead of it in the global queue's plain part,
  * which gets one schedule in 61): that one gives the global queue its
  * turn (its head runs next, if it has one) and goes to the tail of the
- * P's own queue.  The
- * global queue gets one schedule in 61 while the P's queue never empties,
- * so behind it a yield would cost 61 schedules for every G there: on 1 P
- * beside a few thousand new goroutines, tens of milliseconds a yield,
- * seconds for a loop that yields while it holds a lock or retries a
- * non-blocking send.  Giving the turn keeps what a yield is for: a
+ * P's own queue.  The global queue gets one schedule in 61 while the
+ * P's queue never empties, so behind it a yield would cost 61 schedules
+ * for every G there (docs/design.md, "Timer wake-ups run ahead of new
+ * work").  Giving the turn keeps what a yield is for: a
  * goroutine that yields in a loop until others have done their work lets
  * the global queue run one G per yield.  With more Ps the global queue
  * also evens yielding goroutines out between them (a P's own queue gives
