@@ -174,12 +174,14 @@ int gort__minit(struct m *mp)
         sigdelset(&set, SIGILL);
         pthread_sigmask(SIG_SETMASK, &set, NULL);
     }
+    gort__preempt_thread_start(mp);
     return 0;
 }
 
 /* Undo minit before the thread exits or gort_main returns. */
 void gort__unminit(struct m *mp)
 {
+    gort__preempt_thread_exit(mp);
     if (!mp->sigaltstack_mem)
         return;
     stack_t ss = {.ss_sp = NULL, .ss_size = 0, .ss_flags = SS_DISABLE};

@@ -3,8 +3,29 @@
  * preemptM and doSigPreempt (signal_unix.go).
  *
  * sysmon (and stop-the-world) send SIGURG to the thread of an M whose G
- * was asked to yield.  The handler runs on that thread and looks at the
- * interrupted context:
+ * was asked to yield.  A signal with a handler that reaches a thread
+ * asleep in nanosleep, poll, select, epoll_wait and a dozen other calls
+ * makes the call return EINTR (SA_RESTART does not restart them), and the
+ * program's code makes such calls itself, unwrapped.  So the signal is
+ * not sent with tgkill, which delivers it whatever the thread is doing:
+ * each M has a timer on its own thread's CPU-time clock (timer_create
+ * with CLOCK_THREAD_CPUTIME_ID, SIGEV_THREAD_ID to itself), and the
+ * sender arms it to expire at the thread's next nanosecond of CPU time.
+ * The kernel checks such timers only at a scheduler tick that finds the
+ * thread running, and (where the kernel is built with
+ * POSIX_CPU_TIMERS_TASK_WORK: x86-64 since Linux 5.10) fires them on the
+ * thread's way back to user mode: the signal is raised and delivered
+ * there, after any call it was in has returned.  A thread asleep in a call uses no CPU time and gets
+ * nothing until it runs again.  The price is the tick: the signal comes
+ * up to one tick (1-10 ms, CONFIG_HZ) after it is asked for, where
+ * tgkill took tens of microseconds.
+ *
+ * Where /proc does not show the threads' calls (qemu-user: rawsys.c),
+ * the signal is what finds a thread blocked in a call nobody wrapped, so
+ * there it is sent at once with tgkill, and costs such calls an EINTR.  Either way a Dekker handshake keeps tgkill out of wrapped
+ * calls (gort__urg_wait).
+ *
+ * The handler runs on the thread and looks at the interrupted context:
  *
  *   - a safe point: the PC is in the program's own code (the main
  *     executable's text, minus gort's own text, which the static library
@@ -15,14 +36,19 @@
  *     shared object may hold locks (malloc's, stdio's) that the next G on
  *     this thread would wait for forever, and gort's own code has windows
  *     in which the M and G disagree; neither is ever interrupted.
- *   - a thread blocked in the kernel: the PC is at a system call
- *     instruction (the kernel rewinds a restartable call to it), in code
- *     that is not ours.  A call nobody wrapped (entersyscall) holds the P:
- *     the handler puts the G into the syscall state itself, from the
- *     thread, so that sysmon can hand the P away (retake).  No race with
- *     the thread coming back: the thread is running the handler.  When the
- *     call returns, the thread's next entry into gort (gort__getm) runs
- *     exitsyscall before it touches anything a P owns.
+ *   - where the signal is sent with tgkill, a thread blocked in the
+ *     kernel: the PC is at a system call instruction (the kernel rewinds
+ *     a restartable call to it), in code that is not ours.  A call nobody
+ *     wrapped (entersyscall) holds the P: the handler puts the G into the
+ *     syscall state itself, from the thread, so that sysmon can hand the
+ *     P away (retake).  No race with the thread coming back: the thread
+ *     is running the handler.  When the call returns, the thread's next
+ *     entry into gort (gort__getm) runs exitsyscall before it touches
+ *     anything a P owns.
+ *
+ * A signal that finds no safe point is a miss: the CPU-time timer is
+ * armed again from the handler (the next tick that finds the thread
+ * running tries again); with tgkill, sysmon asks again in 10 ms.
  *
  * At a safe point the handler makes the thread, once the handler returns,
  * call gort__async_preempt (src/arch) on the G's stack: it copies the
@@ -59,6 +85,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -217,14 +244,56 @@ bool gort__preempt_async_on(void)
     return async_on;
 }
 
-/* Send the preemption signal to mp's thread at once, unless it is in a
- * wrapped system call (the handshake with entersyscall: gort__urg_wait).
- * Where /proc shows threads' calls, the inspector sends it instead, once
- * the thread is shown to run the program's code (rawsys.c). */
+/* Arm mp's CPU-time timer to expire at its next nanosecond of CPU time.
+ * Relative to the thread's clock now, so never already expired: the
+ * kernel does not fire it from here, only from the thread's own tick. */
+static void arm_cputimer(int32_t id)
+{
+    static const struct itimerspec soon = {.it_value = {0, 1}};
+    syscall(SYS_timer_settime, id, 0, &soon, NULL);
+}
+
+void gort__preempt_thread_start(struct m *mp)
+{
+    store_relaxed(&mp->cputimer, -1);
+    if (!async_on || load_relaxed(&gort__rawsys_mode) != RAWSYS_PROC)
+        return;
+    struct sigevent ev;
+    memset(&ev, 0, sizeof ev);
+    ev.sigev_notify = SIGEV_THREAD_ID;
+    ev.sigev_signo = SIGURG;
+    ev.sigev_value.sival_ptr = mp; /* the handler knows its own */
+    ev._sigev_un._tid = mp->procid;
+    int id;
+    /* The calling thread's clock: this is the M's thread. */
+    if (syscall(SYS_timer_create, CLOCK_THREAD_CPUTIME_ID, &ev, &id) == 0)
+        store_relaxed(&mp->cputimer, id);
+}
+
+void gort__preempt_thread_exit(struct m *mp)
+{
+    int32_t id = load_relaxed(&mp->cputimer);
+    store_relaxed(&mp->cputimer, -1);
+    /* A sender that read the id before may still arm it, or the timer of
+     * a thread that takes the id next: an early signal to an M whose G
+     * has not been asked to yield, which the handler ignores. */
+    if (id >= 0)
+        syscall(SYS_timer_delete, id);
+}
+
+/* Send the preemption signal to mp's thread: by its CPU-time timer,
+ * never into a call (see the file comment).  Where it has none (qemu-user,
+ * or the kernel refused one) at once, unless the thread is in a wrapped
+ * system call (the handshake with entersyscall: gort__urg_wait). */
 void gort__preempt_signal(struct m *mp)
 {
     if (!async_on || mp->procid <= 0)
         return;
+    int32_t id = load_relaxed(&mp->cputimer);
+    if (id >= 0) {
+        arm_cputimer(id);
+        return;
+    }
     /* Seq-cst exchange, then seq-cst load: the sender's half.  One signal
      * at a time: the handler clears urgpending. */
     if (xchg_seqcst(&mp->urgpending, 1))
@@ -450,6 +519,18 @@ static bool rawsys_confirmed(struct m *mp, struct g *gp, uintptr_t pc,
     return false;
 }
 
+/* The signal found the G away from a safe point (in the C library, in
+ * gort's own code, in a wrapped call's way in or out): while the G is
+ * still asked to yield, its CPU-time timer tries again at the next tick
+ * that finds the thread running. */
+static void missed(struct m *mp, struct g *gp, uint32_t insys)
+{
+    int32_t id = load_relaxed(&mp->cputimer);
+    if (id >= 0 && gp->preemptoff == 0 &&
+        (load_relaxed(&gp->preempt) || insys == 2))
+        arm_cputimer(id);
+}
+
 /* The signal landed on a G: preempt it, or mark it in a syscall. */
 static void doSigPreempt(struct m *mp, ucontext_t *uc, siginfo_t *info)
 {
@@ -466,7 +547,8 @@ static void doSigPreempt(struct m *mp, ucontext_t *uc, siginfo_t *info)
      * it here (a sanitizer's fiber call runs outside gort's text first). */
     if (!on_gstack || mp->locks || mp->post_fn || insys == 1 ||
         st != (insys == 2 ? G_SYSCALL : G_RUNNING)) {
-        store_relaxed(&mp->preemptmiss, mp->preemptmiss + 1);
+        if (insys != 1)
+            missed(mp, gp, insys);
         return;
     }
     if (!is_user_pc(pc)) {
@@ -486,7 +568,7 @@ static void doSigPreempt(struct m *mp, ucontext_t *uc, siginfo_t *info)
             gp->syscallret = UC_LEAFRET(uc);
             gort__entersyscall_m(mp, gp, 2);
         }
-        store_relaxed(&mp->preemptmiss, mp->preemptmiss + 1);
+        missed(mp, gp, insys);
         return;
     }
     if (gp->preemptoff || (!load_relaxed(&gp->preempt) && insys != 2))
@@ -497,8 +579,8 @@ static void doSigPreempt(struct m *mp, ucontext_t *uc, siginfo_t *info)
 #else
     bool ok = inject(uc, info, gp);
 #endif
-    if (ok)
-        store_relaxed(&mp->preemptmiss, 0);
+    if (!ok)
+        missed(mp, gp, insys);
 }
 
 static void chain_urg(int sig, siginfo_t *info, void *uctx)
@@ -516,10 +598,13 @@ static void sigurg_handler(int sig, siginfo_t *info, void *uctx)
 {
     int saved_errno = errno;
     struct m *mp = gort__getm_raw();
-    /* Ours: sent by tgkill from this process.  The program's own SIGURG
-     * (out-of-band data, its own kill) goes to its handler too. */
-    if (mp && !mp->foreign && info->si_code == SI_TKILL &&
-        info->si_pid == getpid()) {
+    /* Ours: this M's CPU-time timer, or tgkill from this process.  The
+     * program's own SIGURG (out-of-band data, its own kill or timer) goes
+     * to its handler too. */
+    bool ours = info->si_code == SI_TIMER
+                    ? info->si_value.sival_ptr == mp
+                    : info->si_code == SI_TKILL && info->si_pid == getpid();
+    if (mp && !mp->foreign && ours) {
         /* The sender may send again; a system call may begin
          * (gort__urg_wait).  Relaxed: this thread's own word. */
         store_relaxed(&mp->urgpending, 0);
@@ -558,6 +643,10 @@ void gort__async_preempt2(void *ucopy)
     if (mp->p) {
         store_relaxed(&mp->p->preempt, 0);
         gort__stat_add(&mp->p->npreemptasync, 1);
+        /* The CPU-time timer fires up to a kernel tick after sysmon's
+         * request, by which time sysmon may sleep for milliseconds: back
+         * on short rounds, it times the next G's slice from its start. */
+        gort__sysmon_kick();
     }
     /* Dumps walk on from the stub into the interrupted code through it. */
     gp->preemptctx = (uintptr_t)uc;
@@ -593,6 +682,8 @@ int gort__preempt_init(void)
     if (sigaction(SIGURG, &sa, &old_urg) < 0)
         return -errno;
     urg_installed = true;
+    /* M0's thread was set up before the mode was known. */
+    gort__preempt_thread_start(gort__getm_raw());
     return 0;
 }
 

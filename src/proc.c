@@ -388,6 +388,7 @@ static struct m *allocm(void)
         return NULL;
     }
     mp->g0 = g0;
+    mp->cputimer = -1;
     g0->atomicstatus = G_RUNNING;
     return mp;
 }

@@ -40,7 +40,7 @@ static void preemptall(void)
         enum rawsys_result r =
             gort__rawsys_inspect(pp, now, GORT_RAWSYS_SLEPT_NS);
         if (r != RAWSYS_BLOCKED && r != RAWSYS_HANDEDOFF)
-            gort__preempt_request(pp, r);
+            gort__preempt_request(pp);
     }
 }
 

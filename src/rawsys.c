@@ -53,30 +53,9 @@
  * with a P holds m->locks when the call may sleep (gort__libc_begin), and
  * the inspector takes nothing from a thread with m->locks set.
  *
- * Sending the preemption signal.  A signal that finds a thread inside a
- * system call costs the call an EINTR, also when the call was just
- * beginning or just woken.  So the signal goes only to a thread shown to
- * be running the program's code (gort__rawsys_probe, probe_running):
- *
- *   a. arm: note the thread's CPU clock;
- *   b. at a later look: /proc shows the thread runnable and it has used
- *      PROBE_RUN_NS of CPU since a.  A thread woken in a call and waiting
- *      for a CPU has not (its way out of the call takes a few
- *      microseconds once it runs), nor has one asleep;
- *   c. and neither the thread nor its goroutine (on whichever thread it
- *      was) has been seen asleep in a call for the last
- *      QUIET_NS: a goroutine that makes blocking calls of its own loses
- *      its P at one of them (step 2 above; once it has kept the P for
- *      QUIET_MAX_NS, at the first it is seen asleep in, however short)
- *      rather than being signalled between them;
- *   d. send, after a Dekker handshake on urgpending with entersyscall
- *      (syscall.c): never into a wrapped call.
- *
- * What remains: a thread shown running the program's code that begins a
- * call a signal interrupts (nanosleep, poll, select, epoll_wait, ...) in
- * the tens of microseconds between step b and the signal's arrival sees
- * EINTR, as Go's cgo calls can.  docs/design.md gives the measured rate;
- * GORT_BLOCKING and the gort_* wrappers close it.
+ * The preemption signal never interrupts a call either, but that is
+ * preempt.c's doing: where /proc shows the threads' calls, it comes from
+ * the thread's own CPU-time timer, which fires only while the thread runs.
  *
  * Where /proc does not show the thread's own calls (under qemu-user it
  * shows the emulator's, under Valgrind its core's), the older way is
@@ -110,21 +89,14 @@
 #include <unistd.h>
 
 uint32_t gort__rawsys_mode = RAWSYS_SIGNAL;
-/* The probe sends once the thread has run this long since it was armed:
- * a thread woken in a system call that has had this much CPU is back in
- * the program's code (its way out of a call takes a few microseconds). */
-#define PROBE_RUN_NS (10 * 1000)
-/* Nor to a thread seen asleep in a call this recently; and a G that has
- * kept the P this long loses it at the next call it is seen asleep in,
- * however short (its calls are too short to wait for). */
-#define QUIET_NS (20 * 1000 * 1000)
-#define QUIET_MAX_NS (40 * 1000 * 1000)
+/* A G that has kept its P this long since the inspector first saw it
+ * there loses the P at the next call it is seen asleep in, however short
+ * (its calls may be too short for step 2 to decide). */
+#define HELD_MAX_NS (40 * 1000 * 1000)
 /* How far above a sleeping call's stack pointer its caller's return
  * address is looked for (programs_call): the C library's frames between
  * are a few hundred bytes at most, stdio's included. */
 #define CALLER_WORDS 512
-/* A probe that has not decided by then starts over. */
-#define PROBE_MAX_NS (5 * 1000 * 1000)
 
 /* ---------------------------------------------------------------------------
  * Reading the kernel's view of a thread.
@@ -360,53 +332,6 @@ static void rawsys_unlock(struct m *mp)
     store_seqcst(&mp->rawbusy, 0);
 }
 
-/* Step d of the file comment: the handshake, then the signal.  True when
- * sent. */
-static bool rawsys_send(struct m *mp)
-{
-    /* Seq-cst exchange, then the seq-cst load: the sender's half of the
-     * handshake with entersyscall.  One signal at a time: the handler
-     * clears urgpending. */
-    if (!gort__preempt_async_on() || xchg_seqcst(&mp->urgpending, 1))
-        return false;
-    if (load_seqcst(&mp->insyscall) == 1) {
-        store_seqcst(&mp->urgpending, 0);
-        return false;
-    }
-    syscall(SYS_tgkill, getpid(), mp->procid, SIGURG);
-    return true;
-}
-
-/* Steps a-d for a thread /proc shows runnable, exec its CPU time now. */
-static enum rawsys_result probe_running(struct m *mp, uint64_t exec,
-                                        int64_t now)
-{
-    struct gort__rawseen *s = &mp->rawseen;
-    if (s->armed == 0 || now - s->armed > PROBE_MAX_NS || exec < s->armexec) {
-        s->armed = now; /* not armed, or stale: start over */
-        s->armexec = exec;
-        return RAWSYS_WAIT;
-    }
-    if (exec < s->armexec + PROBE_RUN_NS)
-        return RAWSYS_WAIT;
-    s->when0 = now; /* it runs: the sleep window starts over */
-    s->exec0 = exec;
-    s->armed = 0;
-    /* Seen asleep in a call lately: no signal, which could land in the
-     * next one; look again soon instead, and once its G has kept the P
-     * past QUIET_MAX_NS the P goes at the next call it is seen asleep in
-     * (gort__rawsys_inspect), a preemption without a signal. */
-    if (s->lastasleep != 0 && now - s->lastasleep < QUIET_NS)
-        return RAWSYS_WAIT;
-    /* The same for its G on any thread: a G that sleeps in calls of its
-     * own and has just come to this thread (its P was handed off at one
-     * of them, or it migrated) starts a new window here. */
-    int64_t gasleep = s->gp ? load_relaxed(&s->gp->rawasleep) : 0;
-    if (gasleep != 0 && now - gasleep < QUIET_NS)
-        return RAWSYS_WAIT;
-    return rawsys_send(mp) ? RAWSYS_SIGNALLED : RAWSYS_SKIP;
-}
-
 /* Is a word a return address into code?  Used only to find a frame
  * record for dumps. */
 static bool code_addr(uintptr_t pc)
@@ -563,7 +488,7 @@ enum rawsys_result gort__rawsys_inspect(struct p *pp, int64_t now,
     if (!gp || mp->foreign || mp->procid <= 0 || !mp->mfastp)
         return RAWSYS_SKIP;
     if (!rawsys_lock(mp))
-        return RAWSYS_WAIT;
+        return RAWSYS_BUSY;
     struct gort__rawseen *s = &mp->rawseen;
     uint64_t exec = cputime(mp->procid);
     if (s->gp != gp || s->nexecute != nexecute_of(mp))
@@ -577,14 +502,17 @@ enum rawsys_result gort__rawsys_inspect(struct p *pp, int64_t now,
     }
     observe(mp->procid, &o); /* after the count: see the file comment */
     if (o.state == OBS_RUNNING) {
-        res = probe_running(mp, exec, now);
+        /* The window for "slept most of the time" (step 2) slides: a
+         * thread seen running after one has passed starts another. */
+        if (now - s->when0 >= slept_ns) {
+            s->when0 = now;
+            s->exec0 = exec;
+        }
+        res = RAWSYS_RUNNING;
     } else if (o.state == OBS_SYSCALL && takeable(mp, pp, gp)) {
-        s->armed = 0;
-        s->lastasleep = now;
-        store_relaxed(&gp->rawasleep, now);
         res = RAWSYS_BLOCKED;
         if (slept_enough(s, &o, count, exec, now, slept_ns) ||
-            now - s->since >= QUIET_MAX_NS) {
+            now - s->since >= HELD_MAX_NS) {
             s->when = 0;
             if (programs_call(gp, &o) &&
                 claim_and_commit(gort__getm_raw(), mp, pp, gp, &o, count,
@@ -601,32 +529,7 @@ enum rawsys_result gort__rawsys_inspect(struct p *pp, int64_t now,
                 s->when = now;
             }
         }
-    } else {
-        s->armed = 0; /* asleep in gort, in a fault, or holding a lock */
     }
-    rawsys_unlock(mp);
-    return res;
-}
-
-enum rawsys_result gort__rawsys_probe(struct m *mp, int64_t now)
-{
-    if (load_relaxed(&gort__rawsys_mode) != RAWSYS_PROC)
-        return RAWSYS_UNKNOWN;
-    struct g *gp = load_acq(&mp->curg);
-    if (!gp || mp->foreign || mp->procid <= 0 || !mp->mfastp)
-        return RAWSYS_SKIP;
-    if (!rawsys_lock(mp))
-        return RAWSYS_WAIT;
-    uint64_t exec = cputime(mp->procid);
-    if (mp->rawseen.gp != gp || mp->rawseen.nexecute != nexecute_of(mp))
-        rawseen_reset(mp, gp, exec, now);
-    struct obs o;
-    observe(mp->procid, &o);
-    enum rawsys_result res = RAWSYS_SKIP;
-    if (o.state == OBS_RUNNING)
-        res = probe_running(mp, exec, now);
-    else
-        mp->rawseen.armed = 0;
     rawsys_unlock(mp);
     return res;
 }

@@ -370,12 +370,6 @@ struct g {
      * stack for the preemption's frames (preempt.c): GORT_PREEMPT_STK
      * bytes from here, or 0.  Kept while the G struct lives. */
     uintptr_t preemptstk;
-    /* When it was last seen asleep in a blocking call of the program's
-     * own (rawsys.c), or 0: no preemption signal for a while after that,
-     * whichever thread it runs on by then.  Relaxed atomics: the
-     * inspectors of two Ms it ran on may both touch it, and it is a
-     * hint. */
-    int64_t rawasleep;
 };
 
 GORT_HIDDEN extern const uint16_t gort__legal[16];
@@ -633,16 +627,19 @@ struct m {
     bool foreign;          /* an extra M: a thread gort did not create */
     uint32_t foreign_gen;  /* the gort_main it was made under */
     /* Asynchronous preemption (preempt.c). */
-    uint32_t npreemptsig;  /* signals sent and not yet seen; sysmon */
-    uint32_t preemptmiss;  /* signals in a row that found no safe point;
-                              relaxed: the handler writes, sysmon reads */
+    int32_t cputimer;      /* the kernel's id of the thread's CPU-time
+                              timer that sends it the preemption signal,
+                              or -1 (preempt.c); the thread writes it,
+                              senders read it (relaxed) */
     uint32_t nexecute;     /* Gs this M has switched to (execute_prep);
                               owner writes (relaxed), its own signal
                               handler and inspectors (rawsys.c) read */
     uint32_t urgpending;   /* a preemption signal is on its way to this
                               thread: set by the sender's exchange, cleared
                               by the handler (or by the sender when it
-                              decides not to send); see rawsys.c */
+                              decides not to send): only where the
+                              signal is sent by tgkill (preempt.c,
+                              gort__urg_wait) */
     /* The last signal that found this M's G at a system call instruction
      * outside gort (preempt.c marks the G only when a later signal finds
      * the same G there, not switched out since); the handler's own.  Used
@@ -653,8 +650,7 @@ struct m {
         uint32_t nexecute;
         int64_t when;
     } rawsys;
-    /* System calls nobody wrapped, and the preemption signal's probe
-     * (rawsys.c). */
+    /* System calls nobody wrapped (rawsys.c). */
     struct m **mfastp;     /* this thread's gort__tls_mfast */
                            /* set by the thread before it runs Gs,
                               valid while rawexit is clear */
@@ -671,9 +667,6 @@ struct m {
         int64_t since;     /* when the inspector first saw this G there */
         int64_t when0;     /* the window for "sleeps most of the time": */
         uint64_t exec0;    /*   since when, and the CPU time then */
-        int64_t armed;     /* the probe: when armed (0: not), */
-        uint64_t armexec;  /*   and the CPU time then */
-        int64_t lastasleep; /* when last seen asleep in a call, or 0 */
         long nr;           /* the call it was last seen asleep in, */
         uintptr_t sp, pc;
         uint64_t switches; /*   its switch-in count, */
@@ -1260,12 +1253,11 @@ GORT_HIDDEN extern uint32_t gort__rawsys_mode;
 /* m->rawmark: an inspector's claim on a sleeping thread (rawsys.c). */
 enum { RAWMARK_NONE = 0, RAWMARK_INTENT, RAWMARK_COMMITTING, RAWMARK_DONE };
 enum rawsys_result {
-    RAWSYS_UNKNOWN,   /* /proc cannot tell here: signal at once (the
-                         older way, preempt.c) */
-    RAWSYS_SKIP,      /* nothing to do now (in gort, a lock, a fault) */
-    RAWSYS_WAIT,      /* runnable; not yet shown to run the program's
-                         code: look again soon */
-    RAWSYS_SIGNALLED, /* shown to run it: the preemption signal is sent */
+    RAWSYS_UNKNOWN,   /* /proc cannot tell here (the older way: the
+                         preemption signal looks, preempt.c) */
+    RAWSYS_SKIP,      /* nothing to see now (in gort, a lock, a fault) */
+    RAWSYS_BUSY,      /* another inspector has the M: look again soon */
+    RAWSYS_RUNNING,   /* runnable */
     RAWSYS_BLOCKED,   /* asleep in a call nobody wrapped, not long enough
                          yet: look again soon */
     RAWSYS_HANDEDOFF, /* asleep long enough: its P was handed off */
@@ -1273,14 +1265,10 @@ enum rawsys_result {
 /* Decide how, at start: RAWSYS_PROC or RAWSYS_SIGNAL. */
 GORT_HIDDEN void gort__rawsys_init(void);
 /* Look at the thread running pp's G: if it sleeps in a call nobody
- * wrapped and has slept long enough (slept_ns), hand its P off; if it
- * runs the program's code, send it the preemption signal.  Any thread but
- * the inspected one. */
+ * wrapped and has slept long enough (slept_ns), hand its P off.  Any
+ * thread but the inspected one. */
 GORT_HIDDEN enum rawsys_result gort__rawsys_inspect(struct p *pp, int64_t now,
                                                     int64_t slept_ns);
-/* The same for an M without a P (its G in a syscall): signal it only
- * once it runs the program's code. */
-GORT_HIDDEN enum rawsys_result gort__rawsys_probe(struct m *mp, int64_t now);
 /* The thread's side: publish its TLS to inspectors (mfast: its
  * gort__tls_mfast) at start, settle an inspector's claim
  * (gort__getm_slow), and let no inspector touch its TLS once it ends. */
@@ -1355,12 +1343,18 @@ GORT_HIDDEN void gort__preemptstk_free(struct g *gp);
 /* Whether preemption signals are used (not under ThreadSanitizer or
  * Valgrind, nor with GORTDEBUG=asyncpreemptoff=1). */
 GORT_HIDDEN bool gort__preempt_async_on(void);
-/* Send mp's thread the preemption signal at once (when asynchronous
- * preemption is on), where the inspector cannot (RAWSYS_UNKNOWN). */
+/* The M's CPU-time timer, which carries its preemption signal where
+ * /proc shows the threads' calls (preempt.c): made on the M's own thread
+ * (gort__minit; M0's by gort__preempt_init), deleted before it ends. */
+GORT_HIDDEN void gort__preempt_thread_start(struct m *mp);
+GORT_HIDDEN void gort__preempt_thread_exit(struct m *mp);
+/* Send mp's thread the preemption signal (when asynchronous preemption
+ * is on): by its CPU-time timer, which fires only while the thread runs;
+ * at once where it has none (RAWSYS_SIGNAL, where the signal itself looks
+ * for blocked calls, or the kernel refused a timer). */
 GORT_HIDDEN void gort__preempt_signal(struct m *mp);
-/* Ask the G running on pp to yield, and signal its thread as r says (the
- * inspection's result: signalled already, signal now, or not). */
-GORT_HIDDEN void gort__preempt_request(struct p *pp, enum rawsys_result r);
+/* Ask the G running on pp to yield, and signal its thread. */
+GORT_HIDDEN void gort__preempt_request(struct p *pp);
 
 /* sysmon (sysmon.c). */
 GORT_HIDDEN int gort__sysmon_start(void);

@@ -96,10 +96,8 @@ static void deep_sleep(int64_t timeout)
 /* Ask the G running on pp to yield.  Reads are racy: G and M structures
  * are never freed while the runtime runs, so a stale pointer only makes
  * us flag a G that already moved on (it clears the flag when it next
- * runs).  r is what the inspection of its thread found (rawsys.c): the
- * signal goes at once only where nobody can inspect.  Mirrors preemptone
- * (proc.go). */
-void gort__preempt_request(struct p *pp, enum rawsys_result r)
+ * runs).  Mirrors preemptone (proc.go). */
+void gort__preempt_request(struct p *pp)
 {
     /* Acquire: pairs with acquirep's store-release of pp->m. */
     struct m *mp = load_acq(&pp->m);
@@ -110,21 +108,18 @@ void gort__preempt_request(struct p *pp, enum rawsys_result r)
     gort__trace_preempt_request(pp);
     if (gp) {
         store_relaxed(&gp->preempt, 1);
-        if (r == RAWSYS_UNKNOWN)
-            gort__preempt_signal(mp);
+        gort__preempt_signal(mp);
     }
 }
 
 /* How soon sysmon looks again at a P whose thread's inspection did not
- * decide: a probe waiting to see the thread run (it needs 20 us of
- * clock), or a sleep not yet long enough.  Each look costs a few
- * microseconds of system calls. */
-#define RELOOK_PROBE_NS (100 * 1000)
-#define RELOOK_SLEEP_NS (100 * 1000)
+ * decide: a sleep not yet long enough, or another inspector at work.
+ * Each look costs a few microseconds of system calls. */
+#define RELOOK_NS (100 * 1000)
 
 /* pp's G has run for 10 ms.  If its thread sleeps in a system call
- * nobody wrapped, hand the P off once it has slept long enough; if it
- * runs the program's code, ask it to yield and signal it (rawsys.c). */
+ * nobody wrapped, hand the P off once it has slept long enough; else ask
+ * the G to yield and signal it. */
 static void held_too_long(struct p *pp, int64_t now)
 {
     enum rawsys_result r =
@@ -134,16 +129,14 @@ static void held_too_long(struct p *pp, int64_t now)
     case RAWSYS_HANDEDOFF:
         return;
     case RAWSYS_BLOCKED:
-        again = RELOOK_SLEEP_NS;
-        break;
-    case RAWSYS_WAIT:
-        again = RELOOK_PROBE_NS;
+    case RAWSYS_BUSY:
+        again = RELOOK_NS;
         break;
     default:
         break;
     }
     if (r != RAWSYS_BLOCKED)
-        gort__preempt_request(pp, r);
+        gort__preempt_request(pp);
     store_relaxed(&pp->sysmon_schedwhen, now - GORT_FORCE_PREEMPT_NS + again);
 }
 
@@ -269,9 +262,10 @@ static int retake(int64_t now, int64_t *wake)
 /* Threads put into a syscall while blocked in the kernel (rawsys.c, or
  * the preemption signal) that have not come back to gort for 10 ms:
  * signal them, so that a thread running the program's code again comes
- * back (gort__preempt_signal sends nothing to a thread still asleep).
- * Ms are never freed while the runtime runs, so walking allm racily is
- * safe. */
+ * back (where the signal comes by the thread's CPU-time timer, a thread
+ * still asleep gets nothing: the timer fires only once it runs,
+ * preempt.c).  Ms are never freed while the runtime runs, so walking allm
+ * racily is safe. */
 static void resignal_marked(int64_t now)
 {
     for (struct m *mp = load_acq(&gort__allm); mp; mp = mp->alllink) {
@@ -279,14 +273,8 @@ static void resignal_marked(int64_t now)
             continue;
         int64_t when = load_relaxed(&mp->syscallwhen);
         if (when + GORT_FORCE_PREEMPT_NS <= now) {
-            enum rawsys_result r = gort__rawsys_probe(mp, now);
-            /* Undecided: look again soon, as held_too_long does. */
-            store_relaxed(&mp->syscallwhen,
-                          r == RAWSYS_WAIT
-                              ? now - GORT_FORCE_PREEMPT_NS + RELOOK_PROBE_NS
-                              : now);
-            if (r == RAWSYS_UNKNOWN)
-                gort__preempt_signal(mp);
+            store_relaxed(&mp->syscallwhen, now);
+            gort__preempt_signal(mp);
         }
     }
 }

@@ -17,6 +17,10 @@
  *   blocking_no_eintr
  *       4 Ps with hogs: 3,000 GORT_BLOCKING(nanosleep(...)) calls, none
  *       interrupted (no signal lands in a wrapped call).
+ *   raw_after_slice
+ *       2 Ps, two goroutines each that compute for 10-12 ms (just past
+ *       their time slice, when the preemption signal is asked for) and
+ *       then make a raw 1 ms poll or nanosleep, for 3 s: no EINTR.
  *   deep_preempt
  *       1 P: a goroutine loops with 90% of its stack in use; main's 1 ms
  *       sleeps still end (it is preempted at that depth), and the values
@@ -500,6 +504,67 @@ TEST(blocking_no_eintr)
     say("GORT_BLOCKING(nanosleep): %d calls, %d EINTR\n", bn_done, bn_eintr);
     CHECK_EQ(bn_done, BN_WORKERS * BN_ITERS);
     CHECK_EQ(bn_eintr, 0);
+}
+
+/* ---------------------------------------------------------------------------
+ * raw_after_slice
+ * ------------------------------------------------------------------------- */
+
+#define RS_PER_P 2
+#define RS_SECONDS 3
+static int rs_calls, rs_eintr, rs_stop;
+static gort_waitgroup rs_wg;
+
+/* Run the program's code for 10-12 ms, just past a time slice, then make
+ * a raw 1 ms poll or nanosleep: the preemption signal is asked for at
+ * about the time the call begins. */
+static void rs_worker(void *arg)
+{
+    uint64_t seed = 0x2545f4914f6cdd1dull * (uint64_t)((intptr_t)arg + 1);
+    for (int i = 0; !ATOMIC_LOAD(&rs_stop); i++) {
+        int64_t burst = 10 * MS + (int64_t)(xorshift(&seed) % (2 * MS));
+        int64_t t0 = now_ns();
+        volatile uint64_t x = 0;
+        while (now_ns() - t0 < burst)
+            x++;
+        int r;
+        if (i % 2) {
+            r = poll(NULL, 0, 1);
+        } else {
+            struct timespec ts = ts_of(MS);
+            r = nanosleep(&ts, NULL);
+        }
+        if (r < 0 && errno == EINTR)
+            __atomic_add_fetch(&rs_eintr, 1, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&rs_calls, 1, __ATOMIC_RELAXED);
+    }
+    gort_waitgroup_done(&rs_wg);
+}
+
+static void rs_main(void *arg)
+{
+    (void)arg;
+    int n = RS_PER_P * gort_gomaxprocs(0);
+    gort_waitgroup_add(&rs_wg, n);
+    for (int i = 0; i < n; i++)
+        CHECK_GT(gort_go(rs_worker, (void *)(intptr_t)i), 0);
+    gort_sleep(RS_SECONDS * 1000 * MS);
+    ATOMIC_STORE(&rs_stop, 1);
+    gort_waitgroup_wait(&rs_wg);
+}
+
+TEST(raw_after_slice)
+{
+    if (!async_expected("raw_after_slice"))
+        return;
+    setenv("GORTMAXPROCS", "2", 1);
+    run_main(rs_main, NULL);
+    say("%d raw calls after 10-12 ms of computation, %d EINTR\n", rs_calls,
+        rs_eintr);
+    /* Each P runs its two workers in turn: a call about every 12 ms. */
+    CHECK_GE(rs_calls, RS_SECONDS * 2 * 1000 / 12 / 2);
+    if (!under_emulator())
+        CHECK_EQ(rs_eintr, 0);
 }
 
 /* ---------------------------------------------------------------------------
