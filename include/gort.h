@@ -122,7 +122,9 @@ GORT_EXTERN _Noreturn void gort_goexit(void);
  * Query or set GOMAXPROCS.  n <= 0 only returns the current value; n > 0
  * sets it (capped at GORT_MAX_PROCS) under stop-the-world and returns the
  * previous value.  Goroutines queued on removed processors move to the
- * global run queue.
+ * global run queue.  Only a goroutine can set it: called from any other
+ * thread it sets nothing and returns the current value (0 before
+ * gort_main; GORTMAXPROCS in the environment sets the starting value).
  */
 #define GORT_MAX_PROCS 1024
 GORT_EXTERN int gort_gomaxprocs(int n);
