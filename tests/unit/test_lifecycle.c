@@ -96,6 +96,9 @@ static void lifecycle_main(void *arg)
 
 TEST(lifecycle)
 {
+    /* Outside gort_main nothing is set (gort.h). */
+    CHECK_EQ(gort_gomaxprocs(7), 0);
+    CHECK_EQ(gort_gomaxprocs(0), 0);
     for (int round = 0; round < 2; round++)
         CHECK_EQ(gort_main(lifecycle_main, (void *)(intptr_t)round), 0);
     CHECK_EQ(deferred, 3 * N);
