@@ -1052,15 +1052,24 @@ pick_fast(struct m *mp, struct p *pp, bool *inherit, bool *locked,
     bool global = load_relaxed(&gort__sched.runqsize) > 0;
     /* Every 61st schedule, the global queue's turn (Go's fairness check
      * for the global queue against the local ones), its two parts in
-     * turn; and when the caller gives it its turn (a yield on 1 P). */
-    if (global &&
-        (global_turn || pp->schedtick % GORT_GLOBAL_CHECK_TICKS == 0)) {
-        gort__lock_m(mp, &gort__sched.lock);
-        if ((gp = gort__globrunqget_turn_locked(pp))) {
-            *locked = true;
-            return gp;
+     * turn; and when the caller gives it its turn (a yield on 1 P).  A G
+     * in runnext (just readied: by its timer, by a channel partner) runs
+     * before the 61-tick turn, which the next pick then takes: taken
+     * first, the turn would make it wait out a whole time slice of the
+     * global queue's head. */
+    if (global && (global_turn || pp->globowed ||
+                   pp->schedtick % GORT_GLOBAL_CHECK_TICKS == 0)) {
+        if (!global_turn && !pp->globowed && load_relaxed(&pp->runnext)) {
+            pp->globowed = true;
+        } else {
+            pp->globowed = false;
+            gort__lock_m(mp, &gort__sched.lock);
+            if ((gp = gort__globrunqget_turn_locked(pp))) {
+                *locked = true;
+                return gp;
+            }
+            gort__unlock_m(mp, &gort__sched.lock);
         }
-        gort__unlock_m(mp, &gort__sched.lock);
     }
 
     /* Owner's view of its own queue: relaxed loads suffice to see that it

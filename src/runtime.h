@@ -506,6 +506,10 @@ struct timers {
     uint32_t len, cap;     /* under lock */
     struct timerwhen *heap;
     int64_t minwhen;       /* heap[0].when or 0; atomic (time.c) */
+    int64_t checked;       /* when the P's due timers were last run (the
+                              clock of that gort__timers_check): a timer
+                              due after it waits for the next schedule;
+                              relaxed, sysmon reads it */
 };
 
 /* A histogram of durations with Go's timeHistogram layout (histogram.go),
@@ -715,6 +719,9 @@ struct p {
     bool globwoken;        /* the last 61-tick turn of the global queue
                               that had both parts to choose from took
                               its woken part; owner only */
+    bool globowed;         /* the global queue's 61-tick turn came while
+                              runnext held a G: taken at the next pick;
+                              the owner's */
     int64_t runavg;        /* how long a G runs here before it parks or
                               yields, ns: a moving average over the timed
                               rounds (metrics.c).  Per P, owner only: a
@@ -732,6 +739,9 @@ struct p {
      * must not inherit that P's stale clock. */
     int64_t sysmon_schedwhen;
     uint32_t sysmon_schedtick;
+    /* The due timer (its heap key) for which sysmon last asked the
+     * running G to yield: not asked again for the same one. */
+    int64_t sysmon_duewhen;
     /* The same for syscalls: the syscalltick last seen and since when. */
     int64_t sysmon_syscallwhen;
     uint32_t sysmon_syscalltick;

@@ -222,18 +222,24 @@ static int retake(int64_t now, int64_t *wake)
         /* schedwhen 0: sysmon has not looked at this P yet (a new P, or
          * a G still on its first slice of tick 0): start the clock. */
         int64_t when = load_relaxed(&pp->sysmon_schedwhen);
-        /* A timer of this P due since the G took it: only a schedule of
-         * this P runs it, so the G is asked to yield now, not at the end
-         * of its 10 ms (a timer-woken G then runs within a round or two,
-         * from runnext: time.c, flush_woken). */
+        /* A timer of this P that came due after the P last ran its
+         * timers: only a schedule of this P runs it, so the G is asked to
+         * yield now, not at the end of its 10 ms (a timer-woken G then
+         * runs from runnext: time.c, flush_woken).  Once per timer: the
+         * signal takes up to a kernel tick to come (preempt.c). */
         int64_t tw = load_relaxed(&pp->timers.minwhen);
-        bool timer_due = tw != 0 && tw <= now && when != 0 && when < tw;
+        bool timer_due = tw != 0 && tw <= now &&
+                         load_relaxed(&pp->timers.checked) < tw &&
+                         pp->sysmon_duewhen != tw;
         if (pp->sysmon_schedtick != t || when == 0) {
             pp->sysmon_schedtick = t;
             store_relaxed(&pp->sysmon_schedwhen, now);
             when = now;
-        } else if ((when + GORT_FORCE_PREEMPT_NS <= now || timer_due) &&
-                   nheld < 64) {
+        }
+        if ((when + GORT_FORCE_PREEMPT_NS <= now || timer_due) &&
+            nheld < 64) {
+            if (timer_due)
+                pp->sysmon_duewhen = tw;
             held[nheld++] = pp;
             n_acted++;
             continue;
@@ -243,7 +249,7 @@ static int retake(int64_t now, int64_t *wake)
          * that as Go's do, up to a round late, and a hog preempted on the
          * dot loses its turn sooner to no one's gain (docs/design.md,
          * "sysmon's deep sleep"). */
-        if (tw != 0 && tw > when && (*wake == 0 || tw < *wake))
+        if (tw != 0 && tw > now && (*wake == 0 || tw < *wake))
             *wake = tw;
     }
     gort__unlock(&gort__allplock);

@@ -185,6 +185,8 @@ int64_t gort__timers_check(struct p *pp, int64_t now)
         return 0;
     if (now == 0)
         now = gort_nanotime();
+    /* Relaxed: sysmon's hint (retake: a timer due since has not run). */
+    store_relaxed(&ts->checked, now);
     if (now < next)
         return next;
     gort__lock(&ts->lock);
