@@ -15,15 +15,15 @@
  * thread running, and (where the kernel is built with
  * POSIX_CPU_TIMERS_TASK_WORK: x86-64 since Linux 5.10) fires them on the
  * thread's way back to user mode: the signal is raised and delivered
- * there, after any call it was in has returned.  A thread asleep in a call uses no CPU time and gets
- * nothing until it runs again.  The price is the tick: the signal comes
- * up to one tick (1-10 ms, CONFIG_HZ) after it is asked for, where
- * tgkill took tens of microseconds.
+ * there, after any call it was in has returned.  A thread asleep in a
+ * call uses no CPU time and gets nothing until it runs again.  The price
+ * is the tick: the signal comes up to one tick (1-10 ms, CONFIG_HZ) after
+ * it is asked for, where tgkill delivers it at once.
  *
  * Where /proc does not show the threads' calls (qemu-user: rawsys.c),
  * the signal is what finds a thread blocked in a call nobody wrapped, so
- * there it is sent at once with tgkill, and costs such calls an EINTR.  Either way a Dekker handshake keeps tgkill out of wrapped
- * calls (gort__urg_wait).
+ * there it is sent at once with tgkill, and costs such calls an EINTR.
+ * A Dekker handshake keeps tgkill out of wrapped calls (gort__urg_wait).
  *
  * The handler runs on the thread and looks at the interrupted context:
  *
@@ -520,9 +520,8 @@ static bool rawsys_confirmed(struct m *mp, struct g *gp, uintptr_t pc,
 }
 
 /* The signal found the G away from a safe point (in the C library, in
- * gort's own code, in a wrapped call's way in or out): while the G is
- * still asked to yield, its CPU-time timer tries again at the next tick
- * that finds the thread running. */
+ * gort's own code): while the G is still asked to yield, its CPU-time
+ * timer tries again at the next tick that finds the thread running. */
 static void missed(struct m *mp, struct g *gp, uint32_t insys)
 {
     int32_t id = load_relaxed(&mp->cputimer);
