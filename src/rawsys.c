@@ -58,9 +58,10 @@
  * the thread's own CPU-time timer, which fires only while the thread runs.
  *
  * Where /proc does not show the thread's own calls (under qemu-user it
- * shows the emulator's, under Valgrind its core's), the older way is
- * used: the signal is sent at once, and preempt.c marks a thread it finds
- * in the kernel (rawsys_confirmed), with the EINTRs that come with it.
+ * shows the emulator's, under Valgrind its core's), the signal looks
+ * instead: it is sent at once by tgkill, and preempt.c marks a thread it
+ * finds in the kernel (rawsys_confirmed), with the EINTRs that come with
+ * it.
  * Under ThreadSanitizer too (it would take the inspector's changes to a
  * sleeping thread's G for races), where there is no signal either.
  *

@@ -1263,8 +1263,8 @@ GORT_HIDDEN extern uint32_t gort__rawsys_mode;
 /* m->rawmark: an inspector's claim on a sleeping thread (rawsys.c). */
 enum { RAWMARK_NONE = 0, RAWMARK_INTENT, RAWMARK_COMMITTING, RAWMARK_DONE };
 enum rawsys_result {
-    RAWSYS_UNKNOWN,   /* /proc cannot tell here (the older way: the
-                         preemption signal looks, preempt.c) */
+    RAWSYS_UNKNOWN,   /* /proc cannot tell here: the preemption
+                         signal looks instead (preempt.c) */
     RAWSYS_SKIP,      /* nothing to see now (in gort, a lock, a fault) */
     RAWSYS_BUSY,      /* another inspector has the M: look again soon */
     RAWSYS_RUNNING,   /* runnable */
