@@ -1115,8 +1115,18 @@ pick_handoff(struct m *mp, struct p *pp, bool *inherit, bool *locked,
      * outgoing G is wired, or the main goroutine wants M0) goes through
      * schedule() too. */
     int64_t tw = load_relaxed(&pp->timers.minwhen);
-    if (GORT_UNLIKELY((tw != 0 && gort_nanotime() >= tw) ||
-                      load_relaxed(&mp->lockedg))) {
+    if (tw != 0) {
+        int64_t now = gort_nanotime();
+        if (now >= tw) {
+            *inherit = *locked = false;
+            mp->locks--;
+            return NULL;
+        }
+        /* None due: a check as gort__timers_check's (sysmon's clock of
+         * the next G's run; relaxed, a hint). */
+        store_relaxed(&pp->timers.checked, now);
+    }
+    if (GORT_UNLIKELY(load_relaxed(&mp->lockedg))) {
         *inherit = *locked = false;
         mp->locks--;
         return NULL;

@@ -131,6 +131,11 @@ _Static_assert(GORT_RUNQ_SIZE >= 2 &&
 #define GORT_WAKE_WORTH_NS (50 * 1000)
 /* A G that has run 10 ms on one P is preempted (forcePreemptNS). */
 #define GORT_FORCE_PREEMPT_NS (10 * 1000 * 1000)
+/* A G is asked to yield for its P's due timer only once it has run this
+ * long: shorter, it is about to give up the P anyway, and a P that is
+ * overloaded with timer-woken Gs would have each of them preempted
+ * (sysmon.c, retake). */
+#define GORT_TIMER_PREEMPT_RUN_NS (1000 * 1000)
 /* A G seen twice at one system call instruction this far apart is blocked
  * in the kernel (preempt.c: rawsys_confirmed); half of sysmon's period. */
 #define GORT_RAWSYS_CONFIRM_NS (5 * 1000 * 1000)
@@ -506,10 +511,12 @@ struct timers {
     uint32_t len, cap;     /* under lock */
     struct timerwhen *heap;
     int64_t minwhen;       /* heap[0].when or 0; atomic (time.c) */
-    int64_t checked;       /* when the P's due timers were last run (the
-                              clock of that gort__timers_check): a timer
-                              due after it waits for the next schedule;
-                              relaxed, sysmon reads it */
+    int64_t checked;       /* when the P last looked for due timers (the
+                              clock of gort__timers_check, or of a direct
+                              hand-off that found none due): a timer due
+                              after it waits for the next schedule, and
+                              the G running began no earlier; relaxed,
+                              sysmon reads it */
 };
 
 /* A histogram of durations with Go's timeHistogram layout (histogram.go),

@@ -222,14 +222,19 @@ static int retake(int64_t now, int64_t *wake)
         /* schedwhen 0: sysmon has not looked at this P yet (a new P, or
          * a G still on its first slice of tick 0): start the clock. */
         int64_t when = load_relaxed(&pp->sysmon_schedwhen);
-        /* A timer of this P that came due after the P last ran its
-         * timers: only a schedule of this P runs it, so the G is asked to
-         * yield now, not at the end of its 10 ms (a timer-woken G then
-         * runs from runnext: time.c, flush_woken).  Once per timer: the
-         * signal takes up to a kernel tick to come (preempt.c). */
+        /* A timer of this P that came due after the P last looked for
+         * due timers: only a schedule of this P runs it, so the G is
+         * asked to yield now, not at the end of its 10 ms (a timer-woken
+         * G then runs from runnext: time.c, flush_woken).  Not a G that
+         * has run less than GORT_TIMER_PREEMPT_RUN_NS since that look (it
+         * began after it): it will yield soon, and on a P overloaded with
+         * timer-woken Gs each would be preempted in turn, to the global
+         * queue's tail.  Once per timer: the signal takes up to a kernel
+         * tick to come (preempt.c). */
         int64_t tw = load_relaxed(&pp->timers.minwhen);
-        bool timer_due = tw != 0 && tw <= now &&
-                         load_relaxed(&pp->timers.checked) < tw &&
+        int64_t checked = load_relaxed(&pp->timers.checked);
+        bool timer_due = tw != 0 && tw <= now && checked < tw &&
+                         checked + GORT_TIMER_PREEMPT_RUN_NS <= now &&
                          pp->sysmon_duewhen != tw;
         if (pp->sysmon_schedtick != t || when == 0) {
             pp->sysmon_schedtick = t;
@@ -244,13 +249,17 @@ static int retake(int64_t now, int64_t *wake)
             n_acted++;
             continue;
         }
-        /* Wake for this P's earliest timer: only a schedule of this P
-         * runs it.  Not for the end of its time slice: the rounds find
+        /* Wake for this P's earliest timer (or, when it is due, for the
+         * moment the G has run long enough to be asked to yield for it):
+         * only a schedule of this P runs it.  Not for the end of its time slice: the rounds find
          * that as Go's do, up to a round late, and a hog preempted on the
          * dot loses its turn sooner to no one's gain (docs/design.md,
          * "sysmon's deep sleep"). */
-        if (tw != 0 && tw > now && (*wake == 0 || tw < *wake))
-            *wake = tw;
+        int64_t tnext = tw > now ? tw
+                        : checked < tw ? checked + GORT_TIMER_PREEMPT_RUN_NS
+                                       : 0;
+        if (tw != 0 && tnext > now && (*wake == 0 || tnext < *wake))
+            *wake = tnext;
     }
     gort__unlock(&gort__allplock);
     /* handoffp takes sched.lock, which ranks above allplock. */
