@@ -1349,6 +1349,8 @@ GORT_HIDDEN int gort__spinpay_spin(void);
 GORT_HIDDEN bool gort__spinpay_counts(bool spun, int64_t gap, int64_t spin);
 GORT_HIDDEN void gort__spinpay_record(int64_t gap, int64_t spin, bool probe);
 GORT_HIDDEN void gort__spinpay_reset(void);
+/* A sleep of the poller cost its thread cpu ns of CPU (measured). */
+GORT_HIDDEN void gort__spinpay_sleepcpu(int64_t cpu);
 
 /* A G's own stack for preemptions deep in its stack (preempt.c). */
 #if defined(GORT_ASAN)

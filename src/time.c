@@ -301,33 +301,44 @@ void gort__wakenetpoller(int64_t when)
  * The spin pays only when work comes within it.  Each idle spell ends
  * after a gap (until the first event or break); a spin of up to L would
  * have cost min(gap, L) of CPU and, when the gap was within L, saved a
- * sleep and a wake-up, counted as SPIN_GAIN_NS.  spinpay keeps moving
- * averages of the two (1/16 weight each) and the poller spins while the
- * gain outweighs the cost: by a quarter more to start spinning, a quarter
- * less to stop, so that it does not flap.  A spell spent asleep shows its
- * gap only with the wake-up's own latency added (tens of microseconds
- * here), so it counts only when it is plainly beyond L (a miss either
- * way); and while not spinning, every 64th spell spins anyway, to see the
- * gaps as they are, and counts for a quarter (it stands for the 64).  At
- * partial load, where requests come a millisecond apart, the poller stops
- * spinning within a few dozen requests; under a client that never pauses
- * it keeps spinning, or starts again within a few hundred spells.  Only the poller M (one at
- * a time: sched.lastpoll's claim, which orders one poller's updates
- * before the next one's) touches spinpay.
+ * sleep and a wake-up: the CPU the poller's thread spends to block in
+ * epoll_wait and be woken, which the poller measures on every 16th spell
+ * that sleeps (its thread's CPU clock around the call; about 6 us here,
+ * far less than the wake-up's latency).  spinpay keeps moving averages
+ * of the cost and the gain (1/16 weight each) and the poller spins while
+ * the gain outweighs the cost: by a quarter more to start spinning, a
+ * quarter less to stop, so that it does not flap.  A spell spent asleep
+ * shows its gap only with the wake-up's own latency added (tens of
+ * microseconds here), so it counts only when it is plainly beyond L (a
+ * miss either way); and while not spinning, every 64th spell spins
+ * anyway, to see the gaps as they are, and counts for a quarter (it
+ * stands for the 64).  So the poller spins only where requests follow
+ * each other by less than a sleep costs: under a client that never
+ * pauses.  At 20,000 requests a second (gaps of tens of microseconds)
+ * it does not, and at partial load it stops within a few dozen
+ * requests.  Only the poller M (one at a time: sched.lastpoll's claim,
+ * which orders one poller's updates before the next one's) touches
+ * spinpay.
  */
-#define SPIN_GAIN_NS (20 * 1000)
+/* The gain of a hit until a sleep has been measured. */
+#define SPIN_GAIN_NS (10 * 1000)
 /* A slept spell whose gap is this much beyond L was beyond it anyway. */
 #define SPIN_WAKE_SLACK_NS (200 * 1000)
+/* One slept spell in this many has its CPU measured. */
+#define SPIN_SAMPLE_EVERY 16
 static struct {
     int64_t cost, gain; /* ns, moving averages over idle spells */
+    int64_t sleepcpu;   /* ns, a sleep's CPU (0: not measured yet) */
     bool off;           /* not spinning: the gain fell behind */
     uint32_t spells;    /* idle spells while off, for the probes */
+    uint32_t slept;     /* spells that slept, for the samples */
 } spinpay;
 
 void gort__spinpay_record(int64_t gap, int64_t spin, bool probe)
 {
+    int64_t saved = spinpay.sleepcpu ? spinpay.sleepcpu : SPIN_GAIN_NS;
     int64_t cost = gap < spin ? gap : spin;
-    int64_t gain = gap <= spin ? SPIN_GAIN_NS : 0;
+    int64_t gain = gap <= spin ? saved : 0;
     int shift = probe ? 2 : 4;
     spinpay.cost += (cost - spinpay.cost) / (1 << shift);
     spinpay.gain += (gain - spinpay.gain) / (1 << shift);
@@ -335,6 +346,14 @@ void gort__spinpay_record(int64_t gap, int64_t spin, bool probe)
         spinpay.off = 4 * spinpay.gain <= 5 * spinpay.cost;
     else
         spinpay.off = 4 * spinpay.gain < 3 * spinpay.cost;
+}
+
+void gort__spinpay_sleepcpu(int64_t cpu)
+{
+    if (spinpay.sleepcpu == 0)
+        spinpay.sleepcpu = cpu;
+    else
+        spinpay.sleepcpu += (cpu - spinpay.sleepcpu) / 8;
 }
 
 int gort__spinpay_spin(void)
@@ -352,6 +371,14 @@ bool gort__spinpay_counts(bool spun, int64_t gap, int64_t spin)
 void gort__spinpay_reset(void)
 {
     memset(&spinpay, 0, sizeof spinpay);
+}
+
+static int64_t thread_cpu(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+        return -1;
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 /* The spin limit in ns (0: none).  Relaxed: a setting that a test changes
@@ -412,7 +439,19 @@ int32_t gort__netpoll_sleep(int64_t until, struct gqueue *q)
                 if (delay < 0)
                     delay = 0;
             }
+            /* Every 16th sleep: what it costs this thread in CPU, the
+             * gain of a spin that would have avoided it.  Counted only
+             * when the thread was off the CPU for a while (it slept). */
+            bool sample = eligible && spin_limit() != 0 &&
+                          ++spinpay.slept % SPIN_SAMPLE_EVERY == 0;
+            int64_t c0 = sample ? thread_cpu() : -1;
+            int64_t w0 = sample ? gort_nanotime() : 0;
             n = gort__netpoll(delay, q);
+            if (c0 >= 0) {
+                int64_t c1 = thread_cpu(), wall = gort_nanotime() - w0;
+                if (c1 >= c0 && wall > 2 * (c1 - c0) + 2000)
+                    gort__spinpay_sleepcpu(c1 - c0);
+            }
         }
         /* The gap: until the event or the break (a break leaves no G but
          * ends the wait early), or none when the sleep simply ran out. */

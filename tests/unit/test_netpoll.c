@@ -56,12 +56,15 @@
  *                          spin it stops spinning (it does not pay: at most
  *                          10 polls a round, where spinning would make 40
  *                          or more); every byte echoed
- *   spin_policy            the spin's economics, fed gaps directly: it
+ *   spin_policy            the spin's economics, fed gaps and the CPU a
+ *                          sleep costs directly: with sleeps of 20 us it
  *                          keeps spinning for gaps of 5 us, stops for gaps
  *                          of 1 ms within 64 spells, probes every 64th
  *                          spell meanwhile, starts again when the gaps are
  *                          short again, and does not flap when they
- *                          alternate
+ *                          alternate; with sleeps of 6 us it spins for
+ *                          gaps of 2 us but not of 20 us; unmeasured, the
+ *                          gain is 10 us
  */
 #include "runtime.h"
 #include "test_util.h"
@@ -1299,15 +1302,21 @@ TEST(poll_spin)
 
 #define SP_LIMIT (50 * 1000) /* ns: the default spin */
 
+/* What a sleep costs the poller's thread in CPU (the gain of a spin that
+ * avoids it): gort__netpoll_sleep measures it, the test sets it. */
+static int64_t sp_sleepcpu;
+
 /* One idle spell whose event comes gap ns after it starts, as
  * gort__netpoll_sleep sees it: a spell that spins and gets the event
  * within the limit shows the gap; one that sleeps shows it plus a
- * wake-up of 30 us.  Returns whether the spell spun. */
+ * wake-up of 30 us, and its CPU.  Returns whether the spell spun. */
 static bool sp_spell(int64_t gap)
 {
     int how = gort__spinpay_spin();
     bool spun = how != SPINPAY_SLEEP && gap <= SP_LIMIT;
     int64_t seen = spun ? gap : gap + 30 * 1000;
+    if (!spun)
+        gort__spinpay_sleepcpu(sp_sleepcpu);
     if (gort__spinpay_counts(spun, seen, SP_LIMIT))
         gort__spinpay_record(seen, SP_LIMIT, how == SPINPAY_PROBE);
     return how != SPINPAY_SLEEP;
@@ -1324,7 +1333,10 @@ static int sp_run(int n, int64_t gap)
 
 TEST(spin_policy)
 {
+    /* Where a sleep costs 20 us of CPU. */
     gort__spinpay_reset();
+    sp_sleepcpu = 20 * 1000;
+    gort__spinpay_sleepcpu(sp_sleepcpu);
     /* A client that never pauses: every spell spins. */
     CHECK_EQ(sp_run(200, 5 * 1000), 200);
     /* Requests 1 ms apart: it stops within 64 spells... */
@@ -1346,9 +1358,41 @@ TEST(spin_policy)
     spun = sp_run(400, 40 * 1000);
     say("spells spun out of 400 at 40 us gaps: %d\n", spun);
     CHECK_LT(sp_run(128, 40 * 1000), 4);
+
+    /* Where a sleep costs 6 us (this machine's measure): a client that
+     * never pauses still has the poller spin... */
+    gort__spinpay_reset();
+    sp_sleepcpu = 6 * 1000;
+    gort__spinpay_sleepcpu(sp_sleepcpu);
+    CHECK_EQ(sp_run(200, 2 * 1000), 200);
+    /* ... but not requests 20 us apart (20,000 a second spread over the
+     * idle spells): 20 us of CPU a spell to save 6. */
+    spun = sp_run(200, 20 * 1000);
+    say("spells spun out of 200 at 20 us gaps, a sleep costing 6 us: %d\n",
+        spun);
+    CHECK_LT(spun, 64);
+    CHECK_LT(sp_run(128, 20 * 1000), 4);
+    /* The gaps shorten again: it spins again. */
+    spun = sp_run(640, 2 * 1000);
+    CHECK_GE(spun, 200);
+    CHECK_EQ(sp_run(100, 2 * 1000), 100);
+
+    /* Before any sleep is measured the gain is the default, 10 us:
+     * gaps of 40 us stop the spin. */
+    gort__spinpay_reset();
+    spun = 0;
+    for (int i = 0; i < 200; i++) {
+        int how = gort__spinpay_spin();
+        spun += how != SPINPAY_SLEEP;
+        gort__spinpay_record(40 * 1000, SP_LIMIT, how == SPINPAY_PROBE);
+    }
+    CHECK_LT(spun, 64);
+
     /* Alternating 5 us and 1 ms gaps (a spin costs 27.5 us on average
      * and saves 10): it settles on not spinning, without flapping. */
     gort__spinpay_reset();
+    sp_sleepcpu = 20 * 1000;
+    gort__spinpay_sleepcpu(sp_sleepcpu);
     int flips = 0;
     bool last = true;
     for (int i = 0; i < 640; i++) {
