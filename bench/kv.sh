@@ -14,6 +14,10 @@
 #   RESULT name=kv procs=N metric=get_requests_per_s value=... unit=req/s
 #   RESULT name=kv procs=N metric=set_requests_per_s_P16 value=... unit=req/s
 #   RESULT name=kv procs=N metric=get_requests_per_s_P16 value=... unit=req/s
+#   RESULT name=kv procs=N metric=cpu_us_per_req value=... unit=us
+#   RESULT name=kv procs=N metric=cpu_us_per_req_P16 value=... unit=us
+# (the server's CPU time over the SET and GET runs, all its threads, from
+# /proc/PID/stat in clock ticks, divided by their 2 x KV_REQUESTS).
 # Environment: BUILD_DIR (default build), KV_REQUESTS (200000).
 set -euo pipefail
 BENCH_NAME=kv
@@ -51,19 +55,31 @@ pid=$!
 trap 'stop_server $pid' EXIT
 wait_port "$port" "$pid"
 
-# bench <metric suffix> [redis-benchmark args...]
+# The server's CPU time so far (all its threads) in clock ticks:
+# utime + stime, fields 14 and 15 of /proc/PID/stat.
+cpu_ticks() {
+  awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$pid/stat"
+}
+HZ=$(getconf CLK_TCK)
+
+# bench <metric suffix> [redis-benchmark args...]: requests a second of
+# each command, and the server's CPU time per request over both.
 bench() {
-  local suffix=$1 out
+  local suffix=$1 out c0 c1
   shift
+  c0=$(cpu_ticks)
   out=$(redis-benchmark -h 127.0.0.1 -p "$port" -t set,get -n "$REQS" -c 50 -q "$@" | tr '\r' '\n')
+  c1=$(cpu_ticks)
   printf '%s\n' "$out" | grep -E '^(SET|GET):' >&2 || true
-  printf '%s\n' "$out" | awk -v procs="$PROCS" -v suf="$suffix" '
+  printf '%s\n' "$out" | awk -v procs="$PROCS" -v suf="$suffix" \
+    -v ticks=$((c1 - c0)) -v hz="$HZ" -v reqs=$((2 * REQS)) '
     $1 == "SET:" && $3 == "requests" { set = $2 }
     $1 == "GET:" && $3 == "requests" { get = $2 }
     END {
       if (set == "" || get == "") { print "kv: no figures in redis-benchmark output" > "/dev/stderr"; exit 1 }
       printf "RESULT name=kv procs=%d metric=set_requests_per_s%s value=%.2f unit=req/s\n", procs, suf, set
       printf "RESULT name=kv procs=%d metric=get_requests_per_s%s value=%.2f unit=req/s\n", procs, suf, get
+      printf "RESULT name=kv procs=%d metric=cpu_us_per_req%s value=%.3f unit=us\n", procs, suf, ticks / hz * 1e6 / reqs
     }'
 }
 res1=$(bench "")
