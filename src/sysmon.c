@@ -251,10 +251,10 @@ static int retake(int64_t now, int64_t *wake)
         }
         /* Wake for this P's earliest timer (or, when it is due, for the
          * moment the G has run long enough to be asked to yield for it):
-         * only a schedule of this P runs it.  Not for the end of its time slice: the rounds find
-         * that as Go's do, up to a round late, and a hog preempted on the
-         * dot loses its turn sooner to no one's gain (docs/design.md,
-         * "sysmon's deep sleep"). */
+         * only a schedule of this P runs it.  Not for the end of its time
+         * slice: the rounds find that as Go's do, up to a round late, and
+         * a hog preempted on the dot loses its turn sooner to no one's
+         * gain (docs/design.md, "sysmon's deep sleep"). */
         int64_t tnext = tw > now ? tw
                         : checked < tw ? checked + GORT_TIMER_PREEMPT_RUN_NS
                                        : 0;

@@ -303,22 +303,20 @@ void gort__wakenetpoller(int64_t when)
  * have cost min(gap, L) of CPU and, when the gap was within L, saved a
  * sleep and a wake-up: the CPU the poller's thread spends to block in
  * epoll_wait and be woken, which the poller measures on every 16th spell
- * that sleeps (its thread's CPU clock around the call; about 6 us here,
- * far less than the wake-up's latency).  spinpay keeps moving averages
- * of the cost and the gain (1/16 weight each) and the poller spins while
- * the gain outweighs the cost: by a quarter more to start spinning, a
- * quarter less to stop, so that it does not flap.  A spell spent asleep
- * shows its gap only with the wake-up's own latency added (tens of
- * microseconds here), so it counts only when it is plainly beyond L (a
- * miss either way); and while not spinning, every 64th spell spins
- * anyway, to see the gaps as they are, and counts for a quarter (it
- * stands for the 64).  So the poller spins only where requests follow
- * each other by less than a sleep costs: under a client that never
- * pauses.  At 20,000 requests a second (gaps of tens of microseconds)
- * it does not, and at partial load it stops within a few dozen
- * requests.  Only the poller M (one at a time: sched.lastpoll's claim,
- * which orders one poller's updates before the next one's) touches
- * spinpay.
+ * that sleeps (its thread's CPU clock around the call: far less than the
+ * wake-up's latency).  spinpay keeps moving averages of the cost and the
+ * gain (1/16 weight each) and the poller spins while the gain outweighs
+ * the cost: by a quarter more to start spinning, a quarter less to stop,
+ * so that it does not flap.  A spell spent asleep shows its gap only with
+ * the wake-up's own latency added (tens of microseconds here), so it
+ * counts only when it is plainly beyond L (a miss either way); and while
+ * not spinning, every 64th spell spins anyway, to see the gaps as they
+ * are, and counts for a quarter (it stands for the 64).  So the poller
+ * spins only where requests follow each other by less than a sleep
+ * costs, under a client that never pauses; at partial load it stops
+ * within a few dozen requests.  Only the poller M (one at a time:
+ * sched.lastpoll's claim, which orders one poller's updates before the
+ * next one's) touches spinpay.
  */
 /* The gain of a hit until a sleep has been measured. */
 #define SPIN_GAIN_NS (10 * 1000)
