@@ -2007,8 +2007,8 @@ park_impl(gort__unlockf unlockf, void *lock, uint32_t reason,
     g_handoff(mp, gp, next, inherit, locked, post_park, false, t);
 }
 
-static GORT_NOINLINE __attribute__((cold)) void park_traced(gort__unlockf unlockf,
-                                      void *lock, uint32_t reason)
+static GORT_NOINLINE __attribute__((cold)) void
+park_traced(gort__unlockf unlockf, void *lock, uint32_t reason)
 {
     park_impl(unlockf, lock, reason, GT_ON);
 }
@@ -2280,8 +2280,8 @@ ready_impl(struct m *mp, struct g *gp, bool next, enum gtrace t)
     gort__ready_onp(mp, mp->p, gp, next, t);
 }
 
-static GORT_NOINLINE __attribute__((cold)) void ready_traced(struct m *mp, struct g *gp,
-                                       bool next)
+static GORT_NOINLINE __attribute__((cold)) void
+ready_traced(struct m *mp, struct g *gp, bool next)
 {
     ready_impl(mp, gp, next, GT_ON);
 }
