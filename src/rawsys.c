@@ -206,17 +206,6 @@ static bool switches(int32_t tid, uint64_t *out)
     return true;
 }
 
-/* The CPU time the thread has used, in ns (its clock, as
- * pthread_getcpuclockid makes it from the thread id); 0 if unknown. */
-static uint64_t cputime(int32_t tid)
-{
-    clockid_t c = (clockid_t)((~(uint32_t)tid << 3) | 6); /* SCHED clock */
-    struct timespec ts;
-    if (clock_gettime(c, &ts) != 0)
-        return 0;
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static bool same_call(const struct obs *a, const struct obs *b)
 {
     return a->state == OBS_SYSCALL && b->state == OBS_SYSCALL &&
@@ -272,7 +261,7 @@ void gort__rawsys_init(void)
      * inspector changed its G, M and P (nothing it sees orders the two):
      * under it, as under Valgrind, nothing is taken from a thread. */
     bool proc = !gort__valgrind && !(gort__san & GORT_SAN_TSAN) &&
-                proc_shows_own_calls() && cputime(gort__gettid()) != 0;
+                proc_shows_own_calls() && gort__thread_cputime(gort__gettid()) != 0;
     store_relaxed(&gort__rawsys_mode, proc ? RAWSYS_PROC : RAWSYS_SIGNAL);
 }
 
@@ -491,7 +480,7 @@ enum rawsys_result gort__rawsys_inspect(struct p *pp, int64_t now,
     if (!rawsys_lock(mp))
         return RAWSYS_BUSY;
     struct gort__rawseen *s = &mp->rawseen;
-    uint64_t exec = cputime(mp->procid);
+    uint64_t exec = gort__thread_cputime(mp->procid);
     if (s->gp != gp || s->nexecute != nexecute_of(mp))
         rawseen_reset(mp, gp, exec, now);
     enum rawsys_result res = RAWSYS_SKIP;

@@ -1437,6 +1437,9 @@ GORT_HIDDEN const char *gort__stack_guard_name(int guard);
  * ------------------------------------------------------------------------- */
 
 GORT_HIDDEN int32_t gort__gettid(void);
+/* The CPU time thread tid (0: the caller) has used, in ns; 0 if
+ * unknown. */
+GORT_HIDDEN uint64_t gort__thread_cputime(int32_t tid);
 GORT_HIDDEN int gort__newosproc(struct m *mp, void *(*start)(void *));
 GORT_HIDDEN int gort__minit(struct m *mp);
 GORT_HIDDEN void gort__unminit(struct m *mp);

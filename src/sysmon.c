@@ -8,16 +8,16 @@
  * acquirep or startTheWorld wakes it, unless schedtrace output is due.
  * A syscall entered while work waits on its P puts it back on 20 us
  * rounds at once (gort__sysmon_kick).  Its thread has a timer slack of
- * 1 ns: with the default 50 us, a 20 us sleep takes over 100 us here, and
- * every syscall hand-off would wait that long.
+ * 1 ns: with the default 50 us, a 20 us sleep lasts several times as
+ * long, and every syscall hand-off would wait that long.
  * Each round it
  *   - looks at the thread of a G that has held its P for 10 ms (the same
- *     schedtick for forcePreemptNS), or for 1 ms since its P last
- *     looked for due timers when one came due after that look, through
- *     /proc (rawsys.c): asleep in a system call nobody wrapped, its P is
- *     handed off; running the
- *     program's code, the G is asked to yield at its next runtime call
- *     and the thread gets the preemption signal (preempt.c);
+ *     schedtick for forcePreemptNS), or for 1 ms since its P last looked
+ *     for due timers when one came due after that look, through /proc
+ *     (rawsys.c): asleep in a system call nobody wrapped, its P is handed
+ *     off; running the program's code, the G is asked to yield at its
+ *     next runtime call and the thread gets the preemption signal
+ *     (preempt.c);
  *   - retakes a P left in a syscall for a whole round when work waits, or
  *     for 10 ms regardless, and hands it to another M (handoffp);
  *   - signals threads put into a syscall that way that have not come

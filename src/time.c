@@ -294,9 +294,9 @@ void gort__wakenetpoller(int64_t when)
  * wait on descriptors, every P is idle and the sleep would be longer.  In
  * a request-reply exchange under heavy load the next request often comes
  * within that, and then neither does the poller's thread sleep nor does
- * the sender pay to wake it (a futex or epoll wake-up costs 10-60 us
- * here).  Every P idle: no thread of ours wants a CPU, and the spin stops
- * as soon as one does.
+ * the sender pay to wake it (a futex or epoll wake-up and the thread's
+ * switch back in).  Every P idle: no thread of ours wants a CPU, and the
+ * spin stops as soon as one does.
  *
  * The spin pays only when work comes within it.  Each idle spell ends
  * after a gap (until the first event or break); a spin of up to L would
@@ -308,15 +308,14 @@ void gort__wakenetpoller(int64_t when)
  * gain (1/16 weight each) and the poller spins while the gain outweighs
  * the cost: by a quarter more to start spinning, a quarter less to stop,
  * so that it does not flap.  A spell spent asleep shows its gap only with
- * the wake-up's own latency added (tens of microseconds here), so it
- * counts only when it is plainly beyond L (a miss either way); and while
- * not spinning, every 64th spell spins anyway, to see the gaps as they
- * are, and counts for a quarter (it stands for the 64).  So the poller
- * spins only where requests follow each other by less than a sleep
- * costs, under a client that never pauses; at partial load it stops
- * within a few dozen requests.  Only the poller M (one at a time:
- * sched.lastpoll's claim, which orders one poller's updates before the
- * next one's) touches spinpay.
+ * the wake-up's own latency added, so it counts only when it is plainly
+ * beyond L (a miss either way); and while not spinning, every 64th spell
+ * spins anyway, to see the gaps as they are, and counts for a quarter (it
+ * stands for the 64).  So the poller spins only where requests follow
+ * each other by less than a sleep costs, under a client that never
+ * pauses; at partial load it stops within a few dozen requests.  Only the
+ * poller M (one at a time: sched.lastpoll's claim, which orders one
+ * poller's updates before the next one's) touches spinpay.
  */
 /* The gain of a hit until a sleep has been measured. */
 #define SPIN_GAIN_NS (10 * 1000)
@@ -369,14 +368,6 @@ bool gort__spinpay_counts(bool spun, int64_t gap, int64_t spin)
 void gort__spinpay_reset(void)
 {
     memset(&spinpay, 0, sizeof spinpay);
-}
-
-static int64_t thread_cpu(void)
-{
-    struct timespec ts;
-    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
-        return -1;
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 /* The spin limit in ns (0: none).  Relaxed: a setting that a test changes
@@ -442,13 +433,14 @@ int32_t gort__netpoll_sleep(int64_t until, struct gqueue *q)
              * when the thread was off the CPU for a while (it slept). */
             bool sample = eligible && spin_limit() != 0 &&
                           ++spinpay.slept % SPIN_SAMPLE_EVERY == 0;
-            int64_t c0 = sample ? thread_cpu() : -1;
+            int64_t c0 = sample ? (int64_t)gort__thread_cputime(0) : 0;
             int64_t w0 = sample ? gort_nanotime() : 0;
             n = gort__netpoll(delay, q);
-            if (c0 >= 0) {
-                int64_t c1 = thread_cpu(), wall = gort_nanotime() - w0;
-                if (c1 >= c0 && wall > 2 * (c1 - c0) + 2000)
-                    gort__spinpay_sleepcpu(c1 - c0);
+            if (c0 > 0) {
+                int64_t cpu = (int64_t)gort__thread_cputime(0) - c0;
+                int64_t wall = gort_nanotime() - w0;
+                if (cpu >= 0 && wall > 2 * cpu + 2000)
+                    gort__spinpay_sleepcpu(cpu);
             }
         }
         /* The gap: until the event or the break (a break leaves no G but

@@ -1359,8 +1359,8 @@ TEST(spin_policy)
     say("spells spun out of 400 at 40 us gaps: %d\n", spun);
     CHECK_LT(sp_run(128, 40 * 1000), 4);
 
-    /* Where a sleep costs 6 us (this machine's measure): a client that
-     * never pauses still has the poller spin... */
+    /* Where a sleep costs 6 us: a client that never pauses still has the
+     * poller spin... */
     gort__spinpay_reset();
     sp_sleepcpu = 6 * 1000;
     gort__spinpay_sleepcpu(sp_sleepcpu);
