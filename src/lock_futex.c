@@ -75,13 +75,19 @@ void gort__futexsleep(uint32_t *addr, uint32_t val, int64_t ns)
         tsp = &ts;
     }
     /* EINTR, EAGAIN (value changed) and ETIMEDOUT all mean "look again";
-     * the callers loop on the word, so the result is not needed. */
+     * the callers loop on the word, so the result is not needed.  errno
+     * is the program's: a gort call that waited for a lock leaves it as
+     * it was. */
+    int saved_errno = errno;
     syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, val, tsp, NULL, 0);
+    errno = saved_errno;
 }
 
 void gort__futexwake(uint32_t *addr, int cnt)
 {
+    int saved_errno = errno; /* as in gort__futexsleep */
     syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, cnt, NULL, NULL, 0);
+    errno = saved_errno;
 }
 
 static inline void procyield(int n)

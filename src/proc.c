@@ -218,12 +218,14 @@ static inline void after_switch(struct g *prev)
     }
 }
 
-/* Switch away from the running G gp to `to` (g0 or another G), keeping
- * gp's errno; returns when gp runs again, possibly on another M. */
+/* Switch away from the running G gp to `to` (g0 or another G); returns
+ * when gp runs again, possibly on another M, with errno set to
+ * saved_errno: the value the caller read on entry to the gort call, before
+ * anything it did on the way here (a contended lock's futex wait that
+ * fails with EAGAIN, a hand-off) could change it. */
 static inline void g_switch(struct m *mp, struct g *gp, struct g *to,
-                            bool dying)
+                            bool dying, int saved_errno)
 {
-    int saved_errno = *mp->errnop;
     struct g *prev = switch_to(gp, to, gp, dying);
     mp = gort__getm(); /* maybe another thread now */
     void (*fn)(struct m *, struct g *) = mp->post_fn;
@@ -245,7 +247,7 @@ static void mcall(struct g *(*fn)(struct g *), bool dying)
     struct m *mp = gort__getm_raw();
     struct g *gp = mp->curg;
     mp->mcall_fn = fn;
-    g_switch(mp, gp, mp->g0, dying);
+    g_switch(mp, gp, mp->g0, dying, *mp->errnop);
 }
 
 void gort__mcall(struct g *(*fn)(struct g *))
@@ -1459,14 +1461,14 @@ static void schedule(void)
 static inline __attribute__((always_inline)) void
 g_handoff(struct m *mp, struct g *gp, struct g *next, bool inherit,
           bool locked, void (*post)(struct m *, struct g *), bool dying,
-          enum gtrace t)
+          enum gtrace t, int saved_errno)
 {
     store_relaxed(&gp->m, NULL);
     mp->post_locked = locked;
     mp->post_fn = post;
     execute_prep(mp, next, inherit, t);
     mp->locks--; /* pick_handoff's; post_fn guards the rest */
-    g_switch(mp, gp, next, dying);
+    g_switch(mp, gp, next, dying, saved_errno);
 }
 
 static void post_unlock_sched(struct m *mp)
@@ -1859,7 +1861,7 @@ goexit_handoff(struct m *mp, struct g *gp, enum gtrace t)
         mcall(goexit0, true);
     gort__casgstatus_t(gp, G_RUNNING, G_DEAD, t);
     gclear(gp);
-    g_handoff(mp, gp, next, inherit, locked, post_goexit, true, t);
+    g_handoff(mp, gp, next, inherit, locked, post_goexit, true, t, 0);
     gort__throw("goexit: dead goroutine resumed");
 }
 
@@ -1983,6 +1985,7 @@ park_impl(gort__unlockf unlockf, void *lock, uint32_t reason,
           enum gtrace t)
 {
     struct m *mp = gort__getm();
+    int saved_errno = *mp->errnop;
     struct g *gp = mp->curg;
     if (GORT_UNLIKELY(!gp))
         gort__throw("park: not on a goroutine");
@@ -2000,11 +2003,12 @@ park_impl(gort__unlockf unlockf, void *lock, uint32_t reason,
         /* Not mcall's assertions: the caller may hold the lock that
          * unlockf releases on g0, so m->locks may be raised here. */
         mp->mcall_fn = park_m;
-        g_switch(mp, gp, mp->g0, false);
+        g_switch(mp, gp, mp->g0, false, saved_errno);
         return;
     }
     gort__casgstatus_t(gp, G_RUNNING, G_WAITING, t);
-    g_handoff(mp, gp, next, inherit, locked, post_park, false, t);
+    g_handoff(mp, gp, next, inherit, locked, post_park, false, t,
+              saved_errno);
 }
 
 static GORT_NOINLINE __attribute__((cold)) void
@@ -2162,6 +2166,9 @@ GORT_NOINLINE struct m *gort__getm_slow(void)
             return NULL;
         return needm();
     }
+    /* The errno of the program's unwrapped call, which the settling below
+     * may change and which follows the G if it moves. */
+    int saved_errno = *mp->errnop;
     /* An inspector claimed this thread while it slept in a call nobody
      * wrapped (rawsys.c): settle the claim before anything else. */
     if (load_acq(&mp->rawmark) != RAWMARK_NONE)
@@ -2173,7 +2180,9 @@ GORT_NOINLINE struct m *gort__getm_slow(void)
         gort__exitsyscall_m(mp, mp->curg);
     else
         gort__setm_fast(mp);
-    return gort__getm_raw();
+    mp = gort__getm_raw();
+    *mp->errnop = saved_errno;
+    return mp;
 }
 
 /* Teardown: forget extra Ms whose threads still live (their threads free
@@ -2352,6 +2361,7 @@ static void post_gosched_local(struct m *mp, struct g *prev)
  * up Gs only to a P that runs dry), so there the yield is Go's. */
 static void gosched(struct m *mp, struct g *gp, bool preempted)
 {
+    int saved_errno = *mp->errnop;
     struct p *pp = mp->p;
     /* Relaxed: GOMAXPROCS changes stop the world, and this G runs; the
      * queue lengths are hints (the owner's view of its own ring, which
@@ -2367,12 +2377,14 @@ static void gosched(struct m *mp, struct g *gp, bool preempted)
     bool inherit, locked;
     struct g *next = pick_handoff(mp, pp, &inherit, &locked, local);
     if (!next) {
-        mcall(gosched_m, false);
+        mp->mcall_fn = gosched_m;
+        g_switch(mp, gp, mp->g0, false, saved_errno);
         return;
     }
     gort__casgstatus(gp, G_RUNNING, G_RUNNABLE);
     g_handoff(mp, gp, next, inherit, locked,
-              local ? post_gosched_local : post_gosched, false, GT_CHECK);
+              local ? post_gosched_local : post_gosched, false, GT_CHECK,
+              saved_errno);
 }
 
 static inline __attribute__((always_inline)) void gosched_common(void)
