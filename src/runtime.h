@@ -1340,7 +1340,7 @@ static inline bool gort__isidlep(int32_t id)
 GORT_HIDDEN int gort__preempt_init(void);
 GORT_HIDDEN void gort__preempt_fini(void);
 /* Whether the poller's spin pays (time.c): spin now (SPINPAY_*: while it
- * does not pay, every 64th idle spell probes)?  Does an idle spell that
+ * does not pay, one idle spell in 64 to 1,024 probes)?  Does an idle spell that
  * ended after gap ns, spun or slept, tell anything?  Record it (probe: it
  * was a probe).  Reset (gort_main's start, and tests).  The poller M
  * only. */

@@ -309,13 +309,19 @@ void gort__wakenetpoller(int64_t when)
  * the cost: by a quarter more to start spinning, a quarter less to stop,
  * so that it does not flap.  A spell spent asleep shows its gap only with
  * the wake-up's own latency added, so it counts only when it is plainly
- * beyond L (a miss either way); and while not spinning, every 64th spell
- * spins anyway, to see the gaps as they are, and counts for a quarter (it
- * stands for the 64).  So the poller spins only where requests follow
- * each other by less than a sleep costs, under a client that never
- * pauses; at partial load it stops within a few dozen requests.  Only the
- * poller M (one at a time: sched.lastpoll's claim, which orders one
- * poller's updates before the next one's) touches spinpay.
+ * beyond L (a miss either way); and while not spinning, a spell now and
+ * then spins anyway, to see the gaps as they are, and counts for a quarter
+ * (it stands for many).  A probe that misses costs L, so the probes back
+ * off while they miss: the next comes twice as many spells later after a
+ * miss, half as many after a hit, between 64 and 1,024.  At partial load,
+ * where most probes miss, that is L/1,024 a request instead of L/64; when
+ * the gaps shorten, the probes come every 64th spell again within a few
+ * thousand spells (a few dozen milliseconds at the rates that need the
+ * spin).  So the poller spins only where requests follow each other by
+ * less than a sleep costs, under a client that never pauses; at partial
+ * load it stops within a few dozen requests.  Only the poller M (one at a
+ * time: sched.lastpoll's claim, which orders one poller's updates before
+ * the next one's) touches spinpay.
  */
 /* The gain of a hit until a sleep has been measured. */
 #define SPIN_GAIN_NS (10 * 1000)
@@ -323,19 +329,25 @@ void gort__wakenetpoller(int64_t when)
 #define SPIN_WAKE_SLACK_NS (200 * 1000)
 /* One slept spell in this many has its CPU measured. */
 #define SPIN_SAMPLE_EVERY 16
+/* Spells between probes while not spinning: doubled after a probe that
+ * misses, halved after one that hits, within these bounds. */
+#define SPIN_PROBE_FIRST 64
+#define SPIN_PROBE_MOST 1024
 static struct {
-    int64_t cost, gain; /* ns, moving averages over idle spells */
-    int64_t sleepcpu;   /* ns, a sleep's CPU (0: not measured yet) */
-    bool off;           /* not spinning: the gain fell behind */
-    uint32_t spells;    /* idle spells while off, for the probes */
-    uint32_t slept;     /* spells that slept, for the samples */
+    int64_t cost, gain;   /* ns, moving averages over idle spells */
+    int64_t sleepcpu;     /* ns, a sleep's CPU (0: not measured yet) */
+    bool off;             /* not spinning: the gain fell behind */
+    uint32_t spells;      /* idle spells since the last probe, while off */
+    uint32_t probe_every; /* spells between probes (0: the first) */
+    uint32_t slept;       /* spells that slept, for the samples */
 } spinpay;
 
 void gort__spinpay_record(int64_t gap, int64_t spin, bool probe)
 {
     int64_t saved = spinpay.sleepcpu ? spinpay.sleepcpu : SPIN_GAIN_NS;
-    int64_t cost = gap < spin ? gap : spin;
-    int64_t gain = gap <= spin ? saved : 0;
+    bool hit = gap <= spin;
+    int64_t cost = hit ? gap : spin;
+    int64_t gain = hit ? saved : 0;
     int shift = probe ? 2 : 4;
     spinpay.cost += (cost - spinpay.cost) / (1 << shift);
     spinpay.gain += (gain - spinpay.gain) / (1 << shift);
@@ -343,6 +355,12 @@ void gort__spinpay_record(int64_t gap, int64_t spin, bool probe)
         spinpay.off = 4 * spinpay.gain <= 5 * spinpay.cost;
     else
         spinpay.off = 4 * spinpay.gain < 3 * spinpay.cost;
+    uint32_t every = spinpay.probe_every ? spinpay.probe_every
+                                         : SPIN_PROBE_FIRST;
+    if (probe && hit && every > SPIN_PROBE_FIRST)
+        spinpay.probe_every = every / 2;
+    else if (probe && !hit && every < SPIN_PROBE_MOST)
+        spinpay.probe_every = every * 2;
 }
 
 void gort__spinpay_sleepcpu(int64_t cpu)
@@ -357,7 +375,12 @@ int gort__spinpay_spin(void)
 {
     if (!spinpay.off)
         return SPINPAY_SPIN;
-    return ++spinpay.spells % 64 == 0 ? SPINPAY_PROBE : SPINPAY_SLEEP;
+    uint32_t every = spinpay.probe_every ? spinpay.probe_every
+                                         : SPIN_PROBE_FIRST;
+    if (++spinpay.spells < every)
+        return SPINPAY_SLEEP;
+    spinpay.spells = 0;
+    return SPINPAY_PROBE;
 }
 
 bool gort__spinpay_counts(bool spun, int64_t gap, int64_t spin)

@@ -1343,16 +1343,23 @@ TEST(spin_policy)
     int spun = sp_run(64, 1000 * 1000);
     say("spells spun out of 64 at 1 ms gaps: %d\n", spun);
     CHECK_LT(spun, 64);
-    /* ... and then only the probes spin, one in 64. */
-    int probes = sp_run(640, 1000 * 1000);
-    say("spells spun out of 640 more: %d\n", probes);
+    /* ... and then only the probes spin: the 64th spell, then ever fewer
+     * as they miss (64 + 128 + ... + 1,024 + 1,024 + 1,024 = 4,032)... */
+    int probes = sp_run(4096, 1000 * 1000);
+    say("spells spun out of 4,096 more: %d\n", probes);
+    CHECK_GE(probes, 6);
+    CHECK_LE(probes, 8);
+    /* ... down to one in 1,024. */
+    probes = sp_run(10240, 1000 * 1000);
+    say("spells spun out of 10,240 more: %d\n", probes);
     CHECK_GE(probes, 9);
     CHECK_LE(probes, 11);
-    /* Short gaps again: the probes see them, and it spins again within a
-     * few hundred spells. */
-    spun = sp_run(640, 5 * 1000);
-    say("spells spun out of 640 at 5 us gaps after the pause: %d\n", spun);
-    CHECK_GE(spun, 200);
+    /* Short gaps again: the probes see them and come more often (1,024
+     * + 512 + ... + 64 spells), and it spins again within a few thousand
+     * spells. */
+    spun = sp_run(4096, 5 * 1000);
+    say("spells spun out of 4,096 at 5 us gaps after the pause: %d\n", spun);
+    CHECK_GE(spun, 1024);
     CHECK_EQ(sp_run(100, 5 * 1000), 100);
     /* Gaps of 40 us: 40 us of CPU a spell against 20 us saved: it stops. */
     spun = sp_run(400, 40 * 1000);
