@@ -146,6 +146,9 @@ _Static_assert(GORT_RUNQ_SIZE >= 2 &&
 #define GORT_SYSMON_MIN_US 20
 #define GORT_SYSMON_MAX_US 10000
 #define GORT_SYSMON_IDLE_ROUNDS 50
+/* sysmon's round after one that found every P idle, once its rounds are
+ * at their longest (sysmon.c). */
+#define GORT_SYSMON_ALLIDLE_US 20000
 /* Free G cache per P: spill to the global list at 64, down to 32 (gfput). */
 #define GORT_GFREE_MAX 64
 #define GORT_GFREE_KEEP 32

@@ -3,9 +3,15 @@
  * scheduler.  Mirrors sysmon and retake (proc.go).
  *
  * It sleeps 20 us between rounds; after 50 rounds in which it had nothing
- * to do it doubles the sleep, up to 10 ms.  When every P has been idle
- * for three rounds of 10 ms (or the world is stopped) it sleeps until
- * acquirep or startTheWorld wakes it, unless schedtrace output is due.
+ * to do it doubles the sleep, up to 10 ms.  A round of 10 ms that finds
+ * every P idle is followed by one of 20 ms: there is no G to watch at
+ * that moment, and a server at partial load, whose Ps are idle nearly
+ * always, would otherwise pay a timed wake-up (tens of microseconds of
+ * CPU in a virtual machine) a hundred times a second; a G that takes a P
+ * just after such a round is preempted after 30 ms at worst instead of
+ * 20.  When every P has been idle for three rounds at their longest (or
+ * the world is stopped) it sleeps until acquirep or startTheWorld wakes
+ * it, unless schedtrace output is due.
  * A syscall entered while work waits on its P puts it back on 20 us
  * rounds at once (gort__sysmon_kick).  Its thread has a timer slack of
  * 1 ns: with the default 50 us, a 20 us sleep lasts several times as
@@ -323,6 +329,8 @@ static void *sysmon(void *arg)
     struct m *mp = arg;
     gort__setm(mp);
     mp->procid = gort__gettid();
+    /* Named for top -H, /proc and debuggers (best effort). */
+    pthread_setname_np(pthread_self(), "gort-sysmon");
     if (GORT_UNLIKELY(gort__san))
         gort__san_thread_start(NULL, 1); /* runs only gort's code */
     /* Precise short sleeps (see the file comment).  Best effort. */
@@ -332,6 +340,7 @@ static void *sysmon(void *arg)
     uint64_t lastactivity = 0;
     int64_t wake = 0; /* the next P deadline retake saw (0: none) */
     bool quick = false; /* one short round, then the rounds as they were */
+    bool sawidle = false; /* the last round found every P idle */
     for (;;) {
         if (idle == 0)
             delay_us = GORT_SYSMON_MIN_US;
@@ -340,6 +349,8 @@ static void *sysmon(void *arg)
         if (delay_us > GORT_SYSMON_MAX_US)
             delay_us = GORT_SYSMON_MAX_US;
         int64_t sleep_us = quick ? GORT_SYSMON_MIN_US : delay_us;
+        if (sawidle && !quick && delay_us >= GORT_SYSMON_MAX_US)
+            sleep_us = GORT_SYSMON_ALLIDLE_US;
         quick = false;
         /* Not past a running P's timer: a backed-off sysmon would
          * otherwise let it wait up to a whole round. */
@@ -373,6 +384,7 @@ static void *sysmon(void *arg)
         uint64_t act = activity();
         bool allidle = load_relaxed(&gort__sched.npidle) ==
                        load_relaxed(&gort__gomaxprocs);
+        sawidle = allidle;
         quiet = delay_us >= GORT_SYSMON_MAX_US && allidle &&
                         act == lastactivity
                     ? quiet + 1

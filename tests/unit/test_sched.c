@@ -31,6 +31,11 @@
  *                            mode (x87 and SSE on x86-64, FPCR on aarch64),
  *                            keeps it across a yield, and does not pass it
  *                            on to goroutines it switches to
+ *   idle_cost                an idle runtime uses at most 2 ms of CPU and
+ *                            20 context switches in 2 s
+ *   sysmon_light_load        with every P idle at nearly every round but
+ *                            work every 2 ms, sysmon (thread gort-sysmon)
+ *                            sleeps 30-70 times a second, not 100
  *
  * Sizes shrink under AddressSanitizer and ThreadSanitizer, which make
  * every goroutine and switch many times more expensive: million runs
@@ -44,6 +49,7 @@
 
 #include <sys/resource.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fenv.h>
 #include <pthread.h>
@@ -1377,4 +1383,68 @@ TEST(idle_cost)
         (long long)cpu, switches);
     CHECK_LE(cpu, 2000);
     CHECK_LE(switches, 20);
+}
+
+/* ---------------------------------------------------------------------------
+ * sysmon_light_load: a server at light load has every P idle at almost
+ * every sysmon round, yet never idle long enough for sysmon's deep sleep.
+ * sysmon then sleeps 20 ms after each round that found every P idle,
+ * not 10: main wakes every 2 ms for a moment for 1 s, and sysmon's thread
+ * (named gort-sysmon) goes to sleep about 50 times, not 100.
+ * ------------------------------------------------------------------------- */
+
+/* Voluntary context switches of the thread named name, or -1. */
+static long thread_nvcsw(const char *name)
+{
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return -1;
+    long n = -1;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < 0) {
+        char path[300], comm[32] = "";
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        bool match = fgets(comm, sizeof comm, f) &&
+                     strncmp(comm, name, strlen(name)) == 0;
+        fclose(f);
+        if (!match)
+            continue;
+        snprintf(path, sizeof path, "/proc/self/task/%s/status", e->d_name);
+        if (!(f = fopen(path, "r")))
+            continue;
+        char line[128];
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "voluntary_ctxt_switches: %ld", &n) == 1)
+                break;
+        fclose(f);
+    }
+    closedir(d);
+    return n;
+}
+
+static long sl_rounds;
+
+static void sl_main(void *arg)
+{
+    (void)arg;
+    gort_sleep(100 * 1000 * 1000); /* sysmon on its long rounds */
+    long before = thread_nvcsw("gort-sysmon");
+    int64_t end = gort_nanotime() + 1000 * 1000 * 1000;
+    while (gort_nanotime() < end)
+        gort_sleep(2 * 1000 * 1000);
+    long after = thread_nvcsw("gort-sysmon");
+    CHECK_GE(before, 0);
+    sl_rounds = after - before;
+}
+
+TEST(sysmon_light_load)
+{
+    setenv("GORTMAXPROCS", "1", 1);
+    run_main(sl_main, NULL);
+    say("sysmon slept %ld times in 1 s of light load\n", sl_rounds);
+    CHECK_GE(sl_rounds, 30);
+    CHECK_LE(sl_rounds, 70);
 }
