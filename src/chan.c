@@ -388,9 +388,7 @@ bool gort__chanrecv(struct m *mp, struct gort_chan *c, void *ep, bool block,
 /* The M of a goroutine, or a fatal error naming the caller. */
 static inline struct m *chan_m(const char *who)
 {
-    struct m *mp = gort__getm();
-    if (GORT_UNLIKELY(!mp || !mp->curg))
-        gort__throw("%s: not called from a goroutine", who);
+    struct m *mp = gort__need_goroutine(who);
     if (GORT_UNLIKELY(load_relaxed(&mp->curg->preempt))) {
         gort__preempt_check_m(mp);
         mp = gort__getm(); /* the yield may have moved us */

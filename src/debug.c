@@ -158,13 +158,14 @@ static void start_dying(void)
     abort();
 }
 
-static GORT_NORETURN void die(const char *fmt, va_list ap)
+static GORT_NORETURN void die(bool runtime_frames, const char *fmt,
+                              va_list ap)
 {
     start_dying();
     char msg[768];
     vsnprintf(msg, sizeof msg, fmt, ap);
     gort__printf(2, "gort: fatal error: %s\n\n", msg);
-    gort__traceback_fatal(2, NULL);
+    gort__traceback_fatal(2, NULL, runtime_frames);
     signal(SIGABRT, SIG_DFL);
     abort();
 }
@@ -185,7 +186,7 @@ void gort__sigquit(int sig, void *info, void *uc)
         snprintf(mid, sizeof mid, "%lld", (long long)mp->id);
     gort__printf(2, "SIGQUIT: quit\nPC=0x%lx m=%s sigcode=%d\n\n",
                  (unsigned long)t.pc, mid, ((siginfo_t *)info)->si_code);
-    gort__traceback_fatal(2, &t);
+    gort__traceback_fatal(2, &t, false);
     _exit(2);
 }
 
@@ -193,14 +194,19 @@ void gort__throw(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    die(fmt, ap);
+    die(true, fmt, ap);
 }
 
 void gort__fatal(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    die(fmt, ap);
+    die(false, fmt, ap);
+}
+
+void gort__fatal_no_goroutine(const char *who)
+{
+    gort__fatal("%s: not called from a goroutine", who);
 }
 
 void gort__throw_assert(const char *cond, const char *file, int line)

@@ -267,7 +267,7 @@ static void fault_handler(int sig, siginfo_t *info, void *uctx)
                      gort__stack_guard_name(gp->stack.guard), (void *)addr,
                      kind);
         /* The overflowing goroutine's frames, from where it faulted. */
-        gort__traceback_fatal(2, &t);
+        gort__traceback_fatal(2, &t, false);
         signal(SIGABRT, SIG_DFL);
         abort();
     }

@@ -1908,9 +1908,7 @@ void gort_goexit(void)
 {
     /* Never left: the goroutine's last switch leaves it (san.c). */
     gort__san_enter();
-    struct g *gp = gort__getg();
-    if (!gp)
-        gort__fatal("gort_goexit called outside a goroutine");
+    struct g *gp = gort__need_goroutine("gort_goexit")->curg;
     if (gort__san & GORT_SAN_TSAN)
         gp->tsan_stale = true; /* frames that never return (san.c) */
     if (gp->is_main)
@@ -1985,10 +1983,10 @@ park_impl(gort__unlockf unlockf, void *lock, uint32_t reason,
           enum gtrace t)
 {
     struct m *mp = gort__getm();
-    int saved_errno = *mp->errnop;
-    struct g *gp = mp->curg;
-    if (GORT_UNLIKELY(!gp))
+    struct g *gp = mp ? mp->curg : NULL;
+    if (GORT_UNLIKELY(!gp)) /* every caller has checked */
         gort__throw("park: not on a goroutine");
+    int saved_errno = *mp->errnop;
     gp->waitreason = reason;
     gp->waitsince = load_relaxed(&gort__sched.coarsenow);
     if (GORT_UNLIKELY(gp->foreign)) {

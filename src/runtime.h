@@ -1046,6 +1046,22 @@ static inline struct g *gort__getg(void)
     return mp ? mp->curg : NULL;
 }
 
+/* The fatal error of a goroutine-only call (who) made where no goroutine
+ * runs: before gort_main, after it returned, or on a thread gort did not
+ * create where the call needs a P. */
+GORT_HIDDEN GORT_NORETURN __attribute__((cold)) void
+gort__fatal_no_goroutine(const char *who);
+/* The calling goroutine's M, or the fatal error of a goroutine-only call
+ * (who: the public function's name) made where no goroutine runs.  The
+ * one test of "called from a goroutine" every such call makes. */
+static inline struct m *gort__need_goroutine(const char *who)
+{
+    struct m *mp = gort__getm();
+    if (GORT_UNLIKELY(!mp || !mp->curg))
+        gort__fatal_no_goroutine(who);
+    return mp;
+}
+
 /* ---------------------------------------------------------------------------
  * Run queues (runq.c).
  * ------------------------------------------------------------------------- */
@@ -1494,9 +1510,13 @@ GORT_HIDDEN void gort__stw_record_total(int64_t began, int64_t now);
  * Debugging (debug.c).
  * ------------------------------------------------------------------------- */
 
+/* A broken runtime invariant (Go's throw): "fatal error: msg" and the
+ * goroutine dump with gort's own frames in it, whatever GORTTRACEBACK
+ * says short of none (the bug is in them). */
 GORT_HIDDEN GORT_NORETURN void gort__throw(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)));
-/* Fatal error with the goroutine dump; for user misuse (Go's fatal/panic). */
+/* A misuse by the program (Go's fatal): "fatal error: msg" and the
+ * goroutine dump as GORTTRACEBACK says (the program's frames). */
 GORT_HIDDEN GORT_NORETURN void gort__fatal(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)));
 /* Goroutine dumps with backtraces (traceback.c).  GORTTRACEBACK's levels:
@@ -1512,8 +1532,10 @@ struct gort_trap {
 GORT_HIDDEN void gort__trap_from_ucontext(struct gort_trap *t, const void *uc);
 /* The dump of a fatal error or signal, as GORTTRACEBACK says: the
  * goroutine this thread runs (from trap when a signal handler calls, else
- * NULL), then every other one. */
-GORT_HIDDEN void gort__traceback_fatal(int fd, const struct gort_trap *trap);
+ * NULL), then every other one; gort's own frames too when runtime_frames
+ * (a throw) or GORTTRACEBACK=system. */
+GORT_HIDDEN void gort__traceback_fatal(int fd, const struct gort_trap *trap,
+                                       bool runtime_frames);
 /* Parse GORTTRACEBACK; on error print a message and return dflt. */
 GORT_HIDDEN int32_t gort__parse_traceback(const char *s, int32_t dflt);
 /* The SIGQUIT handler's work: report, dump every goroutine, exit 2. */

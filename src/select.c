@@ -305,8 +305,7 @@ select_common(gort_case *cases, int ncases, bool san)
         }
     }
     gort__preempt_check();
-    if (!gort__getg())
-        gort__throw("gort_select: not on a goroutine");
+    gort__need_goroutine("gort_select");
     if (nlive == 0 && dflt >= 0)
         return dflt;
     if (nlive == 1)

@@ -322,9 +322,10 @@ void gort__semacquire1(uint32_t *addr, bool lifo, uint32_t reason)
         gort__preempt_check();
         return;
     }
-    struct g *gp = gort__getg();
-    if (!gp)
-        gort__throw("semacquire: not on a goroutine");
+    struct g *gp =
+        gort__need_goroutine("gort_mutex_lock, gort_rwmutex_*lock or "
+                             "gort_waitgroup_wait")
+            ->curg;
     struct semawaiter s;
     struct semaroot *root = semroot(addr);
     for (;;) {
@@ -445,9 +446,7 @@ void gort__notifylistwait(gort_cond *c, uint32_t t)
         gort__spinunlock(l); /* already notified */
         return;
     }
-    struct g *gp = gort__getg();
-    if (!gp)
-        gort__throw("notifylistwait: not on a goroutine");
+    struct g *gp = gort__need_goroutine("gort_cond_wait")->curg;
     struct notifywaiter s = {gp, t, NULL};
     if (c->tail)
         ((struct notifywaiter *)c->tail)->next = &s;

@@ -531,9 +531,9 @@ bool gort__gtimer_stop(struct gtimer *t)
 
 static struct p *current_p(const char *who)
 {
-    struct m *mp = gort__getm();
-    if (!mp || !mp->p)
-        gort__throw("%s: not called from a goroutine", who);
+    struct m *mp = gort__need_goroutine(who);
+    if (!mp->p) /* a thread gort did not create: no P for its timers */
+        gort__fatal_no_goroutine(who);
     return mp->p;
 }
 
@@ -634,9 +634,7 @@ static inline __attribute__((always_inline)) void sleep_common(int64_t ns)
     gort__preempt_check();
     if (ns <= 0)
         return;
-    struct g *gp = gort__getg();
-    if (!gp)
-        gort__throw("gort_sleep: not called from a goroutine");
+    struct g *gp = gort__need_goroutine("gort_sleep")->curg;
     struct gtimer t;
     memset(&t, 0, sizeof t);
     t.idx = -1;

@@ -610,14 +610,15 @@ GORT_NO_TSAN static void dump_gs(struct dumper *d, bool all)
             dump_one(d, allgs[i]);
 }
 
-void gort__traceback_fatal(int fd, const struct gort_trap *trap)
+void gort__traceback_fatal(int fd, const struct gort_trap *trap,
+                           bool runtime_frames)
 {
     int32_t level = gort__traceback_level;
     if (level == TRACEBACK_NONE)
         return;
     struct dumper d;
     dumper_init(&d, fd, (uintptr_t)__builtin_frame_address(0), trap,
-                level == TRACEBACK_SYSTEM);
+                runtime_frames || level == TRACEBACK_SYSTEM);
     dump_gs(&d, level != TRACEBACK_SINGLE);
     dumper_fini(&d);
 }

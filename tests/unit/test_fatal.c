@@ -28,6 +28,8 @@
  *                            "thread exhaustion"
  *   send_closed ... no_deadlock_timer  channels, select and timers (their
  *                            section below lists them)
+ *   no_goroutine_* ... throw_runtime_frames  misuse against broken
+ *                            invariants (the last section lists them)
  *
  * Child programs print progress on stdout (flushed at once: abort() does
  * not flush stdio buffers), so that the parent can tell how far they got.
@@ -796,5 +798,82 @@ TEST(no_deadlock_timer)
     CHECK_GE(atoll(s + 6), 200);
     CHECK_STR_CONTAINS(r.out, "received\n");
     CHECK_STR_CONTAINS(r.out, "returned\n");
+    test_child_free(&r);
+}
+
+/* ---------------------------------------------------------------------------
+ * Misuse and broken invariants: a goroutine-only call made where no
+ * goroutine runs is the program's error (its message names the call); a
+ * runtime invariant that fails (gort__throw) shows gort's own frames in
+ * the dump, which a misuse (gort__fatal) leaves out.
+ *
+ *   no_goroutine_sleep, no_goroutine_send  gort_sleep and gort_chan_send
+ *                            before gort_main: "<call>: not called from a
+ *                            goroutine"
+ *   throw_runtime_frames     gort__throw in a goroutine: its own frame in
+ *                            the dump; gort__fatal: not
+ * ------------------------------------------------------------------------- */
+
+TEST(no_goroutine_sleep_child)
+{
+    say("stage\n");
+    gort_sleep(1000 * 1000);
+    say("after\n"); /* never */
+}
+
+TEST(no_goroutine_sleep)
+{
+    struct test_child r;
+    expect_fatal("no_goroutine_sleep_child",
+                 "gort_sleep: not called from a goroutine", &r);
+    test_child_free(&r);
+}
+
+TEST(no_goroutine_send_child)
+{
+    gort_chan *ch;
+    CHECK_EQ(gort_chan_make(&ch, sizeof(int), 1), 0);
+    say("stage\n");
+    gort_chan_send(ch, &(int){1});
+    say("after\n"); /* never */
+}
+
+TEST(no_goroutine_send)
+{
+    struct test_child r;
+    expect_fatal("no_goroutine_send_child",
+                 "gort_chan_send: not called from a goroutine", &r);
+    test_child_free(&r);
+}
+
+static GORT_NOINLINE void tr_fail(void *arg)
+{
+    say("stage\n");
+    if (arg)
+        gort__throw("an invariant, broken on purpose");
+    gort__fatal("a misuse, on purpose");
+}
+
+TEST(throw_runtime_frames_child)
+{
+    gort_main(tr_fail, (void *)1);
+}
+
+TEST(fatal_program_frames_child)
+{
+    gort_main(tr_fail, NULL);
+}
+
+TEST(throw_runtime_frames)
+{
+    struct test_child r;
+    expect_fatal("throw_runtime_frames_child",
+                 "an invariant, broken on purpose", &r);
+    CHECK_STR_CONTAINS(r.err, "\ngort__throw(");
+    CHECK_STR_CONTAINS(r.err, "\ntr_fail(");
+    test_child_free(&r);
+    expect_fatal("fatal_program_frames_child", "a misuse, on purpose", &r);
+    CHECK(strstr(r.err, "\ngort__fatal(") == NULL);
+    CHECK_STR_CONTAINS(r.err, "\ntr_fail(");
     test_child_free(&r);
 }
