@@ -60,6 +60,15 @@
 #define store_seqcst(p, v) __atomic_store_n((p), (v), __ATOMIC_SEQ_CST)
 #define cas_seqcst(p, old, new_)                                               \
     gort__cas_impl((p), (old), (new_), __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)
+/* A seq-cst CAS from *expp to new_ that, when it fails, leaves the value
+ * it found in *expp. */
+#define cas_seqcst_seen(p, expp, new_)                                         \
+    __atomic_compare_exchange_n((p), (expp), (new_), 0, __ATOMIC_SEQ_CST,     \
+                                __ATOMIC_SEQ_CST)
+
+/* A compiler-only barrier: keeps the compiler from moving memory accesses
+ * across it, orders nothing between processors (a signal fence). */
+#define compiler_barrier() __atomic_signal_fence(__ATOMIC_SEQ_CST)
 
 /* Spin-wait hint: PAUSE on x86-64, YIELD on aarch64.  Mirrors procyield. */
 static inline void gort__cpu_relax(void)

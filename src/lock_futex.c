@@ -58,11 +58,11 @@ enum { NOTE_CLEAR = 0, NOTE_WOKEN = 1, NOTE_SLEEPING = 2 };
 
 /* Spin counts from lock_futex.go: 4 rounds of 30 PAUSEs, then 1 yield.
  * The fenced protocol yields up to 16 times before it sleeps: its way to
- * sleep, membarrier, took 23 us here with another thread of the process
- * running (an interrupt to the other CPU, which a virtual machine pays
- * twice), a yield about 1 us.  With one yield, spawn on 2 Ps made 1,866
- * membarrier calls a million goroutines and ran 1.39 times as long as
- * with the exchange protocol; with 16, 32 calls and 0.91 times as long. */
+ * sleep, membarrier, interrupts every other CPU running a thread of the
+ * process (which a virtual machine pays twice) and costs tens of yields;
+ * with one yield, contended locks made it often enough to slow the
+ * scheduler down (docs/design.md, "Runtime mutexes unlock with a store",
+ * has the figures). */
 enum { ACTIVE_SPIN = 4, ACTIVE_SPIN_CNT = 30, PASSIVE_SPIN = 1,
        PASSIVE_SPIN_FENCED = 16 };
 

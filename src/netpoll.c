@@ -45,9 +45,10 @@
  * dropped (Go's fdseq tagging).
  *
  * Invariants:
- *   - rg/wg change only by CAS (atomics), pd->lock guards open/close and
- *     the free list; it is an object lock (lock order 1) and is never held
- *     while a timer's lock is taken.
+ *   - rg/wg change only by CAS (atomics).  pollcache.lock (a spinlock)
+ *     guards the fd table, the free list and the list of every pollDesc;
+ *     it is held with no other runtime lock (runtime.h's lock order) and
+ *     never while a timer's lock is taken.
  *   - A slot holds at most one G.
  */
 #include "runtime.h"

@@ -417,10 +417,8 @@ static bool claim_and_commit(struct m *self, struct m *mp, struct p *pp,
      * wakes after them, sees NULL and takes gort__getm_slow).  Already
      * NULL: an earlier claim was withdrawn while the thread slept, or it
      * woke without entering gort since; it takes the slow path anyway. */
-    bool cleared = __atomic_compare_exchange_n(mp->mfastp, &expect, NULL,
-                                               false, __ATOMIC_SEQ_CST,
-                                               __ATOMIC_SEQ_CST) ||
-                   expect == NULL;
+    bool cleared =
+        cas_seqcst_seen(mp->mfastp, &expect, NULL) || expect == NULL;
     struct obs again;
     uint64_t c2 = 0;
     if (cleared) {

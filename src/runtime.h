@@ -402,8 +402,8 @@ GORT_HIDDEN __attribute__((cold)) void gort__gtrack_ran(struct g *gp);
  * GT_CHECK looks at gort__trace_on, one load and a predictable branch.
  * The hottest paths (park, ready, goexit, gort_go in proc.c) look once on
  * entry instead and run a body made with GT_OFF or GT_ON: the untraced
- * body then has no call to keep registers around (measured: a call site
- * in gort__ready_m cost 9 instructions a wake-up in saved registers).
+ * body then has no call to keep registers around (a call site costs
+ * saved registers on every wake-up).
  * The flag cannot change meanwhile: it changes only while the world is
  * stopped, and those paths hold their P throughout.
  */
@@ -1669,7 +1669,7 @@ static inline void gort__unlock_word(gort_lock *l)
          * store is visible, which the sleeper's membarrier covers
          * (lock_futex.c). */
         store_rel(&l->key, 0);
-        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        compiler_barrier();
         if (GORT_UNLIKELY(load_relaxed(&l->nsleep) != 0))
             gort__futexwake(&l->key, 1);
         return;
@@ -1696,8 +1696,8 @@ static inline void gort__unlock_m(struct m *mp, gort_lock *l)
  * hands one to the next G on the same M, which releases it at once).
  * Waiters spin, then yield the thread, and never sleep in the kernel, so
  * with nobody to wake unlock is a release store: no locked instruction
- * (chanstream: 30 -> 20 ns an item, against the exchange the runtime
- * mutex then used), and no sleeper needs to fence (the runtime mutex's
+ * (docs/design.md, "Channel locks never sleep"), and no sleeper needs to
+ * fence (the runtime mutex's
  * fenced protocol, lock_futex.c).  One word, so it fits a public
  * structure's uint32_t (gort_cond).  mp may be NULL (a thread outside the
  * runtime).

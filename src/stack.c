@@ -34,10 +34,9 @@
  * of carving (from gort__stackreserve, on the creating goroutine's path),
  * or when carving reaches an unprepared one, in two syscalls:
  * process_madvise on ourselves installs the batch's guards, then commits
- * the batch's top pages with MADV_POPULATE_WRITE (on the virtual machines
- * gort is measured on, a first-touch page fault costs 18-23 us; a batched
- * populate 1-3 us a page, after which the first user write still costs
- * 10-14 us: bench/pagetouch).
+ * the batch's top pages with MADV_POPULATE_WRITE (in a virtual machine a
+ * first-touch page fault costs several times a batched populate's share
+ * of one: bench/pagetouch measures both, docs/design.md gives figures).
  * Where process_madvise refuses (kernels before 6.13), each fresh slot is
  * prepared on its own with madvise/mprotect.
  *
@@ -50,7 +49,7 @@
  * again as it is used.
  *
  * Invariants:
- *   - pool.lock guards everything in `pool` (lock order: 4, below allglock).
+ *   - pool.lock guards everything in `pool` (lock order: 6, below allglock).
  *   - Every slot is registered with Valgrind while allocated.
  */
 #include "runtime.h"

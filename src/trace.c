@@ -29,11 +29,11 @@
  * starts with a record of how many were lost and since when.  The total
  * is in the trace's metadata ("dropped_events").
  *
- * Timestamps: CLOCK_MONOTONIC through the vDSO (gort_nanotime), 42-56 ns
- * a read on the development VM.  RDTSC costs 18-25 ns there, but that
- * kernel runs with tsc=unstable (a Firecracker guest: the TSC may jump
- * across snapshots and differ between vCPUs), so it cannot order events
- * recorded on different CPUs; the monotonic clock can.
+ * Timestamps: CLOCK_MONOTONIC through the vDSO (gort_nanotime).  RDTSC is
+ * cheaper, but where the kernel marks the TSC unstable (virtual machines
+ * whose TSC may jump across snapshots and differ between vCPUs) it cannot
+ * order events recorded on different CPUs; the monotonic clock can
+ * (docs/design.md has the costs measured).
  *
  * Starting and stopping stop the world (as Go's StartTrace/StopTrace did
  * before Go 1.22): while it is stopped no M holds a P but the caller's, so

@@ -25,8 +25,8 @@
  * there too), and it keeps the return stack balanced: the caller's call
  * pushed one entry and `ret` pops it, so the resumed goroutine's own
  * returns are predicted too.  Resuming with `pop` + indirect `jmp` left
- * that entry behind, and every return after the switch missed (thread-ring
- * 47 -> 38 ns a hop, channel ping-pong 88 -> 75 ns a round trip on one P).
+ * that entry behind, and every return after the switch missed
+ * (docs/design.md has what that cost).
  * A fresh context's first resume goes to the trampoline, which no return
  * predictor can guess; it takes the indirect `jmp`, which the branch-target
  * predictor learns (a stream of new goroutines resumes there every time).
