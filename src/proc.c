@@ -885,6 +885,39 @@ void gort__handoffp(struct p *pp)
     gort__unlock(&gort__sched.lock);
 }
 
+/*
+ * The spinning handshake (Go's "delicate dance", findRunnable).  A
+ * submitter queues work and then calls wakep, which looks at npidle and
+ * nmspinning; an M that stops spinning decrements nmspinning and then
+ * looks at every queue again (findrunnable_drop).  Each side writes, then
+ * reads what the other wrote: a StoreLoad pattern, which acquire and
+ * release alone do not order.  Why acq_rel is enough here, source by
+ * source:
+ *
+ *   - The global queue: the submitter puts under sched.lock and the
+ *     dropping M re-checks under sched.lock.  If the put comes first, the
+ *     re-check sees it.  If the re-check comes first, the M's decrement
+ *     (before it took the lock) happens before the submitter's critical
+ *     section, so the wakep that follows the put sees the decremented
+ *     nmspinning, and the M's P already in the idle list (pidleput, also
+ *     under the lock), and starts an M.
+ *   - A P's own ring: the submitter is the P's owner, running, and puts
+ *     with a release store of runqtail; the dropping M reads every ring
+ *     after its decrement.  Here both sides may miss (the owner's store
+ *     still in its store buffer while it reads an old nmspinning, the M's
+ *     read of the ring before the store drains).  Nothing is lost: the
+ *     work sits on a running P whose owner runs it at its next schedule,
+ *     or another M steals it when it next looks; the window costs only
+ *     parallelism for a moment.  Go's runqput and wakep leave the same
+ *     window (a release store and plain loads).
+ *   - Timers and the network: the poller's sleep has its own seq-cst
+ *     handshake (polluntil against wakenetpoller, time.c), which does not
+ *     depend on nmspinning.
+ *
+ * The RMWs on nmspinning are acq_rel so that the count itself is exact
+ * (each decrement pairs with one increment; a negative count throws).
+ */
+
 /* Try to put one more P to work, with a spinning M.  Mirrors wakep. */
 void gort__wakep(void)
 {
