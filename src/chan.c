@@ -351,16 +351,16 @@ void gort_chan_close(gort_chan *c)
         gort__elemzero(c, sg->elem);
         sg->success = false;
         sg->g->param = sg;
-        gqueue_push(&woken, sg->g);
+        gort__gqueue_push(&woken, sg->g);
     }
     while ((sg = gort__waitq_dequeue(&c->sendq))) {
         sg->success = false;
         sg->g->param = sg;
-        gqueue_push(&woken, sg->g);
+        gort__gqueue_push(&woken, sg->g);
     }
     gort__spinunlock(&c->lock);
     struct g *gp;
-    while ((gp = gqueue_pop(&woken)))
+    while ((gp = gort__gqueue_pop(&woken)))
         gort__ready(gp, false);
     gort__preempt_check();
 }

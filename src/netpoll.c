@@ -165,7 +165,7 @@ static int netpollinit_locked(void)
     /* Release: a thread that sees inited sees the descriptors. */
     store_rel(&inited, 1);
     /* A poller asleep on the futex must come round to epoll. */
-    gort__netpollbreak_futex();
+    gort__poller_wake_futex();
     return 0;
 }
 
@@ -343,7 +343,7 @@ static void netpoll_collect(struct g *gp, struct gqueue *q, int32_t *n)
 {
     xadd_acqrel(&nwaiters, -1);
     gort__casgstatus(gp, G_WAITING, G_RUNNABLE);
-    gqueue_push(q, gp);
+    gort__gqueue_push(q, gp);
     (*n)++;
 }
 
@@ -501,7 +501,7 @@ void gort__injectglist(struct gqueue *q, int32_t n)
     if (nglob > 0) {
         struct gqueue globq = {NULL, NULL};
         for (int32_t i = 0; i < nglob; i++)
-            gqueue_push(&globq, gqueue_pop(q));
+            gort__gqueue_push(&globq, gort__gqueue_pop(q));
         gort__lock(&gort__sched.lock);
         gort__globrunqputbatch_locked(&globq, nglob);
         int32_t npidle = load_relaxed(&gort__sched.npidle);

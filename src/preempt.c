@@ -1,6 +1,6 @@
 /*
  * preempt.c - asynchronous preemption with SIGURG.  Mirrors preempt.go,
- * preemptM and doSigPreempt (signal_unix.go).
+ * preemptM and do_sigpreempt (signal_unix.go).
  *
  * sysmon (and stop-the-world) send SIGURG to the thread of an M whose G
  * was asked to yield.  A signal with a handler that reaches a thread
@@ -531,7 +531,7 @@ static void missed(struct m *mp, struct g *gp, uint32_t insys)
 }
 
 /* The signal landed on a G: preempt it, or mark it in a syscall. */
-static void doSigPreempt(struct m *mp, ucontext_t *uc, siginfo_t *info)
+static void do_sigpreempt(struct m *mp, ucontext_t *uc, siginfo_t *info)
 {
     struct g *gp = mp->curg;
     if (!gp || gp->foreign)
@@ -607,7 +607,7 @@ static void sigurg_handler(int sig, siginfo_t *info, void *uctx)
         /* The sender may send again; a system call may begin
          * (gort__urg_wait).  Relaxed: this thread's own word. */
         store_relaxed(&mp->urgpending, 0);
-        doSigPreempt(mp, uctx, info);
+        do_sigpreempt(mp, uctx, info);
     }
     chain_urg(sig, info, uctx);
     errno = saved_errno;

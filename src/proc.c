@@ -762,7 +762,7 @@ static bool startlockedm(struct m *mp, struct g *gp)
         struct g *cur = load_acq(&lm->curg);
         if (cur)
             store_relaxed(&cur->preempt, 1);
-        gort__netpollbreak(); /* it may sleep as the poller */
+        gort__poller_wake(); /* it may sleep as the poller */
         return true;
     }
     gort__notewakeup(&lm->park);
@@ -1206,7 +1206,7 @@ static struct g *findrunnable_fast(struct m *mp, struct p *pp, bool *inherit,
             int32_t n = gort__netpoll(0, &q);
             cas_acqrel(&gort__sched.lastpoll, last, gort_nanotime());
             if (n > 0) {
-                gp = gqueue_pop(&q);
+                gp = gort__gqueue_pop(&q);
                 gort__injectglist(&q, n - 1);
                 return gp;
             }
@@ -1302,7 +1302,7 @@ static struct g *findrunnable_drop(struct m *mp, struct p *pp, bool *exit)
              * an M for each, the others on our P): a single readiness
              * wakes no other thread (Go's findRunnable does the same). */
             gort__acquirep(mp, p2);
-            struct g *gp = nready > 0 ? gqueue_pop(&ready) : NULL;
+            struct g *gp = nready > 0 ? gort__gqueue_pop(&ready) : NULL;
             if (nready > 1)
                 gort__injectglist(&ready, nready - 1);
             /* Run what is due everywhere now (then gp, or search again). */
@@ -1625,7 +1625,8 @@ static struct g *gfget(struct p *pp)
         int32_t n = 0;
         gort__lock(&gort__sched.gfree_lock);
         struct g *gp;
-        while (n < GORT_GFREE_KEEP && (gp = gsegq_pop(&gort__sched.gfree)))
+        while (n < GORT_GFREE_KEEP &&
+               (gp = gort__gsegq_pop(&gort__sched.gfree)))
             pp->gfree[GORT_GFREE_KEEP - 1 - n++] = gp;
         store_relaxed(&gort__sched.ngfree, gort__sched.ngfree - n);
         gort__unlock(&gort__sched.gfree_lock);
@@ -1726,7 +1727,7 @@ newproc1(struct p *pp, struct g *gp, void (*fn)(void *), void *arg,
     /* A reservation, not a stack: the G takes one when it first runs
      * (execute_prep). */
     if (pp->stackres == 0) {
-        if (gort__stackreserve(GORT_STACKRES_BATCH) != 0)
+        if (gort__stack_reserve(GORT_STACKRES_BATCH) != 0)
             return -ENOMEM;
         pp->stackres = GORT_STACKRES_BATCH;
     }
@@ -2278,7 +2279,7 @@ static int64_t newproc_foreign(void (*fn)(void *), void *arg, uintptr_t pc)
     struct m *mp = gort__getm_raw();
     mp->locks++;
     gort__lock(&gort__sched.gfree_lock);
-    struct g *gp = gsegq_pop(&gort__sched.gfree);
+    struct g *gp = gort__gsegq_pop(&gort__sched.gfree);
     if (gp)
         store_relaxed(&gort__sched.ngfree, gort__sched.ngfree - 1);
     gort__unlock(&gort__sched.gfree_lock);
@@ -2286,7 +2287,7 @@ static int64_t newproc_foreign(void (*fn)(void *), void *arg, uintptr_t pc)
         mp->locks--;
         return -ENOMEM;
     }
-    if (gort__stackreserve(1) != 0) {
+    if (gort__stack_reserve(1) != 0) {
         gort__lock(&gort__sched.gfree_lock);
         gort__gsegq_push_head(&gort__sched.gfree, gp);
         store_relaxed(&gort__sched.ngfree, gort__sched.ngfree + 1);
@@ -2563,7 +2564,7 @@ static struct g *main_exit_m(struct g *gp)
         }
     gort__unlock(&gort__sched.lock);
     /* An M sleeping as the poller finds exiting set when it wakes. */
-    gort__netpollbreak();
+    gort__poller_wake();
     /* Our own P stays with us; we exit through findrunnable's check. */
     store_relaxed(&mp->p->m, NULL);
     store_relaxed(&mp->p, NULL);

@@ -54,7 +54,8 @@ static int32_t stop_syscall_ps_locked(void)
         /* Seq-cst: pairs with entersyscall's store of the word and its
          * load of gcwaiting (one of us sees the other). */
         uint32_t w = load_seqcst(&pp->status);
-        if (pstatus(w) == P_SYSCALL && cas_acqrel(&pp->status, w, P_GCSTOP)) {
+        if (gort__pstatus(w) == P_SYSCALL &&
+            cas_acqrel(&pp->status, w, P_GCSTOP)) {
             gort__trace_procsteal(pp, TRACE_STEAL_STW);
             n++;
         }

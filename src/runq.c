@@ -82,7 +82,7 @@ static bool runqputslow(struct p *pp, struct g *gp, uint32_t h, uint32_t t)
         }
     gort__lock(&gort__sched.lock);
     for (uint32_t i = 0; i <= n; i++)
-        gsegq_push(&gort__sched.runq, batch[i]);
+        gort__gsegq_push(&gort__sched.runq, batch[i]);
     store_relaxed(&gort__sched.runqsize, gort__sched.runqsize + (int32_t)n + 1);
     gort__unlock(&gort__sched.lock);
     return true;
@@ -372,8 +372,8 @@ void gort__globrunqputhead_locked(struct g *gp)
 static void gsegq_push_list(struct gsegq *q, struct gqueue *batch)
 {
     struct g *gp;
-    while ((gp = gqueue_pop(batch)))
-        gsegq_push(q, gp);
+    while ((gp = gort__gqueue_pop(batch)))
+        gort__gsegq_push(q, gp);
 }
 
 void gort__globrunqputbatch_locked(struct gqueue *batch, int32_t n)
@@ -425,7 +425,7 @@ void gort__runqputbatch(struct p *pp, struct gqueue *q, int32_t n)
     uint32_t h = load_acq(&pp->runqhead);
     uint32_t t = pp->runqtail, t0 = t;
     while (q->head && t - h < (uint32_t)RQ) {
-        store_relaxed(&pp->runq[SLOT(t)], gqueue_pop(q));
+        store_relaxed(&pp->runq[SLOT(t)], gort__gqueue_pop(q));
         t++;
     }
     n -= (int32_t)(t - t0);

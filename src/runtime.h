@@ -708,7 +708,7 @@ struct m {
  * bits above hold a sequence number of that syscall entry, so that the
  * CAS that takes the P back (exitsyscall, retake, stop-the-world) cannot
  * mistake a later syscall of another M on the same P for its own (ABA).
- * Compare with P_SYSCALL through pstatus().
+ * Compare with P_SYSCALL through gort__pstatus().
  */
 enum pstatus { P_IDLE = 0, P_RUNNING, P_SYSCALL, P_GCSTOP, P_DEAD };
 #define GORT_PSTATUS_MASK 0xfu
@@ -789,7 +789,7 @@ struct p {
     struct gort__ptrace trace; /* execution trace (trace.c) */
 };
 
-static inline uint32_t pstatus(uint32_t word)
+static inline uint32_t gort__pstatus(uint32_t word)
 {
     return word & GORT_PSTATUS_MASK;
 }
@@ -1103,7 +1103,7 @@ static inline void gort__prefetch_g(const struct g *gp)
         __builtin_prefetch(p, 1);
 }
 
-static inline void gsegq_push(struct gsegq *q, struct g *gp)
+static inline void gort__gsegq_push(struct gsegq *q, struct g *gp)
 {
     struct gqseg *s = q->tail;
     if (GORT_LIKELY(s && s->tail < GORT_GQSEG_N)) {
@@ -1113,7 +1113,7 @@ static inline void gsegq_push(struct gsegq *q, struct g *gp)
     gort__gsegq_push_slow(q, gp);
 }
 /* Pop from a queue known to hold a G. */
-static inline struct g *gsegq_pop_some(struct gsegq *q)
+static inline struct g *gort__gsegq_pop_some(struct gsegq *q)
 {
     struct gqseg *s = q->head;
     GORT_DASSERT(s && s->head < s->tail); /* the caller's count was right */
@@ -1127,15 +1127,15 @@ static inline struct g *gsegq_pop_some(struct gsegq *q)
     return gp;
 }
 /* Pop from any queue: NULL when it is empty. */
-static inline struct g *gsegq_pop(struct gsegq *q)
+static inline struct g *gort__gsegq_pop(struct gsegq *q)
 {
     struct gqseg *s = q->head;
     if (!s || s->head == s->tail)
         return NULL;
-    return gsegq_pop_some(q);
+    return gort__gsegq_pop_some(q);
 }
 
-static inline void gqueue_push(struct gqueue *q, struct g *gp)
+static inline void gort__gqueue_push(struct gqueue *q, struct g *gp)
 {
     gp->schedlink = NULL;
     if (q->tail)
@@ -1144,7 +1144,7 @@ static inline void gqueue_push(struct gqueue *q, struct g *gp)
         q->head = gp;
     q->tail = gp;
 }
-static inline struct g *gqueue_pop(struct gqueue *q)
+static inline struct g *gort__gqueue_pop(struct gqueue *q)
 {
     struct g *gp = q->head;
     if (gp) {
@@ -1158,7 +1158,7 @@ static inline struct g *gqueue_pop(struct gqueue *q)
 /* Put gp at the tail of the global queue; sched.lock held. */
 static inline void gort__globrunqput_locked(struct g *gp)
 {
-    gsegq_push(&gort__sched.runq, gp);
+    gort__gsegq_push(&gort__sched.runq, gp);
     /* Relaxed store: readers outside the lock use it as a hint only. */
     store_relaxed(&gort__sched.runqsize, gort__sched.runqsize + 1);
 }
@@ -1184,9 +1184,9 @@ static inline struct g *gort__globpop_locked(void)
     if (GORT_UNLIKELY(gort__sched.nwoken > 0)) {
         /* Relaxed store: pick_fast reads it outside the lock. */
         store_relaxed(&gort__sched.nwoken, gort__sched.nwoken - 1);
-        return gsegq_pop_some(&gort__sched.runq_woken);
+        return gort__gsegq_pop_some(&gort__sched.runq_woken);
     }
-    return gsegq_pop_some(&gort__sched.runq);
+    return gort__gsegq_pop_some(&gort__sched.runq);
 }
 
 /* One G from the global queue for pp's 61-tick turn.  Its two parts take
@@ -1203,7 +1203,7 @@ static inline struct g *gort__globrunqget_turn_locked(struct p *pp)
     store_relaxed(&gort__sched.runqsize, size - 1);
     int32_t nwoken = gort__sched.nwoken;
     if (nwoken > 0 && nwoken < size && !(pp->globwoken = !pp->globwoken))
-        return gsegq_pop_some(&gort__sched.runq);
+        return gort__gsegq_pop_some(&gort__sched.runq);
     return gort__globpop_locked();
 }
 
@@ -1417,7 +1417,7 @@ GORT_HIDDEN void gort__stackfini(void);
  * no stack in the pool waits to be trimmed. */
 GORT_HIDDEN int gort__stack_scavenge(int64_t now, int64_t *next);
 /* Promise n stacks (mapping arenas as needed): 0 or -ENOMEM. */
-GORT_HIDDEN int gort__stackreserve(int32_t n);
+GORT_HIDDEN int gort__stack_reserve(int32_t n);
 GORT_HIDDEN void gort__stackunreserve(int32_t n);
 /* For a G's first run on a P whose cache is empty: take a slot against
  * the G's reservation, and refill the cache with up to half its size from
@@ -1555,8 +1555,11 @@ GORT_HIDDEN bool gort__timers_any(void);
 GORT_HIDDEN void gort__timers_move(struct p *from, struct p *to);
 GORT_HIDDEN void gort__timers_fini(struct p *pp);
 GORT_HIDDEN void gort__wakenetpoller(int64_t when);
-GORT_HIDDEN void gort__netpollbreak(void);
-GORT_HIDDEN void gort__netpollbreak_futex(void);
+/* Wake the M sleeping as the poller: through the epoll backend once the
+ * network poller exists (gort__netpoll_break), else on the futex it then
+ * sleeps on. */
+GORT_HIDDEN void gort__poller_wake(void);
+GORT_HIDDEN void gort__poller_wake_futex(void);
 /* The poller's sleep, until `until` (0: until woken); returns the Gs the
  * network poller readied meanwhile (RUNNABLE, linked in q). */
 GORT_HIDDEN int32_t gort__netpoll_sleep(int64_t until, struct gqueue *q);
@@ -1566,6 +1569,8 @@ GORT_HIDDEN bool gort__gtimer_stop(struct gtimer *t);
 /* The network poller (netpoll.c). */
 struct polldesc;
 GORT_HIDDEN bool gort__netpoll_inited(void);
+/* Wake the M blocked in epoll_wait (the backend's break: Go's
+ * netpollBreak). */
 GORT_HIDDEN void gort__netpoll_break(void);
 GORT_HIDDEN void gort__netpoll_fini(void);
 GORT_HIDDEN uint32_t gort__netpoll_waiters(void);

@@ -31,7 +31,7 @@
  * stack when it is created but takes one only when it first runs, and
  * most queued goroutines never take a fresh slot (they run on the hottest
  * free stack).  Slots are prepared PREP_BATCH at a time, one batch ahead
- * of carving (from gort__stackreserve, on the creating goroutine's path),
+ * of carving (from gort__stack_reserve, on the creating goroutine's path),
  * or when carving reaches an unprepared one, in two syscalls:
  * process_madvise on ourselves installs the batch's guards, then commits
  * the batch's top pages with MADV_POPULATE_WRITE (in a virtual machine a
@@ -367,7 +367,7 @@ static void prepare_ahead_locked(void)
         prepare_batch(a);
 }
 
-int gort__stackreserve(int32_t n)
+int gort__stack_reserve(int32_t n)
 {
     gort__lock(&pool.lock);
     while (pool.navail - pool.nreserved < n) {

@@ -183,7 +183,7 @@ static int retake(int64_t now, int64_t *wake)
         struct p *pp = gort__allp[i];
         /* Acquire: pairs with entersyscall's seq-cst store of the word. */
         uint32_t w = load_acq(&pp->status);
-        if (pstatus(w) == P_SYSCALL) {
+        if (gort__pstatus(w) == P_SYSCALL) {
             uint32_t t = load_relaxed(&pp->syscalltick);
             if (pp->sysmon_syscalltick != t) {
                 pp->sysmon_syscalltick = t;

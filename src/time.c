@@ -159,7 +159,7 @@ static void flush_woken(struct m *mp)
     mp->woken.head = mp->woken.tail = NULL;
     mp->nwoken = 0;
     mp->locks++;
-    struct g *first = gqueue_pop(&q);
+    struct g *first = gort__gqueue_pop(&q);
     if (n > 1) {
         gort__lock_m(mp, &gort__sched.lock);
         gort__globrunqputwoken_locked(&q, n - 1);
@@ -253,7 +253,7 @@ bool gort__timers_any(void)
  * wake it.
  * ------------------------------------------------------------------------- */
 
-void gort__netpollbreak_futex(void)
+void gort__poller_wake_futex(void)
 {
     /* Seq-cst: the sleeper compares pollgen in the futex call; a change
      * before it sleeps makes the sleep return at once. */
@@ -261,14 +261,14 @@ void gort__netpollbreak_futex(void)
     gort__futexwake(&gort__sched.pollgen, 1);
 }
 
-void gort__netpollbreak(void)
+void gort__poller_wake(void)
 {
     /* Once the network poller exists the poller sleeps in epoll; before,
      * on the futex (netpoll.c switches it over when it starts). */
     if (gort__netpoll_inited())
         gort__netpoll_break();
     else
-        gort__netpollbreak_futex();
+        gort__poller_wake_futex();
 }
 
 /* A timer at `when` was added: make sure some M will run it in time.
@@ -282,7 +282,7 @@ void gort__wakenetpoller(int64_t when)
     if (load_seqcst(&gort__sched.lastpoll) == 0) {
         int64_t until = load_seqcst(&gort__sched.polluntil);
         if (until == 0 || until > when)
-            gort__netpollbreak();
+            gort__poller_wake();
     } else {
         gort__wakep();
     }
@@ -618,7 +618,7 @@ static void sleep_fire(struct gtimer *t, int64_t now)
     struct m *mp = gort__getm();
     struct g *gp = t->arg;
     gort__casgstatus(gp, G_WAITING, G_RUNNABLE);
-    gqueue_push(&mp->woken, gp);
+    gort__gqueue_push(&mp->woken, gp);
     mp->nwoken++;
 }
 

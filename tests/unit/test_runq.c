@@ -597,7 +597,7 @@ TEST(global_segments)
     /* Gs woken by timers go ahead of all that, in their own order. */
     struct gqueue woken = {NULL, NULL};
     for (int i = ng + 2; i < ng + 5; i++)
-        gqueue_push(&woken, &gs[i]);
+        gort__gqueue_push(&woken, &gs[i]);
     gort__globrunqputwoken_locked(&woken, 3);
     CHECK(woken.head == NULL);
     gort__unlock(&gort__sched.lock);
