@@ -218,14 +218,14 @@ static inline void after_switch(struct g *prev)
     }
 }
 
-/* Switch away from the running G gp to `to` (g0 or another G); returns
- * when gp runs again, possibly on another M, with errno set to
- * saved_errno: the value the caller read on entry to the gort call, before
- * anything it did on the way here (a contended lock's futex wait that
- * fails with EAGAIN, a hand-off) could change it. */
+/* Switch away from the running G gp to `to` (g0 or another G), keeping
+ * gp's errno; returns when gp runs again, possibly on another M.  Nothing
+ * on the way here changes errno: the runtime's lock waits and wake-ups
+ * keep it (lock_futex.c). */
 static inline void g_switch(struct m *mp, struct g *gp, struct g *to,
-                            bool dying, int saved_errno)
+                            bool dying)
 {
+    int saved_errno = *mp->errnop;
     struct g *prev = switch_to(gp, to, gp, dying);
     mp = gort__getm(); /* maybe another thread now */
     void (*fn)(struct m *, struct g *) = mp->post_fn;
@@ -247,7 +247,7 @@ static void mcall(struct g *(*fn)(struct g *), bool dying)
     struct m *mp = gort__getm_raw();
     struct g *gp = mp->curg;
     mp->mcall_fn = fn;
-    g_switch(mp, gp, mp->g0, dying, *mp->errnop);
+    g_switch(mp, gp, mp->g0, dying);
 }
 
 void gort__mcall(struct g *(*fn)(struct g *))
@@ -1494,14 +1494,14 @@ static void schedule(void)
 static inline __attribute__((always_inline)) void
 g_handoff(struct m *mp, struct g *gp, struct g *next, bool inherit,
           bool locked, void (*post)(struct m *, struct g *), bool dying,
-          enum gtrace t, int saved_errno)
+          enum gtrace t)
 {
     store_relaxed(&gp->m, NULL);
     mp->post_locked = locked;
     mp->post_fn = post;
     execute_prep(mp, next, inherit, t);
     mp->locks--; /* pick_handoff's; post_fn guards the rest */
-    g_switch(mp, gp, next, dying, saved_errno);
+    g_switch(mp, gp, next, dying);
 }
 
 static void post_unlock_sched(struct m *mp)
@@ -1895,7 +1895,7 @@ goexit_handoff(struct m *mp, struct g *gp, enum gtrace t)
         mcall(goexit0, true);
     gort__casgstatus_t(gp, G_RUNNING, G_DEAD, t);
     gclear(gp);
-    g_handoff(mp, gp, next, inherit, locked, post_goexit, true, t, 0);
+    g_handoff(mp, gp, next, inherit, locked, post_goexit, true, t);
     gort__throw("goexit: dead goroutine resumed");
 }
 
@@ -2020,7 +2020,6 @@ park_impl(gort__unlockf unlockf, void *lock, uint32_t reason,
     struct g *gp = mp ? mp->curg : NULL;
     if (GORT_UNLIKELY(!gp)) /* every caller has checked */
         gort__throw("park: not on a goroutine");
-    int saved_errno = *mp->errnop;
     gp->waitreason = reason;
     gp->waitsince = load_relaxed(&gort__sched.coarsenow);
     if (GORT_UNLIKELY(gp->foreign)) {
@@ -2035,12 +2034,11 @@ park_impl(gort__unlockf unlockf, void *lock, uint32_t reason,
         /* Not mcall's assertions: the caller may hold the lock that
          * unlockf releases on g0, so m->locks may be raised here. */
         mp->mcall_fn = park_m;
-        g_switch(mp, gp, mp->g0, false, saved_errno);
+        g_switch(mp, gp, mp->g0, false);
         return;
     }
     gort__casgstatus_t(gp, G_RUNNING, G_WAITING, t);
-    g_handoff(mp, gp, next, inherit, locked, post_park, false, t,
-              saved_errno);
+    g_handoff(mp, gp, next, inherit, locked, post_park, false, t);
 }
 
 static GORT_NOINLINE __attribute__((cold)) void
@@ -2393,7 +2391,6 @@ static void post_gosched_local(struct m *mp, struct g *prev)
  * up Gs only to a P that runs dry), so there the yield is Go's. */
 static void gosched(struct m *mp, struct g *gp, bool preempted)
 {
-    int saved_errno = *mp->errnop;
     struct p *pp = mp->p;
     /* Relaxed: GOMAXPROCS changes stop the world, and this G runs; the
      * queue lengths are hints (the owner's view of its own ring, which
@@ -2409,14 +2406,12 @@ static void gosched(struct m *mp, struct g *gp, bool preempted)
     bool inherit, locked;
     struct g *next = pick_handoff(mp, pp, &inherit, &locked, local);
     if (!next) {
-        mp->mcall_fn = gosched_m;
-        g_switch(mp, gp, mp->g0, false, saved_errno);
+        mcall(gosched_m, false);
         return;
     }
     gort__casgstatus(gp, G_RUNNING, G_RUNNABLE);
     g_handoff(mp, gp, next, inherit, locked,
-              local ? post_gosched_local : post_gosched, false, GT_CHECK,
-              saved_errno);
+              local ? post_gosched_local : post_gosched, false, GT_CHECK);
 }
 
 static inline __attribute__((always_inline)) void gosched_common(void)

@@ -130,8 +130,8 @@ TEST(errno_follows)
  * leaves errno as the program left it (or, after GORT_BLOCKING, as the
  * call set it), on every call, migrated or not.  The way to a switch is
  * where it went wrong: a contended scheduler lock's futex wait fails with
- * EAGAIN, so errno must be read before it.  Eight goroutines on 4 Ps
- * contend for the scheduler lock on most calls. */
+ * EAGAIN (the runtime's lock waits keep errno now).  Eight goroutines on
+ * 4 Ps contend for the scheduler lock on most calls. */
 #define KEPT_ITERS 50000
 
 static gort_chan *kept_ch[WORKERS / 2];
