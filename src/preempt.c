@@ -1,6 +1,6 @@
 /*
  * preempt.c - asynchronous preemption with SIGURG.  Mirrors preempt.go,
- * preemptM and do_sigpreempt (signal_unix.go).
+ * preemptM and doSigPreempt (signal_unix.go).
  *
  * sysmon (and stop-the-world) send SIGURG to the thread of an M whose G
  * was asked to yield.  A signal with a handler that reaches a thread
@@ -530,7 +530,8 @@ static void missed(struct m *mp, struct g *gp, uint32_t insys)
         arm_cputimer(id);
 }
 
-/* The signal landed on a G: preempt it, or mark it in a syscall. */
+/* The signal landed on a G: preempt it, or mark it in a syscall.  Mirrors
+ * doSigPreempt. */
 static void do_sigpreempt(struct m *mp, ucontext_t *uc, siginfo_t *info)
 {
     struct g *gp = mp->curg;
