@@ -40,10 +40,9 @@ static int isprime(uint64_t n)
     return 1;
 }
 
-/* Not static, and the program is linked with -rdynamic (ENABLE_EXPORTS):
- * goroutine dumps and execution traces name goroutines by the dynamic
- * symbol of their start function. */
-void count(void *arg)
+/* Goroutine dumps and execution traces name goroutines by their start
+ * function, from the program's symbol table. */
+static void count(void *arg)
 {
     struct task *t = arg;
     uint64_t c = 0;
@@ -74,7 +73,7 @@ void count(void *arg)
     gort_waitgroup_done(t->parent);
 }
 
-void main_g(void *arg)
+static void main_g(void *arg)
 {
     (void)arg;
     if (procs > 0)

@@ -37,7 +37,6 @@
  */
 #include "runtime.h"
 
-#include <dlfcn.h>
 
 #include <signal.h>
 #include <stdarg.h>
@@ -126,21 +125,6 @@ const char *gort__waitreason_name(uint32_t r)
  * not (Go relays and waits likewise).
  */
 static uint32_t dying_tid; /* atomic: the reporting thread */
-/* Name a code address: "sym+0xoff" from the dynamic symbol table, or "?"
- * when it has no exported symbol.  Also names goroutines in traces. */
-void gort__symbolize(uintptr_t pc, char *buf, size_t len)
-{
-    Dl_info info;
-    struct m *mp = gort__libc_begin();
-    int found = pc ? dladdr((void *)pc, &info) : 0;
-    gort__libc_end(mp);
-    if (found && info.dli_sname)
-        snprintf(buf, len, "%s+0x%lx", info.dli_sname,
-                 (unsigned long)(pc - (uintptr_t)info.dli_saddr));
-    else
-        snprintf(buf, len, "?");
-}
-
 static void start_dying(void)
 {
     uint32_t tid = (uint32_t)gort__gettid();

@@ -1541,9 +1541,6 @@ GORT_HIDDEN int32_t gort__parse_traceback(const char *s, int32_t dflt);
 /* The SIGQUIT handler's work: report, dump every goroutine, exit 2. */
 GORT_HIDDEN GORT_NORETURN void gort__sigquit(int sig, void *info, void *uc);
 GORT_HIDDEN void gort__schedtrace(bool detail);
-/* Name a code address: "symbol+0xoffset" from the dynamic symbol table,
- * or "?" (debug.c). */
-GORT_HIDDEN void gort__symbolize(uintptr_t pc, char *buf, size_t len);
 /* Write a formatted string to fd without malloc (async-signal-safe use). */
 GORT_HIDDEN void gort__printf(int fd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

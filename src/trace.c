@@ -75,6 +75,7 @@
  *     is made by whoever waited for the writer (session_close).
  */
 #include "runtime.h"
+#include "symbolize.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -649,6 +650,9 @@ struct writer {
     int32_t nms, capms;
     struct fname names[NAMES];
     char namebuf[256];
+    /* The dumps' symbolizer (ELF symbol tables: static functions too),
+     * used by the writer's thread only. */
+    struct symcache sym;
     uint64_t dropped;
     int64_t nevents;
     int64_t lastsample;
@@ -781,8 +785,9 @@ static void out_dur(struct out *o, int64_t begin, int64_t end)
     out_us(o, end > begin ? end - begin : 0);
 }
 
-/* The start function of a goroutine as a name: its symbol (without
- * "+0x0"), or its address when it has none.  Cached per address. */
+/* The start function of a goroutine as a name: its symbol (with +0xoff
+ * when fn is inside it), or its address when it has none.  Cached per
+ * address. */
 static const char *fn_name(struct writer *w, uintptr_t fn)
 {
     if (!fn)
@@ -799,12 +804,15 @@ static const char *fn_name(struct writer *w, uintptr_t fn)
         }
     }
     char *buf = w->namebuf;
-    gort__symbolize(fn, buf, sizeof w->namebuf);
-    char *plus = strstr(buf, "+0x");
-    if (buf[0] == '?' || buf[0] == '\0')
+    struct symres r;
+    gort__sym_lookup(&w->sym, fn, &r);
+    if (!r.name)
         snprintf(buf, sizeof w->namebuf, "%#lx", (unsigned long)fn);
-    else if (plus && strcmp(plus, "+0x0") == 0)
-        *plus = '\0';
+    else if (r.start == fn)
+        snprintf(buf, sizeof w->namebuf, "%s", r.name);
+    else
+        snprintf(buf, sizeof w->namebuf, "%s+%#lx", r.name,
+                 (unsigned long)(fn - r.start));
     if (slot) {
         char *copy = strdup(buf);
         if (copy) {
@@ -1359,6 +1367,7 @@ static void session_free(void)
     if (tr.w) {
         for (int i = 0; i < NAMES; i++)
             gort__free(tr.w->names[i].name);
+        gort__sym_fini(&tr.w->sym);
         gort__free(tr.w->ms);
         gort__free(tr.w);
         tr.w = NULL;
@@ -1386,6 +1395,8 @@ static int session_open(const char *path)
     tr.mem = gort__calloc((size_t)tr.nbufs, sizeof *tr.mem);
     tr.w = gort__calloc(1, sizeof *tr.w);
     int err = tr.mem && tr.w ? 0 : -ENOMEM;
+    if (tr.w)
+        gort__sym_init(&tr.w->sym);
     if (!err) {
         tr.free = NULL;
         for (int32_t i = 0; i < tr.nbufs; i++) {

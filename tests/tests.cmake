@@ -31,9 +31,7 @@ gort_test(test_dump TIMEOUT 120 CASES blocked_states wait_minutes locked_to_thre
 gort_test(test_dump_shared SOURCE test_dump LIBRARY gort_shared DEFINES GORT_TEST_SHARED TIMEOUT 120 CASES blocked_states not_started internal_frames grouped_leak sigquit fatal_backtrace)
 gort_test(test_metrics TIMEOUT 180 CASES table bad_input waiting running_runnable created threads latencies pauses counters prometheus read_cost)
 gort_test(test_trace TIMEOUT 180 CASES full bad_args twice stop_at_exit gortdebug gortdebug_bad drops foreign_threads)
-# Goroutine functions are named in the trace through the dynamic symbol
-# table; the checker is tests/trace_check.py.
-set_target_properties(test_trace PROPERTIES ENABLE_EXPORTS ON)
+# The checker is tests/trace_check.py.
 target_compile_definitions(test_trace PRIVATE
   GORT_TRACE_CHECK="${CMAKE_CURRENT_SOURCE_DIR}/trace_check.py")
 

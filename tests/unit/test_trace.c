@@ -132,8 +132,9 @@ static void spin_ns(int64_t ns)
 }
 
 /* ---------------------------------------------------------------------------
- * The traced program (its goroutine functions are exported, so that the
- * trace names them).
+ * The traced program.  Its goroutine functions are static and the binary
+ * exports no symbols: the trace names them from the ELF symbol table, as
+ * the goroutine dumps do.
  * ------------------------------------------------------------------------- */
 
 static gort_waitgroup wg;
@@ -143,7 +144,7 @@ struct pingpong {
     int n;
 };
 
-void trace_pinger(void *arg)
+static void trace_pinger(void *arg)
 {
     struct pingpong *pp = arg;
     for (int64_t i = 0; i < pp->n; i++) {
@@ -154,7 +155,7 @@ void trace_pinger(void *arg)
     gort_waitgroup_done(&wg);
 }
 
-void trace_ponger(void *arg)
+static void trace_ponger(void *arg)
 {
     struct pingpong *pp = arg;
     int64_t v;
@@ -163,7 +164,7 @@ void trace_ponger(void *arg)
     gort_waitgroup_done(&wg);
 }
 
-void trace_sleeper(void *arg)
+static void trace_sleeper(void *arg)
 {
     (void)arg;
     for (int i = 0; i < 5; i++)
@@ -171,7 +172,7 @@ void trace_sleeper(void *arg)
     gort_waitgroup_done(&wg);
 }
 
-void trace_syscaller(void *arg)
+static void trace_syscaller(void *arg)
 {
     (void)arg;
     struct timespec ts = {0, 2 * MS};
@@ -180,7 +181,7 @@ void trace_syscaller(void *arg)
     gort_waitgroup_done(&wg);
 }
 
-void trace_spinner(void *arg)
+static void trace_spinner(void *arg)
 {
     (void)arg;
     spin_ns(30 * MS); /* sysmon asks it to yield after 10 ms */
@@ -189,7 +190,7 @@ void trace_spinner(void *arg)
 
 static int pipefd[2];
 
-void trace_reader(void *arg)
+static void trace_reader(void *arg)
 {
     (void)arg;
     char c = 0;
@@ -198,7 +199,7 @@ void trace_reader(void *arg)
     gort_waitgroup_done(&wg);
 }
 
-void trace_waiter(void *arg)
+static void trace_waiter(void *arg)
 {
     CHECK_EQ(recv_i64(arg), 42); /* chan receive */
     gort_waitgroup_done(&wg);
@@ -209,7 +210,7 @@ void trace_waiter(void *arg)
  * global queue). */
 static int burst_moved;
 
-void trace_burst(void *arg)
+static void trace_burst(void *arg)
 {
     if (gort__getm()->p->id != (int32_t)(intptr_t)arg)
         ATOMIC_STORE(&burst_moved, 1);
@@ -340,7 +341,7 @@ TEST(bad_args)
 
 static char twice_paths[3][256];
 
-void trace_short(void *arg)
+static void trace_short(void *arg)
 {
     gort_sleep(MS);
     send_i64(arg, 1);
@@ -392,13 +393,13 @@ static char exit_path[256];
 /* How many of the two goroutines below have started. */
 static int32_t exit_started;
 
-void trace_forever_blocked(void *arg)
+static void trace_forever_blocked(void *arg)
 {
     __atomic_fetch_add(&exit_started, 1, __ATOMIC_RELAXED);
     gort_waitgroup_wait(arg); /* nobody ever calls done */
 }
 
-void trace_forever_spinning(void *arg)
+static void trace_forever_spinning(void *arg)
 {
     int64_t *stop = arg;
     __atomic_fetch_add(&exit_started, 1, __ATOMIC_RELAXED);
@@ -447,7 +448,7 @@ TEST(stop_at_exit)
  * GORTDEBUG=trace=path.
  * ------------------------------------------------------------------------- */
 
-void trace_child_main(void *arg)
+static void trace_child_main(void *arg)
 {
     (void)arg;
     gort_chan *c = make_chan(sizeof(int64_t), 0);
@@ -550,7 +551,7 @@ TEST(drops)
 static char foreign_path[256];
 static gort_chan *foreign_ch;
 
-void trace_foreign_child(void *arg)
+static void trace_foreign_child(void *arg)
 {
     (void)arg;
     CHECK_EQ(recv_i64(foreign_ch), 7);
