@@ -2017,7 +2017,7 @@ park_impl(gort__unlockf unlockf, void *lock, uint32_t reason,
           enum gtrace t)
 {
     struct m *mp = gort__getm();
-    struct g *gp = mp ? mp->curg : NULL;
+    struct g *gp = mp->curg;
     if (GORT_UNLIKELY(!gp)) /* every caller has checked */
         gort__throw("park: not on a goroutine");
     gp->waitreason = reason;
@@ -2055,6 +2055,162 @@ void gort__park(gort__unlockf unlockf, void *lock,
         park_traced(unlockf, lock, reason);
     else
         park_impl(unlockf, lock, reason, GT_OFF);
+}
+
+void gort__ready(struct g *gp, bool next)
+{
+    gort__ready_m(gort__getm(), gp, next);
+}
+
+/* gort__ready_m's body, traced or not (enum gtrace). */
+static inline __attribute__((always_inline)) void
+ready_impl(struct m *mp, struct g *gp, bool next, enum gtrace t)
+{
+    if (GORT_UNLIKELY(gp->foreign || !mp->p)) {
+        ready_slow(mp, gp);
+        return;
+    }
+    gort__ready_onp(mp, mp->p, gp, next, t);
+}
+
+static GORT_NOINLINE __attribute__((cold)) void
+ready_traced(struct m *mp, struct g *gp, bool next)
+{
+    ready_impl(mp, gp, next, GT_ON);
+}
+
+void gort__ready_m(struct m *mp, struct g *gp, bool next)
+{
+    /* A caller holding a P keeps it throughout (one without a P takes
+     * ready_slow, which looks at the flag itself). */
+    if (GORT_TRACE_ON())
+        ready_traced(mp, gp, next);
+    else
+        ready_impl(mp, gp, next, GT_OFF);
+}
+
+/* On g0: put the G at the tail of the global queue.  Mirrors goschedImpl,
+ * used by Gosched and by cooperative preemption (gopreempt_m). */
+static struct g *gosched_m(struct g *gp)
+{
+    struct m *mp = gort__getm();
+    gort__casgstatus(gp, G_RUNNING, G_RUNNABLE);
+    gort__dropg(mp);
+    gort__lock(&gort__sched.lock);
+    gort__globrunqput_locked(gp);
+    gort__unlock(&gort__sched.lock);
+    if (load_relaxed(&gort__main_started))
+        gort__wakep();
+    return NULL;
+}
+
+/* After a direct hand-off from a yielding G: queue it globally. */
+static void post_gosched(struct m *mp, struct g *prev)
+{
+    if (!mp->post_locked)
+        gort__lock_m(mp, &gort__sched.lock);
+    mp->post_locked = false;
+    gort__globrunqput_locked(prev);
+    gort__unlock_m(mp, &gort__sched.lock);
+    if (load_relaxed(&gort__sched.npidle) != 0) /* wakep's own first test */
+        gort__wakep();
+}
+
+/* After a direct hand-off from a G that yielded while its P had other Gs
+ * queued: to the tail of the P's own queue. */
+static void post_gosched_local(struct m *mp, struct g *prev)
+{
+    if (mp->post_locked) {
+        mp->post_locked = false;
+        gort__unlock_m(mp, &gort__sched.lock);
+    }
+    gort__runqput(mp->p, prev, false);
+    if (load_relaxed(&gort__sched.npidle) != 0) /* wakep's own first test */
+        gort__wakep();
+}
+
+/* Yield: to the tail of the global queue, as Go's Gosched (and
+ * gopreempt_m for cooperative preemption), except for a G that yields on
+ * the only P where it would wait less in the P's own queue (fewer Gs
+ * there than 61 for each G ahead of it in the global queue's plain part,
+ * which gets one schedule in 61): that one gives the global queue its
+ * turn (its head runs next, if it has one) and goes to the tail of the
+ * P's own queue.  The global queue gets one schedule in 61 while the
+ * P's queue never empties, so behind it a yield would cost 61 schedules
+ * for every G there (docs/design.md, "Timer wake-ups run ahead of new
+ * work").  Giving the turn keeps what a yield is for: a
+ * goroutine that yields in a loop until others have done their work lets
+ * the global queue run one G per yield.  With more Ps the global queue
+ * also evens yielding goroutines out between them (a P's own queue gives
+ * up Gs only to a P that runs dry), so there the yield is Go's. */
+static void gosched(struct m *mp, struct g *gp, bool preempted)
+{
+    struct p *pp = mp->p;
+    /* Relaxed: GOMAXPROCS changes stop the world, and this G runs; the
+     * queue lengths are hints (the owner's view of its own ring, which
+     * thieves only empty, and the global queue's size outside its
+     * lock). */
+    bool local = false;
+    if (!preempted && load_relaxed(&gort__gomaxprocs) == 1) {
+        int32_t ring = (int32_t)(pp->runqtail - load_relaxed(&pp->runqhead));
+        int32_t plain = load_relaxed(&gort__sched.runqsize) -
+                        load_relaxed(&gort__sched.nwoken);
+        local = ring < GORT_GLOBAL_CHECK_TICKS * (plain + 1);
+    }
+    bool inherit, locked;
+    struct g *next = pick_handoff(mp, pp, &inherit, &locked, local);
+    if (!next) {
+        mcall(gosched_m, false);
+        return;
+    }
+    gort__casgstatus(gp, G_RUNNING, G_RUNNABLE);
+    g_handoff(mp, gp, next, inherit, locked,
+              local ? post_gosched_local : post_gosched, false, GT_CHECK);
+}
+
+static inline __attribute__((always_inline)) void gosched_common(void)
+{
+    struct m *mp = gort__getm();
+    if (!mp || !mp->curg || mp->curg->foreign) {
+        gort__osyield();
+        return;
+    }
+    gosched(mp, mp->curg, false);
+}
+
+static GORT_NOINLINE void gosched_san(void)
+{
+    GORT_SAN_SCOPE();
+    gosched_common();
+}
+
+void gort_gosched(void)
+{
+    if (GORT_UNLIKELY(gort__san & GORT_SAN_TSAN)) {
+        gosched_san();
+        return;
+    }
+    gosched_common();
+}
+
+void gort__preempt_check(void)
+{
+    struct m *mp = gort__getm();
+    struct g *gp = mp ? mp->curg : NULL;
+    /* Relaxed: a late sighting only delays the preemption a little. */
+    if (gp && load_relaxed(&gp->preempt) && mp->locks == 0)
+        gort__preempt_yield(mp, gp);
+}
+
+void gort__preempt_yield(struct m *mp, struct g *gp)
+{
+    if (GORT_UNLIKELY(gp->foreign))
+        return;
+    store_relaxed(&gp->preempt, 0);
+    store_relaxed(&mp->p->preempt, 0);
+    gort__stat_add(&mp->p->npreemptsync, 1);
+    gort__trace_preempted(mp);
+    gosched(mp, gp, true);
 }
 
 /* ---------------------------------------------------------------------------
@@ -2301,162 +2457,6 @@ static int64_t newproc_foreign(void (*fn)(void *), void *arg, uintptr_t pc)
     mp->locks--;
     foreign_queue(mp, gp, G_DEAD);
     return goid;
-}
-
-void gort__ready(struct g *gp, bool next)
-{
-    gort__ready_m(gort__getm(), gp, next);
-}
-
-/* gort__ready_m's body, traced or not (enum gtrace). */
-static inline __attribute__((always_inline)) void
-ready_impl(struct m *mp, struct g *gp, bool next, enum gtrace t)
-{
-    if (GORT_UNLIKELY(gp->foreign || !mp->p)) {
-        ready_slow(mp, gp);
-        return;
-    }
-    gort__ready_onp(mp, mp->p, gp, next, t);
-}
-
-static GORT_NOINLINE __attribute__((cold)) void
-ready_traced(struct m *mp, struct g *gp, bool next)
-{
-    ready_impl(mp, gp, next, GT_ON);
-}
-
-void gort__ready_m(struct m *mp, struct g *gp, bool next)
-{
-    /* A caller holding a P keeps it throughout (one without a P takes
-     * ready_slow, which looks at the flag itself). */
-    if (GORT_TRACE_ON())
-        ready_traced(mp, gp, next);
-    else
-        ready_impl(mp, gp, next, GT_OFF);
-}
-
-/* On g0: put the G at the tail of the global queue.  Mirrors goschedImpl,
- * used by Gosched and by cooperative preemption (gopreempt_m). */
-static struct g *gosched_m(struct g *gp)
-{
-    struct m *mp = gort__getm();
-    gort__casgstatus(gp, G_RUNNING, G_RUNNABLE);
-    gort__dropg(mp);
-    gort__lock(&gort__sched.lock);
-    gort__globrunqput_locked(gp);
-    gort__unlock(&gort__sched.lock);
-    if (load_relaxed(&gort__main_started))
-        gort__wakep();
-    return NULL;
-}
-
-/* After a direct hand-off from a yielding G: queue it globally. */
-static void post_gosched(struct m *mp, struct g *prev)
-{
-    if (!mp->post_locked)
-        gort__lock_m(mp, &gort__sched.lock);
-    mp->post_locked = false;
-    gort__globrunqput_locked(prev);
-    gort__unlock_m(mp, &gort__sched.lock);
-    if (load_relaxed(&gort__sched.npidle) != 0) /* wakep's own first test */
-        gort__wakep();
-}
-
-/* After a direct hand-off from a G that yielded while its P had other Gs
- * queued: to the tail of the P's own queue. */
-static void post_gosched_local(struct m *mp, struct g *prev)
-{
-    if (mp->post_locked) {
-        mp->post_locked = false;
-        gort__unlock_m(mp, &gort__sched.lock);
-    }
-    gort__runqput(mp->p, prev, false);
-    if (load_relaxed(&gort__sched.npidle) != 0) /* wakep's own first test */
-        gort__wakep();
-}
-
-/* Yield: to the tail of the global queue, as Go's Gosched (and
- * gopreempt_m for cooperative preemption), except for a G that yields on
- * the only P where it would wait less in the P's own queue (fewer Gs
- * there than 61 for each G ahead of it in the global queue's plain part,
- * which gets one schedule in 61): that one gives the global queue its
- * turn (its head runs next, if it has one) and goes to the tail of the
- * P's own queue.  The global queue gets one schedule in 61 while the
- * P's queue never empties, so behind it a yield would cost 61 schedules
- * for every G there (docs/design.md, "Timer wake-ups run ahead of new
- * work").  Giving the turn keeps what a yield is for: a
- * goroutine that yields in a loop until others have done their work lets
- * the global queue run one G per yield.  With more Ps the global queue
- * also evens yielding goroutines out between them (a P's own queue gives
- * up Gs only to a P that runs dry), so there the yield is Go's. */
-static void gosched(struct m *mp, struct g *gp, bool preempted)
-{
-    struct p *pp = mp->p;
-    /* Relaxed: GOMAXPROCS changes stop the world, and this G runs; the
-     * queue lengths are hints (the owner's view of its own ring, which
-     * thieves only empty, and the global queue's size outside its
-     * lock). */
-    bool local = false;
-    if (!preempted && load_relaxed(&gort__gomaxprocs) == 1) {
-        int32_t ring = (int32_t)(pp->runqtail - load_relaxed(&pp->runqhead));
-        int32_t plain = load_relaxed(&gort__sched.runqsize) -
-                        load_relaxed(&gort__sched.nwoken);
-        local = ring < GORT_GLOBAL_CHECK_TICKS * (plain + 1);
-    }
-    bool inherit, locked;
-    struct g *next = pick_handoff(mp, pp, &inherit, &locked, local);
-    if (!next) {
-        mcall(gosched_m, false);
-        return;
-    }
-    gort__casgstatus(gp, G_RUNNING, G_RUNNABLE);
-    g_handoff(mp, gp, next, inherit, locked,
-              local ? post_gosched_local : post_gosched, false, GT_CHECK);
-}
-
-static inline __attribute__((always_inline)) void gosched_common(void)
-{
-    struct m *mp = gort__getm();
-    if (!mp || !mp->curg || mp->curg->foreign) {
-        gort__osyield();
-        return;
-    }
-    gosched(mp, mp->curg, false);
-}
-
-static GORT_NOINLINE void gosched_san(void)
-{
-    GORT_SAN_SCOPE();
-    gosched_common();
-}
-
-void gort_gosched(void)
-{
-    if (GORT_UNLIKELY(gort__san & GORT_SAN_TSAN)) {
-        gosched_san();
-        return;
-    }
-    gosched_common();
-}
-
-void gort__preempt_check(void)
-{
-    struct m *mp = gort__getm();
-    struct g *gp = mp ? mp->curg : NULL;
-    /* Relaxed: a late sighting only delays the preemption a little. */
-    if (gp && load_relaxed(&gp->preempt) && mp->locks == 0)
-        gort__preempt_yield(mp, gp);
-}
-
-void gort__preempt_yield(struct m *mp, struct g *gp)
-{
-    if (GORT_UNLIKELY(gp->foreign))
-        return;
-    store_relaxed(&gp->preempt, 0);
-    store_relaxed(&mp->p->preempt, 0);
-    gort__stat_add(&mp->p->npreemptsync, 1);
-    gort__trace_preempted(mp);
-    gosched(mp, gp, true);
 }
 
 /* ---------------------------------------------------------------------------
