@@ -157,11 +157,12 @@ static void th_init(void)
 
 /* The clock of the samples: the CPU's counter, not gort_nanotime.  A
  * sampled round reads it twice, and clock_gettime through the vDSO
- * (kvm-clock in a virtual machine) costs a few times what rdtsc does:
- * with Go's one round in 8 it was a large part of a yield's time
- * (docs/design.md has the figures).  Counter ticks become nanoseconds at a rate
- * measured against gort_nanotime (Go's ticksPerSecond does the same for
- * its profiling events); aarch64's counter states its own frequency.
+ * (kvm-clock in a virtual machine) costs a few times what rdtsc does,
+ * which with Go's one round in 8 would be a large part of a yield's time
+ * (docs/design.md has the figures).  Counter ticks become nanoseconds at
+ * a rate measured against gort_nanotime (Go's ticksPerSecond does the
+ * same for its profiling events); aarch64's counter states its own
+ * frequency.
  * The counters of two CPUs may differ by a few tens of nanoseconds (a
  * wait that looks negative is recorded as 0), which a histogram whose
  * finest bucket is 64 ns hardly sees. */

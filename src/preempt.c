@@ -631,9 +631,8 @@ static struct g *preempt_m(struct g *gp)
 GORT_HIDDEN void gort__async_preempt2(void *ucopy);
 void gort__async_preempt2(void *ucopy)
 {
-    /* gort__getm finishes a signal-marked syscall first (keeping errno). */
+    /* gort__getm finishes a signal-marked syscall first. */
     struct m *mp = gort__getm();
-    int saved_errno = *mp->errnop; /* the interrupted code's */
     struct g *gp = mp->curg;
 #if defined(__x86_64__)
     ucontext_t *uc = ucopy;
@@ -661,7 +660,6 @@ void gort__async_preempt2(void *ucopy)
     uc->uc_stack.ss_sp = mp->sigaltstack_mem;
     uc->uc_stack.ss_size = mp->sigaltstack_size;
     uc->uc_stack.ss_flags = mp->sigaltstack_mem ? 0 : SS_DISABLE;
-    *mp->errnop = saved_errno;
 }
 
 int gort__preempt_init(void)

@@ -2352,9 +2352,6 @@ GORT_NOINLINE struct m *gort__getm_slow(void)
             return NULL;
         return needm();
     }
-    /* The errno of the program's unwrapped call, which the settling below
-     * may change and which follows the G if it moves. */
-    int saved_errno = *mp->errnop;
     /* An inspector claimed this thread while it slept in a call nobody
      * wrapped (rawsys.c): settle the claim before anything else. */
     if (load_acq(&mp->rawmark) != RAWMARK_NONE)
@@ -2366,9 +2363,7 @@ GORT_NOINLINE struct m *gort__getm_slow(void)
         gort__exitsyscall_m(mp, mp->curg);
     else
         gort__setm_fast(mp);
-    mp = gort__getm_raw();
-    *mp->errnop = saved_errno;
-    return mp;
+    return gort__getm_raw();
 }
 
 /* Teardown: forget extra Ms whose threads still live (their threads free

@@ -225,17 +225,12 @@ static inline void syscall_record(struct g *gp, uintptr_t fp)
 GORT_NOINLINE void gort_entersyscall(void)
 {
     GORT_SAN_SCOPE();
-    /* errno is the program's, before and after (a wake-up of sysmon, a
-     * wait for a stop-the-world, may set it).  The G stays on this
-     * thread until exitsyscall. */
-    int saved_errno = errno;
     struct m *mp = gort__getm();
     struct g *gp = mp ? mp->curg : NULL;
     if (!gp || gp->foreign || mp->insyscall)
         return;
     syscall_record(gp, (uintptr_t)__builtin_frame_address(0));
     gort__entersyscall_m(mp, gp, 1);
-    errno = saved_errno;
 }
 
 GORT_NOINLINE void gort_entersyscallblock(void)
@@ -245,7 +240,6 @@ GORT_NOINLINE void gort_entersyscallblock(void)
     struct g *gp = mp ? mp->curg : NULL;
     if (!gp || gp->foreign || mp->insyscall)
         return;
-    int saved_errno = errno; /* as in gort_entersyscall */
     mp->locks++;
     syscall_record(gp, (uintptr_t)__builtin_frame_address(0));
     gp->waitsince = load_relaxed(&gort__sched.coarsenow);
@@ -262,7 +256,6 @@ GORT_NOINLINE void gort_entersyscallblock(void)
     /* Go's entersyscallblock_handoff. */
     gort__stat_add(&mp->nhandoffs, 1);
     gort__handoffp(pp);
-    errno = saved_errno;
 }
 
 /* On g0: no P for the G coming back from its syscall; queue it and park
@@ -332,17 +325,15 @@ void gort__exitsyscall_m(struct m *mp, struct g *gp)
 void gort_exitsyscall(void)
 {
     GORT_SAN_SCOPE();
-    /* The call's errno, read before anything here can change it (a
-     * contended sched.lock's futex wait fails with EAGAIN), and set again
-     * on whichever thread the G comes back on. */
-    int saved_errno = errno;
+    /* The call's errno survives: nothing on the way changes it (the
+     * runtime's lock waits keep it, lock_futex.c) and a switch carries it
+     * to whichever thread the G comes back on. */
     struct m *mp = gort__getm();
     struct g *gp = mp ? mp->curg : NULL;
-    if (gp && mp->insyscall) {
-        gort__exitsyscall_m(mp, gp);
-        gort__preempt_check();
-    }
-    GORT_ERRNO = saved_errno;
+    if (!gp || !mp->insyscall)
+        return;
+    gort__exitsyscall_m(mp, gp);
+    gort__preempt_check();
 }
 
 /* ---------------------------------------------------------------------------

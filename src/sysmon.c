@@ -6,12 +6,12 @@
  * to do it doubles the sleep, up to 10 ms.  A round of 10 ms that finds
  * every P idle is followed by one of 20 ms: there is no G to watch at
  * that moment, and a server at partial load, whose Ps are idle nearly
- * always, would otherwise pay a timed wake-up (tens of microseconds of
- * CPU in a virtual machine) a hundred times a second; a G that takes a P
- * just after such a round is preempted after 30 ms at worst instead of
- * 20.  When every P has been idle for three rounds at their longest (or
- * the world is stopped) it sleeps until acquirep or startTheWorld wakes
- * it, unless schedtrace output is due.
+ * always, would otherwise pay a timed wake-up (costly in a virtual
+ * machine: docs/design.md) a hundred times a second.  A G that takes a P
+ * just after such a round is asked to yield within 30 ms (within 20 when
+ * the round found a P running).  When every P has been idle for three
+ * rounds at their longest (or the world is stopped) it sleeps until
+ * acquirep or startTheWorld wakes it, unless schedtrace output is due.
  * A syscall entered while work waits on its P puts it back on 20 us
  * rounds at once (gort__sysmon_kick).  Its thread has a timer slack of
  * 1 ns: with the default 50 us, a 20 us sleep lasts several times as

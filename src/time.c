@@ -314,8 +314,8 @@ void gort__wakenetpoller(int64_t when)
  * (it stands for many).  A probe that misses costs L, so the probes back
  * off while they miss: the next comes twice as many spells later after a
  * miss, half as many after a hit, between 64 and 1,024.  At partial load,
- * where most probes miss, that is L/1,024 a request instead of L/64; when
- * the gaps shorten, the probes come every 64th spell again within a few
+ * where most probes miss, they cost about L/1,024 a request; when the
+ * gaps shorten, the probes come every 64th spell again within a few
  * thousand spells (a few dozen milliseconds at the rates that need the
  * spin).  So the poller spins only where requests follow each other by
  * less than a sleep costs, under a client that never pauses; at partial
