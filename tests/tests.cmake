@@ -8,6 +8,9 @@ gort_test(test_fatal TIMEOUT 120 CASES deadlock negative_waitgroup stack_overflo
 gort_test(test_chan TIMEOUT 180 CASES fifo_buffered fifo_unbuffered_single_sender handoff_unbuffered close_wakes_receivers close_drains_buffer len_cap large_elem buffered_sizes nil_chan_blocks trysend_tryrecv chan_free_busy make_bad_args stress_mpmc many_waiters)
 gort_test(test_select TIMEOUT 180 CASES fairness default_only_when_nothing_ready nil_channels woken_exactly_once timeout_loop send_and_recv_cases closed_channel_case bad_args select_stress)
 gort_test(test_timer TIMEOUT 180 CASES sleep_many sleep_duration after_fires timer_stop_before timer_stop_after timer_reset afterfunc_runs_in_goroutine stop_from_other_p lateness_bound idle_m_wakes_for_timer timer_free_pending woken_no_starve)
+# Bounds main's wall-clock time on a P overloaded five times over: a test
+# running beside it would take half its CPU.
+set_tests_properties(test_timer.woken_no_starve PROPERTIES RUN_SERIAL TRUE)
 gort_test(test_env_runtime TIMEOUT 120 CASES maxprocs_abc maxprocs_zero maxprocs_negative maxprocs_huge maxprocs_good debug_bad_schedtrace stacksize_too_small set_stack_size schedtrace_format schedtrace_many_procs scheddetail_format)
 gort_test(test_lifecycle TIMEOUT 120 CASES lifecycle)
 gort_test(test_sync TIMEOUT 180 CASES mutex_exclusion mutex_trylock mutex_starvation mutex_unlock_unlocked_fatal rwmutex_readers_parallel rwmutex_writer_not_starved rwmutex_runlock_fatal once_exactly_once cond_signal_fifo cond_broadcast sema_many_addresses sema_stress)

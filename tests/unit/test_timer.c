@@ -1074,6 +1074,8 @@ TEST(woken_no_starve)
      * part's turns (one schedule in 122), unless a G that has just begun
      * is preempted for every timer that comes due, which fills that part
      * with sleepers; a sanitizer's slow gort_go has main preempted many
-     * times while it creates them. */
-    CHECK_LT(wns_elapsed, (SANITIZED ? 90 : 3) * 1000000000LL);
+     * times while it creates them.  Alone on the machine main takes
+     * 2.01 s; the bound leaves room for the machine's other jobs (the
+     * test runs serially under ctest). */
+    CHECK_LT(wns_elapsed, (SANITIZED ? 90 : 4) * 1000000000LL);
 }
