@@ -4,6 +4,9 @@ gort_test(test_env CASES traceback maxprocs_valid maxprocs_bad debug_keys debug_
 gort_test(test_lock TIMEOUT 120 CASES exclusion exclusion_exchange unlock_unlocked)
 gort_test(test_runq TIMEOUT 300 CASES put_get_order overflow_batch_129 runqempty_and_len globrunqget_batch global_segments steal_half steal_stress)
 gort_test(test_sched TIMEOUT 180 CASES runnext_order distribution fairness fairness_waitgroup yield_one_p no_early_preempt million g_reuse park_100k park_million gomaxprocs_change gomaxprocs_concurrent gomaxprocs_no_self_preempt goexit_lifo main_goexit_others_run twice gomaxprocs_query_outside stack_scavenge fp_modes idle_cost sysmon_light_load)
+# Counts sysmon's sleeps in 1 s of wall-clock time; other jobs beside it
+# make main's P look busy at more of sysmon's rounds.
+set_tests_properties(test_sched.sysmon_light_load PROPERTIES RUN_SERIAL TRUE)
 gort_test(test_fatal TIMEOUT 120 CASES deadlock negative_waitgroup stack_overflow stack_overflow_canary stack_overflow_mprotect stack_overflow_madvise stack_overflow_canary_unbounded stack_overflow_canary_running thread_limit send_closed trysend_closed select_send_closed close_closed close_nil sender_woken_by_close deadlock_chan_recv deadlock_nil_chan deadlock_select_no_cases no_deadlock_timer no_goroutine_sleep no_goroutine_send throw_runtime_frames)
 gort_test(test_chan TIMEOUT 180 CASES fifo_buffered fifo_unbuffered_single_sender handoff_unbuffered close_wakes_receivers close_drains_buffer len_cap large_elem buffered_sizes nil_chan_blocks trysend_tryrecv chan_free_busy make_bad_args stress_mpmc many_waiters)
 gort_test(test_select TIMEOUT 180 CASES fairness default_only_when_nothing_ready nil_channels woken_exactly_once timeout_loop send_and_recv_cases closed_channel_case bad_args select_stress)
