@@ -1,6 +1,6 @@
 /*
- * debug.c - fatal errors, SIGQUIT and schedtrace/scheddetail (the
- * goroutine dumps they print are traceback.c's).
+ * debug.c - schedtrace and scheddetail (the goroutine dumps of fatal
+ * errors and SIGQUIT are traceback.c's; the errors themselves fatal.c's).
  *
  * Output formats are Go's, so that people and tools that read Go's output
  * read ours:
@@ -44,159 +44,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static uint32_t dying; /* atomic: a fatal error is being reported */
-
-void gort__printf(int fd, const char *fmt, ...)
-{
-    char buf[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return;
-    size_t len = (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1;
-    size_t off = 0;
-    struct m *mp = gort__libc_begin();
-    while (off < len) {
-        ssize_t w = write(fd, buf + off, len - off);
-        if (w <= 0)
-            break;
-        off += (size_t)w;
-    }
-    gort__libc_end(mp);
-}
-
-/* Go's names for G statuses and wait reasons.  tools/gort-gdb.py reads
- * these two tables from the program (see runtime.h). */
-const char gort__gstatus_names[GORT_GSTATUS_NAMES][GORT_NAME_MAX] = {
-    [G_IDLE] = "idle",
-    [G_RUNNABLE] = "runnable",
-    [G_RUNNING] = "running",
-    [G_SYSCALL] = "syscall",
-    [G_WAITING] = "waiting",
-    [G_DEAD] = "dead",
-    [G_PREEMPTED] = "preempted",
-};
-
-const char gort__waitreason_names[WAIT_NREASONS][GORT_NAME_MAX] = {
-    [WAIT_ZERO] = "",
-    [WAIT_SYNC_WAITGROUP_WAIT] = "sync.WaitGroup.Wait",
-    [WAIT_SEMACQUIRE] = "semacquire",
-    [WAIT_STOP_THE_WORLD] = "stop-the-world",
-    [WAIT_GOEXIT_MAIN] = "main called Goexit",
-    [WAIT_TEST_PARK] = "test park",
-    [WAIT_CHAN_RECV_NIL] = "chan receive (nil chan)",
-    [WAIT_CHAN_SEND_NIL] = "chan send (nil chan)",
-    [WAIT_SELECT] = "select",
-    [WAIT_SELECT_NO_CASES] = "select (no cases)",
-    [WAIT_CHAN_RECV] = "chan receive",
-    [WAIT_CHAN_SEND] = "chan send",
-    [WAIT_SLEEP] = "sleep",
-    [WAIT_SYNC_MUTEX_LOCK] = "sync.Mutex.Lock",
-    [WAIT_SYNC_RWMUTEX_RLOCK] = "sync.RWMutex.RLock",
-    [WAIT_SYNC_RWMUTEX_LOCK] = "sync.RWMutex.Lock",
-    [WAIT_SYNC_COND_WAIT] = "sync.Cond.Wait",
-    [WAIT_IO] = "IO wait",
-};
-
-const char *gort__gstatus_name(uint32_t s)
-{
-    return s < GORT_GSTATUS_NAMES && gort__gstatus_names[s][0]
-               ? gort__gstatus_names[s]
-               : "???";
-}
-
-const char *gort__waitreason_name(uint32_t r)
-{
-    if (r == WAIT_ZERO)
-        return "";
-    return r < WAIT_NREASONS && gort__waitreason_names[r][0]
-               ? gort__waitreason_names[r]
-               : "???";
-}
-
-/*
- * Claim the right to report a fatal error (or SIGQUIT).  The first caller
- * gets it.  A second error on the same thread while it reports aborts at
- * once (the report itself failed); one on another thread waits for the
- * first report, which ends the process, and aborts after 10 s if it does
- * not (Go relays and waits likewise).
- */
-static uint32_t dying_tid; /* atomic: the reporting thread */
-static void start_dying(void)
-{
-    uint32_t tid = (uint32_t)gort__gettid();
-    /* Acq-rel: exactly one caller sees 1. */
-    if (xadd_acqrel(&dying, 1) == 1) {
-        /* Release: pairs with the acquire below. */
-        store_rel(&dying_tid, tid);
-        return;
-    }
-    if (load_acq(&dying_tid) != tid) {
-        for (int i = 0; i < 1000; i++)
-            gort__usleep(10000);
-    }
-    signal(SIGABRT, SIG_DFL);
-    abort();
-}
-
-static GORT_NORETURN void die(bool runtime_frames, const char *fmt,
-                              va_list ap)
-{
-    start_dying();
-    char msg[768];
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    gort__printf(2, "gort: fatal error: %s\n\n", msg);
-    gort__traceback_fatal(2, NULL, runtime_frames);
-    signal(SIGABRT, SIG_DFL);
-    abort();
-}
-
-/* Mirrors sighandler and fatalsignal (signal_unix.go) for SIGQUIT: the
- * signal's name, where it landed, every goroutine, exit status 2.  Go
- * also dumps the registers of the thread that took the signal; gort does
- * not (they belong to whichever thread the kernel picked). */
-void gort__sigquit(int sig, void *info, void *uc)
-{
-    (void)sig;
-    start_dying();
-    struct gort_trap t;
-    gort__trap_from_ucontext(&t, uc);
-    struct m *mp = gort__getm_raw();
-    char mid[24] = "nil";
-    if (mp)
-        snprintf(mid, sizeof mid, "%lld", (long long)mp->id);
-    gort__printf(2, "SIGQUIT: quit\nPC=0x%lx m=%s sigcode=%d\n\n",
-                 (unsigned long)t.pc, mid, ((siginfo_t *)info)->si_code);
-    gort__traceback_fatal(2, &t, false);
-    _exit(2);
-}
-
-void gort__throw(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    die(true, fmt, ap);
-}
-
-void gort__fatal(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    die(false, fmt, ap);
-}
-
-void gort__fatal_no_goroutine(const char *who)
-{
-    gort__fatal("%s: not called from a goroutine", who);
-}
-
-void gort__throw_assert(const char *cond, const char *file, int line)
-{
-    gort__throw("assertion failed: %s (%s:%d)", cond, file, line);
-}
 
 /* ---------------------------------------------------------------------------
  * schedtrace.  Mirrors schedtrace (proc.go).
@@ -282,8 +129,8 @@ GORT_NO_TSAN static void trace_ms(struct line *l)
             lput(l, "nil");
         lput(l, " mallocing=0 throwing=%d preemptoff= locks=%d dying=%d "
                 "spinning=%s blocked=%s lockedg=nil\n",
-             load_relaxed(&dying) ? 1 : 0, mp->locks,
-             load_relaxed(&dying) ? 1 : 0, mp->spinning ? "true" : "false",
+             gort__fatal_dying(), mp->locks,
+             gort__fatal_dying(), mp->spinning ? "true" : "false",
              mp->nextp == NULL && pp == NULL && mp->curg == NULL ? "true"
                                                                  : "false");
         lflush(l);

@@ -81,6 +81,11 @@
 #include <string.h>
 #include <unistd.h>
 
+/* The GORTDEBUG settings (gort__read_env fills them at start-up). */
+struct gort_debugvars gort__debug;
+/* GORTTRACEBACK: what fatal errors and SIGQUIT print. */
+int32_t gort__traceback_level = TRACEBACK_ALL;
+
 /* The largest stack GORTSTACKSIZE accepts: 1 GiB, as gort_set_stack_size. */
 #define MAX_STACK_SIZE ((uint64_t)1 << 30)
 /* Stack sizes are rounded up to whole pages (4 KiB on every target). */

@@ -26,12 +26,14 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #ifndef AT_MINSIGSTKSZ
@@ -82,6 +84,39 @@ void gort__usleep(int64_t us)
     struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
     while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
         ;
+}
+
+/* Where a signal's ucontext keeps the interrupted registers. */
+#if defined(__x86_64__)
+#define UC_PC_OFF offsetof(ucontext_t, uc_mcontext.gregs[REG_RIP])
+#define UC_SP_OFF offsetof(ucontext_t, uc_mcontext.gregs[REG_RSP])
+#define UC_FP_OFF offsetof(ucontext_t, uc_mcontext.gregs[REG_RBP])
+#define UC_LR_OFF 0 /* none */
+#elif defined(__aarch64__)
+#define UC_PC_OFF offsetof(ucontext_t, uc_mcontext.pc)
+#define UC_SP_OFF offsetof(ucontext_t, uc_mcontext.sp)
+#define UC_FP_OFF offsetof(ucontext_t, uc_mcontext.regs[29])
+#define UC_LR_OFF offsetof(ucontext_t, uc_mcontext.regs[30])
+#else
+#error "gort: signal contexts need a port to this processor"
+#endif
+
+/* One word of a stack being walked.  Not instrumented: it may lie in a
+ * redzone AddressSanitizer poisoned, and its owner may be writing it (a
+ * racy read by design). */
+__attribute__((noinline, no_sanitize("address", "thread", "undefined")))
+uintptr_t gort__peek(uintptr_t addr)
+{
+    return *(volatile const uintptr_t *)addr;
+}
+
+void gort__trap_from_ucontext(struct gort_trap *t, const void *uc)
+{
+    uintptr_t u = (uintptr_t)uc;
+    t->pc = gort__peek(u + UC_PC_OFF);
+    t->sp = gort__peek(u + UC_SP_OFF);
+    t->fp = gort__peek(u + UC_FP_OFF);
+    t->lr = UC_LR_OFF ? gort__peek(u + UC_LR_OFF) : 0;
 }
 
 int gort__newosproc(struct m *mp, void *(*start)(void *))
@@ -187,14 +222,12 @@ int gort__minit(struct m *mp)
         sigdelset(&set, SIGILL);
         pthread_sigmask(SIG_SETMASK, &set, NULL);
     }
-    gort__preempt_thread_start(mp);
     return 0;
 }
 
 /* Undo minit before the thread exits or gort_main returns. */
 void gort__unminit(struct m *mp)
 {
-    gort__preempt_thread_exit(mp);
     if (!mp->sigaltstack_mem)
         return;
     stack_t ss = {.ss_sp = NULL, .ss_size = 0, .ss_flags = SS_DISABLE};
@@ -267,17 +300,31 @@ static void fault_handler(int sig, siginfo_t *info, void *uctx)
                      gort__stack_guard_name(gp->stack.guard), (void *)addr,
                      kind);
         /* The overflowing goroutine's frames, from where it faulted. */
-        gort__traceback_fatal(2, &t, false);
+        gort__fatal_dump(2, &t, false);
         signal(SIGABRT, SIG_DFL);
         abort();
     }
     chain(sig, info, uctx);
 }
 
-/* SIGQUIT, as in Go: dump every goroutine and exit with status 2. */
-static void quit_handler(int sig, siginfo_t *info, void *uctx)
+/* Mirrors sighandler and fatalsignal (signal_unix.go) for SIGQUIT: the
+ * signal's name, where it landed, every goroutine, exit status 2.  Go
+ * also dumps the registers of the thread that took the signal; gort does
+ * not (they belong to whichever thread the kernel picked). */
+static void quit_handler(int sig, siginfo_t *info, void *uc)
 {
-    gort__sigquit(sig, info, uctx);
+    (void)sig;
+    gort__fatal_begin();
+    struct gort_trap t;
+    gort__trap_from_ucontext(&t, uc);
+    struct m *mp = gort__getm_raw();
+    char mid[24] = "nil";
+    if (mp)
+        snprintf(mid, sizeof mid, "%lld", (long long)mp->id);
+    gort__printf(2, "SIGQUIT: quit\nPC=0x%lx m=%s sigcode=%d\n\n",
+                 (unsigned long)t.pc, mid, info->si_code);
+    gort__fatal_dump(2, &t, false);
+    _exit(2);
 }
 
 /* Install h for sig unless the program has its own handler or ignores

@@ -42,20 +42,6 @@
 #include <unistd.h>
 
 
-struct schedt gort__sched;
-struct p **gort__allp;
-int32_t gort__gomaxprocs;
-int32_t gort__ncpu = 1;
-struct m *gort__allm;
-gort_lock gort__allglock;
-gort_lock gort__allplock;
-struct g **gort__allgs;
-uint32_t gort__allglen;
-uint32_t gort__idlepmask[GORT_MAX_PROCS / 32];
-int64_t gort__runtime_init_time;
-uint32_t gort__main_started;
-struct gort_debugvars gort__debug;
-
 static uint32_t allgcap;
 /* allgs' first array: address space for ALLGS_RESERVE entries, reserved
  * once (MAP_NORESERVE: only the pages written count), so that it grows
@@ -68,123 +54,6 @@ int32_t gort__allp_len;       /* entries of gort__allp allocated (>= procs) */
 static uint32_t gort_running;  /* atomic: a gort_main is in progress */
 static struct m *m0;           /* the thread that called gort_main */
 static int main_status;
-
-/* The current M.  initial-exec TLS: one %fs-relative load, also in the
- * shared library (static TLS is reserved for libraries loaded at start).
- * Read through gort__getm (runtime.h), never directly. */
-__thread struct m *gort__tls_m __attribute__((tls_model("initial-exec")));
-/* The same M when gort__getm has nothing to finish for it (runtime.h),
- * else NULL: NULL for a foreign thread's M and while the preemption
- * signal has this thread's M in a syscall.  Written only by this thread:
- * gort__setm, the signal handler marking a syscall
- * (gort__entersyscall_m) and gort__getm_slow finishing it
- * (gort__exitsyscall_m). */
-__thread struct m *gort__tls_mfast __attribute__((tls_model("initial-exec")));
-
-#if !(defined(__x86_64__) && defined(__GNUC__))
-GORT_NOINLINE struct m *gort__getm(void)
-{
-    struct m *mp = load_relaxed(&gort__tls_mfast);
-    /* Keep the compiler from treating this as a pure function whose
-     * result can be reused across a context switch. */
-    __asm__ __volatile__("" : "+r"(mp)::"memory");
-    return gort__getm_finish(mp);
-}
-
-/* The fast slot alone (runtime.h, gort__getm_fast): NULL where gort__getm
- * would take its slow path, which may make a thread an extra M. */
-GORT_NOINLINE struct m *gort__getm_fastslot(void)
-{
-    struct m *mp = load_relaxed(&gort__tls_mfast);
-    __asm__ __volatile__("" : "+r"(mp)::"memory");
-    return mp;
-}
-#endif
-
-/* The M without side effects: for signal handlers and the extra-M code. */
-GORT_NOINLINE struct m *gort__getm_raw(void)
-{
-    struct m *mp = gort__tls_m;
-    __asm__ __volatile__("" : "+r"(mp)::"memory");
-    return mp;
-}
-
-GORT_NOINLINE void gort__setm(struct m *mp)
-{
-    gort__tls_m = mp;
-    /* Atomic: an inspector may clear it from another thread (rawsys.c). */
-    store_relaxed(&gort__tls_mfast, mp && !mp->foreign ? mp : NULL);
-}
-
-void gort__setm_fast(struct m *mp)
-{
-    store_relaxed(&gort__tls_mfast, mp);
-}
-
-int *gort_errno_location(void)
-{
-    return __errno_location();
-}
-
-/* errno's address must be recomputed after a switch (glibc declares
- * __errno_location const, so a cached result would name the old thread). */
-int *gort__errno_ptr(void)
-{
-    int *p = &errno;
-    __asm__ __volatile__("" : "+r"(p)::"memory");
-    return p;
-}
-
-/* ---------------------------------------------------------------------------
- * Random numbers: per-M xorshift64+ (Go's fastrand).
- * ------------------------------------------------------------------------- */
-
-uint32_t gort__fastrand(void)
-{
-    struct m *mp = gort__getm();
-    uint32_t s1 = mp->fastrand[0], s0 = mp->fastrand[1];
-    s1 ^= s1 << 17;
-    s1 = s1 ^ s0 ^ (s1 >> 7) ^ (s0 >> 16);
-    mp->fastrand[0] = s0;
-    mp->fastrand[1] = s1;
-    return s0 + s1;
-}
-
-uint32_t gort__fastrandn(uint32_t n)
-{
-    return (uint32_t)(((uint64_t)gort__fastrand() * n) >> 32);
-}
-
-/* ---------------------------------------------------------------------------
- * G status.  Mirrors casgstatus (proc.go).
- * ------------------------------------------------------------------------- */
-
-/* gort__legal[from] has bit `to` set when from -> to is a legal
- * transition (the table beside enum gstatus in runtime.h). */
-#define B(s) (1u << (s))
-const uint16_t gort__legal[16] = {
-    [G_IDLE] = B(G_DEAD),
-    [G_DEAD] = B(G_RUNNABLE),
-    [G_RUNNABLE] = B(G_RUNNING),
-    [G_RUNNING] = B(G_RUNNABLE) | B(G_WAITING) | B(G_SYSCALL) |
-                  B(G_PREEMPTED) | B(G_DEAD),
-    [G_SYSCALL] = B(G_RUNNING) | B(G_RUNNABLE),
-    [G_WAITING] = B(G_RUNNABLE),
-    [G_PREEMPTED] = B(G_RUNNABLE),
-};
-#undef B
-
-/* The cold half of gort__casgstatus: report what was wrong and die. */
-void gort__casgstatus_fail(struct g *gp, uint32_t oldval, uint32_t newval)
-{
-    if (!(oldval < 16 && newval < 16 && ((gort__legal[oldval] >> newval) & 1)))
-        gort__throw("casgstatus: bad transition of goroutine %lld from %s "
-                    "to %s", (long long)gp->goid, gort__gstatus_name(oldval),
-                    gort__gstatus_name(newval));
-    gort__throw("casgstatus: goroutine %lld is %s, not %s (wanted %s)",
-                (long long)gp->goid, gort__gstatus_name(gort__readgstatus(gp)),
-                gort__gstatus_name(oldval), gort__gstatus_name(newval));
-}
 
 /* ---------------------------------------------------------------------------
  * Context switching with the sanitizers told about it.
@@ -458,6 +327,7 @@ static int mstart_common(struct m *mp)
     int err = gort__minit(mp);
     if (err)
         return err;
+    gort__preempt_thread_start(mp);
     if (GORT_UNLIKELY(gort__san))
         gort__san_thread_start(mp->g0, !mp->is_m0);
     return 0;
@@ -477,6 +347,7 @@ static void *mstart(void *arg)
     gort__acquirep(mp, pp);
     schedule();
     gort__rawsys_thread_exit(mp);
+    gort__preempt_thread_exit(mp);
     gort__unminit(mp);
     gort__setm(NULL);
     if (GORT_UNLIKELY(gort__san))
@@ -2688,6 +2559,7 @@ static void join_ms(struct m *self)
 static int boot(struct m *mp, void (*fn)(void *), void *arg)
 {
     gort__read_env();
+    gort__fatal_set_dump(gort__traceback_fatal);
     int err = gort__stackinit();
     if (err)
         return err;
@@ -2746,6 +2618,7 @@ int gort_main(void (*fn)(void *), void *arg)
         gort__trace_shutdown();
         gort__preempt_fini();
         gort__signals_restore();
+        gort__preempt_thread_exit(mp);
         gort__unminit(mp);
         gort__setm(NULL);
         teardown();
@@ -2761,6 +2634,7 @@ int gort_main(void (*fn)(void *), void *arg)
     gort__trace_shutdown(); /* GORTDEBUG=trace, or a trace never stopped */
     gort__preempt_fini();
     gort__rawsys_thread_exit(mp);
+    gort__preempt_thread_exit(mp);
     gort__unminit(mp);
     gort__signals_restore();
     gort__setm(NULL);

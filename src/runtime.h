@@ -1031,7 +1031,7 @@ static inline void gort__libc_end(struct m *mp)
         mp->locks--;
 }
 /* A word of another thread's stack (a redzone the sanitizer poisoned, a
- * racy read by design): traceback.c. */
+ * racy read by design): os_linux.c. */
 GORT_HIDDEN uintptr_t gort__peek(uintptr_t addr);
 /* The allocator, so bracketed. */
 GORT_HIDDEN void *gort__malloc(size_t n);
@@ -1383,7 +1383,8 @@ GORT_HIDDEN void gort__preemptstk_free(struct g *gp);
 GORT_HIDDEN bool gort__preempt_async_on(void);
 /* The M's CPU-time timer, which carries its preemption signal where
  * /proc shows the threads' calls (preempt.c): made on the M's own thread
- * (gort__minit; M0's by gort__preempt_init), deleted before it ends. */
+ * (after gort__minit; M0's by gort__preempt_init), deleted before its
+ * gort__unminit. */
 GORT_HIDDEN void gort__preempt_thread_start(struct m *mp);
 GORT_HIDDEN void gort__preempt_thread_exit(struct m *mp);
 /* Send mp's thread the preemption signal (when asynchronous preemption
@@ -1507,7 +1508,7 @@ GORT_HIDDEN void gort__stw_record_stopping(int64_t began, int64_t now);
 GORT_HIDDEN void gort__stw_record_total(int64_t began, int64_t now);
 
 /* ---------------------------------------------------------------------------
- * Debugging (debug.c).
+ * Fatal errors (fatal.c) and what they print (traceback.c, debug.c).
  * ------------------------------------------------------------------------- */
 
 /* A broken runtime invariant (Go's throw): "fatal error: msg" and the
@@ -1519,31 +1520,43 @@ GORT_HIDDEN GORT_NORETURN void gort__throw(const char *fmt, ...)
  * goroutine dump as GORTTRACEBACK says (the program's frames). */
 GORT_HIDDEN GORT_NORETURN void gort__fatal(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)));
-/* Goroutine dumps with backtraces (traceback.c).  GORTTRACEBACK's levels:
- * what fatal errors and SIGQUIT print (none, only the goroutine that hit
- * it, all goroutines, all with gort's own frames). */
-enum { TRACEBACK_NONE, TRACEBACK_SINGLE, TRACEBACK_ALL, TRACEBACK_SYSTEM };
-GORT_HIDDEN extern int32_t gort__traceback_level;
-/* Where a signal interrupted a thread (from its ucontext). */
+/* Claim the right to report a fatal error or signal: returns to the first
+ * caller only (a second report on the same thread aborts, one on another
+ * thread waits for the first to end the process). */
+GORT_HIDDEN void gort__fatal_begin(void);
+/* A fatal error is being reported. */
+GORT_HIDDEN bool gort__fatal_dying(void);
+/* Where a signal interrupted a thread (from its ucontext: os_linux.c). */
 struct gort_trap {
     uintptr_t pc, sp, fp;
     uintptr_t lr;   /* aarch64's link register; 0 on x86-64 */
 };
 GORT_HIDDEN void gort__trap_from_ucontext(struct gort_trap *t, const void *uc);
-/* The dump of a fatal error or signal, as GORTTRACEBACK says: the
- * goroutine this thread runs (from trap when a signal handler calls, else
- * NULL), then every other one; gort's own frames too when runtime_frames
- * (a throw) or GORTTRACEBACK=system. */
-GORT_HIDDEN void gort__traceback_fatal(int fd, const struct gort_trap *trap,
-                                       bool runtime_frames);
-/* Parse GORTTRACEBACK; on error print a message and return dflt. */
-GORT_HIDDEN int32_t gort__parse_traceback(const char *s, int32_t dflt);
-/* The SIGQUIT handler's work: report, dump every goroutine, exit 2. */
-GORT_HIDDEN GORT_NORETURN void gort__sigquit(int sig, void *info, void *uc);
-GORT_HIDDEN void gort__schedtrace(bool detail);
+/* The goroutine dump of a fatal error or signal: the goroutine this
+ * thread runs (from trap when a signal handler calls, else NULL), then
+ * every other one; gort's own frames too when runtime_frames (a throw).
+ * traceback.c's gort__traceback_fatal, registered at start-up;
+ * gort__fatal_dump prints nothing before that. */
+typedef void (*gort__dump_fn)(int fd, const struct gort_trap *trap,
+                              bool runtime_frames);
+GORT_HIDDEN void gort__fatal_set_dump(gort__dump_fn fn);
+GORT_HIDDEN void gort__fatal_dump(int fd, const struct gort_trap *trap,
+                                  bool runtime_frames);
 /* Write a formatted string to fd without malloc (async-signal-safe use). */
 GORT_HIDDEN void gort__printf(int fd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* GORTTRACEBACK's levels (env.c): what fatal errors and SIGQUIT print
+ * (none, only the goroutine that hit it, all goroutines, all with gort's
+ * own frames). */
+enum { TRACEBACK_NONE, TRACEBACK_SINGLE, TRACEBACK_ALL, TRACEBACK_SYSTEM };
+GORT_HIDDEN extern int32_t gort__traceback_level;
+/* Parse GORTTRACEBACK; on error print a message and return dflt. */
+GORT_HIDDEN int32_t gort__parse_traceback(const char *s, int32_t dflt);
+/* Goroutine dumps (traceback.c): gort__fatal_dump's implementation. */
+GORT_HIDDEN void gort__traceback_fatal(int fd, const struct gort_trap *trap,
+                                       bool runtime_frames);
+/* schedtrace/scheddetail (debug.c). */
+GORT_HIDDEN void gort__schedtrace(bool detail);
 
 /* Timers (time.c). */
 GORT_HIDDEN int64_t gort__timers_check(struct p *pp, int64_t now);

@@ -81,8 +81,6 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-int32_t gort__traceback_level = TRACEBACK_ALL;
-
 /* The return address of the preemption stub's call (src/arch). */
 GORT_HIDDEN extern const char gort__async_preempt_ret[];
 
@@ -93,17 +91,9 @@ GORT_HIDDEN extern const char gort__async_preempt_ret[];
 #if defined(__x86_64__)
 #define CTX_FP_OFF 56
 #define CTX_PC_OFF 64
-#define UC_PC_OFF offsetof(ucontext_t, uc_mcontext.gregs[REG_RIP])
-#define UC_SP_OFF offsetof(ucontext_t, uc_mcontext.gregs[REG_RSP])
-#define UC_FP_OFF offsetof(ucontext_t, uc_mcontext.gregs[REG_RBP])
-#define UC_LR_OFF 0 /* none */
 #elif defined(__aarch64__)
 #define CTX_FP_OFF 0
 #define CTX_PC_OFF 8
-#define UC_PC_OFF offsetof(ucontext_t, uc_mcontext.pc)
-#define UC_SP_OFF offsetof(ucontext_t, uc_mcontext.sp)
-#define UC_FP_OFF offsetof(ucontext_t, uc_mcontext.regs[29])
-#define UC_LR_OFF offsetof(ucontext_t, uc_mcontext.regs[30])
 #else
 #error "gort: tracebacks need a port to this processor"
 #endif
@@ -112,14 +102,6 @@ GORT_HIDDEN extern const char gort__async_preempt_ret[];
  * Walking a stack.
  * ------------------------------------------------------------------------- */
 
-/* One word of a stack being walked.  Not instrumented: it may lie in a
- * redzone AddressSanitizer poisoned, and its owner may be writing it (a
- * racy read by design). */
-__attribute__((noinline, no_sanitize("address", "thread", "undefined")))
-uintptr_t gort__peek(uintptr_t addr)
-{
-    return *(volatile const uintptr_t *)addr;
-}
 #define peek gort__peek
 
 /* A return address as a code address: without the pointer-authentication
@@ -131,15 +113,6 @@ static uintptr_t strip_pc(uintptr_t pc)
 #else
     return pc;
 #endif
-}
-
-void gort__trap_from_ucontext(struct gort_trap *t, const void *uc)
-{
-    uintptr_t u = (uintptr_t)uc;
-    t->pc = peek(u + UC_PC_OFF);
-    t->sp = peek(u + UC_SP_OFF);
-    t->fp = peek(u + UC_FP_OFF);
-    t->lr = UC_LR_OFF ? peek(u + UC_LR_OFF) : 0;
 }
 
 /* For a walk from a signal context on [lo, hi): the candidate return

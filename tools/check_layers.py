@@ -1,0 +1,231 @@
+#!/usr/bin/env python3
+"""Checks that gort's runtime is built in layers that only reach downward.
+
+Every file under src/ belongs to a module (its name without extension;
+a header belongs to the module of the .c file that owns it), and every
+module to one layer in LAYERS below.  Two rules:
+
+  includes  a file may include only headers of its own layer or below;
+  calls     an object file may refer (call or load) only to symbols defined
+            in its own layer or below.
+
+The include rule reads the sources; the call rule reads the compiled
+objects with nm, so it sees what the compiler emitted, inline functions
+included.  Upcalls the lower layers need (tracing a status change, dumping
+goroutines on a fatal error) go through hooks the higher layer registers.
+
+usage: check_layers.py --src DIR [--objects LISTFILE] [--nm NM]
+       check_layers.py --selftest --src DIR
+Exit status 0 when both rules hold, 1 with one line per breach otherwise,
+2 on bad usage (an unknown file, a missing object).
+"""
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+# Lowest first.  A module may use its own layer and those listed before it.
+LAYERS = [
+    ("base", "atomics and the context switch",
+     ["atomic", "aarch64", "x86_64"]),
+    ("core", "G, M, P, sched and the status change; the OS; locks; fatal "
+             "errors; settings; run queues; stacks; symbol tables; "
+             "sanitizer glue; scheduling statistics; the hooks",
+     ["runtime", "sched", "os_linux", "lock_futex", "fatal", "env",
+      "symbolize", "runq", "stack", "san", "schedstats"]),
+    ("scheduler", "scheduling, Ps, sysmon, syscalls, preemption, the "
+                  "runtime semaphore, timers, the network poller",
+     ["proc", "procresize", "mthread", "newproc", "foreign", "sysmon",
+      "syscall", "preempt", "rawsys", "sema", "time", "netpoll",
+      "netpoll_epoll"]),
+    ("objects", "channels, select, sync, timer channels, descriptor I/O",
+     ["chan", "select", "sync", "timerchan", "fdio"]),
+    ("observability", "trace, metrics, tracebacks and dumps, schedtrace",
+     ["trace", "trace_impl", "trace_json", "metrics", "traceback",
+      "debug"]),
+    ("boot", "start and teardown of the whole runtime",
+     ["boot"]),
+]
+
+# Headers that are not any module's and may be included from anywhere.
+PUBLIC = {"gort.h"}
+
+
+def layer_of():
+    """Module name -> (layer index, layer name)."""
+    out = {}
+    for i, (name, _, mods) in enumerate(LAYERS):
+        for m in mods:
+            out[m] = (i, name)
+    return out
+
+
+def module(path):
+    base = os.path.basename(path)
+    return base.split(".", 1)[0]
+
+
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def check_includes(src, layers, problems):
+    for root, _, files in os.walk(src):
+        for f in sorted(files):
+            if not f.endswith((".c", ".h", ".S")):
+                continue
+            path = os.path.join(root, f)
+            rel = os.path.relpath(path, src)
+            mod = module(f)
+            if mod not in layers:
+                problems.append(("usage", f"{rel}: module {mod!r} has no "
+                                 f"layer (add it to LAYERS in "
+                                 f"{os.path.basename(__file__)})"))
+                continue
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                text = fh.read()
+            for m in INCLUDE.finditer(text):
+                inc = os.path.basename(m.group(1))
+                if inc in PUBLIC:
+                    continue
+                imod = module(inc)
+                if imod not in layers:
+                    problems.append(("usage", f"{rel}: includes {inc}, "
+                                     f"whose module {imod!r} has no layer"))
+                    continue
+                if layers[imod][0] > layers[mod][0]:
+                    line = text.count("\n", 0, m.start()) + 1
+                    problems.append(("breach",
+                                     f"{rel}:{line}: includes {inc} "
+                                     f"({layers[imod][1]}) from "
+                                     f"{layers[mod][1]}"))
+
+
+def symbols(nm, obj):
+    """(defined, undefined) global symbol sets of one object file."""
+    res = subprocess.run([nm, obj], capture_output=True, text=True)
+    if res.returncode != 0:
+        raise SystemExit(f"check_layers: {nm} {obj} failed: "
+                         f"{res.stderr.strip()}")
+    defined, undefined = set(), set()
+    for line in res.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[1] in "TDBRCGSVW":
+            defined.add(parts[2])
+        elif len(parts) == 2 and parts[0] in ("U", "w"):
+            undefined.add(parts[1])
+    return defined, undefined
+
+
+def check_calls(tables, layers, problems):
+    """tables: module -> (defined, undefined)."""
+    owner = {}
+    for mod, (defined, _) in tables.items():
+        for s in defined:
+            owner[s] = mod
+    for mod, (_, undefined) in sorted(tables.items()):
+        if mod not in layers:
+            problems.append(("usage", f"object of module {mod!r} has no "
+                             f"layer"))
+            continue
+        for s in sorted(undefined):
+            to = owner.get(s)
+            if to is None or to == mod or to not in layers:
+                continue
+            if layers[to][0] > layers[mod][0]:
+                problems.append(("breach",
+                                 f"{mod}.c ({layers[mod][1]}) uses {s} of "
+                                 f"{to}.c ({layers[to][1]})"))
+
+
+def run(src, objects, nm):
+    layers = layer_of()
+    problems = []
+    check_includes(src, layers, problems)
+    if objects:
+        tables = {}
+        for obj in objects:
+            if not os.path.exists(obj):
+                problems.append(("usage", f"object {obj} does not exist "
+                                 f"(build first)"))
+                continue
+            tables[module(obj)] = symbols(nm, obj)
+        check_calls(tables, layers, problems)
+    return problems
+
+
+def selftest(src):
+    """The check passes on src, and fails on a copy of it with one upward
+    include and on a symbol table with one upward call."""
+    layers = layer_of()
+    ok = [p for p in run(src, [], "nm") if p[0] != "usage"]
+    if ok:
+        print("selftest: the tree itself breaches its layers:")
+        for _, msg in ok:
+            print("  " + msg)
+        return 1
+    failures = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = os.path.join(tmp, "src")
+        shutil.copytree(src, copy)
+        victim = os.path.join(copy, "runq.c")
+        with open(victim, "a") as fh:
+            fh.write('\n#include "trace.h"\n')
+        got = [msg for kind, msg in run(copy, [], "nm") if kind == "breach"]
+        want = "runq.c"
+        if not any(msg.startswith(want) and "trace.h" in msg for msg in got):
+            print(f"selftest: an upward include in {want} went unseen; "
+                  f"got {got}")
+            failures += 1
+        else:
+            print(f"selftest: upward include caught: {got[0]}")
+    problems = []
+    check_calls({"runq": ({"gort__runqget"}, {"gort__trace_boot"}),
+                 "trace": ({"gort__trace_boot"}, {"gort__runqget"})},
+                layers, problems)
+    got = [msg for kind, msg in problems if kind == "breach"]
+    if len(got) != 1 or "gort__trace_boot" not in got[0]:
+        print(f"selftest: the upward call went unseen or the downward one "
+              f"was reported; got {got}")
+        failures += 1
+    else:
+        print(f"selftest: upward call caught: {got[0]}")
+    return 1 if failures else 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--src", required=True, help="the runtime's src/")
+    ap.add_argument("--objects", help="file listing object files, one per "
+                    "line or separated by ';'")
+    ap.add_argument("--nm", default="nm")
+    ap.add_argument("--selftest", action="store_true")
+    a = ap.parse_args()
+    if not os.path.isdir(a.src):
+        print(f"check_layers: --src {a.src}: not a directory")
+        return 2
+    if a.selftest:
+        return selftest(a.src)
+    objects = []
+    if a.objects:
+        with open(a.objects) as fh:
+            objects = [o for o in re.split(r"[;\n]", fh.read()) if o.strip()]
+    problems = run(a.src, objects, a.nm)
+    for kind, msg in problems:
+        print(("usage: " if kind == "usage" else "") + msg)
+    if any(kind == "usage" for kind, _ in problems):
+        return 2
+    if problems:
+        print(f"check_layers: {len(problems)} breaches of the layers "
+              f"(lowest first: {', '.join(n for n, _, _ in LAYERS)})")
+        return 1
+    print(f"check_layers: every include and call goes downward "
+          f"({len(objects)} objects)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
