@@ -387,10 +387,11 @@ GORT_HIDDEN GORT_NORETURN void gort__casgstatus_fail(struct g *gp,
 
 /* One scheduling round in GORT_TRACKING_PERIOD is timed for
  * /sched/latencies (gTrackingPeriod in Go): the clock is read only for
- * those.  The cold half, in metrics.c, stamps a tracked G when it becomes
- * runnable and records the wait in its P's histogram when it runs. */
+ * those.  The cold half, in schedstats.c, stamps a tracked G when it
+ * becomes runnable and records the wait in its P's histogram when it
+ * runs. */
 #define GORT_TRACKING_PERIOD 8
-/* The samples' clock (metrics.c), set up by gort_main. */
+/* The samples' clock (schedstats.c), set up by gort_main. */
 GORT_HIDDEN void gort__track_clock_init(void);
 GORT_HIDDEN __attribute__((cold)) void gort__gtrack(struct g *gp, uint32_t oldval,
                                                   uint32_t newval);
@@ -539,6 +540,10 @@ struct gort_timehist {
     uint64_t counts[GORT_TIMEHIST_N];
 };
 GORT_HIDDEN void gort__timehist_record(struct gort_timehist *h, int64_t ns);
+/* Stop-the-world pauses (schedstats.c): from the stop request to the
+ * world stopped, and to the world started again. */
+GORT_HIDDEN extern struct gort_timehist gort__stw_pauses_stopping,
+    gort__stw_pauses_total;
 
 /* Add d to a statistics counter written only by its owner (a P's M, an
  * M's own thread, a single stopper): a relaxed load and store, no
@@ -1498,7 +1503,7 @@ GORT_HIDDEN size_t gort__parse_stacksize(const char *s, size_t dflt);
 GORT_HIDDEN void gort__read_env(void);
 
 /* ---------------------------------------------------------------------------
- * Metrics (metrics.c).
+ * Scheduling statistics (schedstats.c; metrics.c reads them).
  * ------------------------------------------------------------------------- */
 
 /* A stop-the-world that began at `began` (nanotime) has stopped every P
