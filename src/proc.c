@@ -33,6 +33,7 @@
  * schedtrace and fatal errors (debug.c).
  */
 #include "runtime.h"
+#include "trace.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -2560,6 +2561,7 @@ static int boot(struct m *mp, void (*fn)(void *), void *arg)
 {
     gort__read_env();
     gort__fatal_set_dump(gort__traceback_fatal);
+    gort__trace_register();
     int err = gort__stackinit();
     if (err)
         return err;

@@ -103,7 +103,7 @@ GORT_HIDDEN GORT_NORETURN void gort__throw_assert(const char *cond,
 #endif
 
 /* The execution tracer's hooks and per-P/per-M state. */
-#include "trace.h"
+#include "tracehooks.h"
 
 /* ---------------------------------------------------------------------------
  * Constants from Go, with their reasons.
@@ -450,7 +450,7 @@ gort__casgstatus_t(struct g *gp, uint32_t oldval, uint32_t newval,
         GORT_UNLIKELY(gp->tracking))
         gort__gtrack(gp, oldval, newval);
     if (t == GT_ON || (t == GT_CHECK && GORT_TRACE_ON()))
-        gort__trace_gstatus_slow(gp, oldval, newval);
+        gort__tracehooks.gstatus(gp, oldval, newval);
     store_rel(&gp->atomicstatus, newval);
 }
 static inline void gort__casgstatus(struct g *gp, uint32_t oldval,

@@ -26,6 +26,10 @@ uint32_t gort__allglen;
 uint32_t gort__idlepmask[GORT_MAX_PROCS / 32];
 int64_t gort__runtime_init_time;
 uint32_t gort__main_started;
+/* Tracing (tracehooks.h): the flag every hook tests, and the recorder's
+ * functions, filled by trace.c at start-up. */
+uint32_t gort__trace_on;
+struct gort__tracehooks gort__tracehooks;
 
 /* The current M.  initial-exec TLS: one %fs-relative load, also in the
  * shared library (static TLS is reserved for libraries loaded at start).

@@ -59,6 +59,7 @@
  *     time and a second start gets -EBUSY without touching its path; the
  *     last step is made by whoever waited for the writer (session_close).
  */
+#include "trace.h"
 #include "trace_impl.h"
 
 #include <errno.h>
@@ -71,7 +72,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-uint32_t gort__trace_on;
 uint32_t gort__trace_stall;
 struct gort__trace_state gort__tr = {.fd = -1};
 
@@ -310,7 +310,7 @@ static void syscall_done(struct sink *s, struct m *mp, struct g *gp,
 static void gstatus_event(struct m *mp, struct g *gp, uint32_t from,
                           uint32_t to);
 
-void gort__trace_gstatus_slow(struct g *gp, uint32_t from, uint32_t to)
+static void rec_gstatus(struct g *gp, uint32_t from, uint32_t to)
 {
     /* A foreign thread's own G and a G being made (no id yet) are not
      * goroutines of the trace. */
@@ -321,7 +321,7 @@ void gort__trace_gstatus_slow(struct g *gp, uint32_t from, uint32_t to)
         gstatus_event(mp, gp, from, to);
 }
 
-void gort__trace_syscall_marked_slow(struct m *mp, struct g *gp)
+static void rec_syscall_marked(struct m *mp, struct g *gp)
 {
     if (!gp->foreign && gp->goid != 0)
         gstatus_event(mp, gp, G_RUNNING, G_SYSCALL);
@@ -392,7 +392,7 @@ static void start_running_curg(struct sink *s, struct m *mp, int64_t ts)
             (int64_t)(uintptr_t)cg->fn, 0);
 }
 
-void gort__trace_procstart_slow(struct m *mp, struct p *pp)
+static void rec_procstart(struct m *mp, struct p *pp)
 {
     struct sink s;
     int64_t ts = gort_nanotime();
@@ -403,7 +403,7 @@ void gort__trace_procstart_slow(struct m *mp, struct p *pp)
     sink_close(&s);
 }
 
-void gort__trace_procstop_slow(struct m *mp, struct p *pp)
+static void rec_procstop(struct m *mp, struct p *pp)
 {
     struct sink s;
     int64_t ts = gort_nanotime();
@@ -413,7 +413,7 @@ void gort__trace_procstop_slow(struct m *mp, struct p *pp)
     sink_close(&s);
 }
 
-void gort__trace_syscall_exit_slow(struct m *mp)
+static void rec_syscall_exit(struct m *mp)
 {
     /* Owner only: read when the G's status leaves G_SYSCALL. */
     mp->trace.sysend = gort_nanotime();
@@ -434,35 +434,35 @@ static void record(int kind, int reason, int16_t p, int64_t g, int64_t a1,
     sink_close(&s);
 }
 
-void gort__trace_procsteal_slow(struct p *pp, int why)
+static void rec_procsteal(struct p *pp, int why)
 {
     record(EV_PROC_STEAL, why, (int16_t)pp->id, 0, 0, 0);
 }
 
-void gort__trace_steal_slow(struct m *mp, struct p *victim)
+static void rec_steal(struct m *mp, struct p *victim)
 {
     (void)mp;
     record(EV_STEAL, 0, -2, 0, victim->id, 0);
 }
 
-void gort__trace_preempt_request_slow(struct p *pp)
+static void rec_preempt_request(struct p *pp)
 {
     record(EV_PREEMPT, 0, (int16_t)pp->id, 0, 0, 0);
 }
 
-void gort__trace_preempted_slow(struct m *mp)
+static void rec_preempted(struct m *mp)
 {
     mp->trace.stopreason = STOP_PREEMPT; /* owner only */
 }
 
-void gort__trace_stw_begin_slow(const char *why)
+static void rec_stw_begin(const char *why)
 {
     /* Only the stopper (worldsema) touches these. */
     gort__tr.stw_begin = gort_nanotime();
     gort__tr.stw_why = why;
 }
 
-void gort__trace_stw_end_slow(struct m *mp)
+static void rec_stw_end(struct m *mp)
 {
     (void)mp;
     if (gort__tr.stw_begin == 0)
@@ -472,19 +472,19 @@ void gort__trace_stw_end_slow(struct m *mp)
     gort__tr.stw_begin = 0;
 }
 
-void gort__trace_netpoll_slow(int32_t n)
+static void rec_netpoll(int32_t n)
 {
     record(EV_NETPOLL, 0, -2, 0, n, 0);
 }
 
-void gort__trace_timers_slow(struct p *owner, int32_t n)
+static void rec_timers(struct p *owner, int32_t n)
 {
     if (n == 0)
         return;
     record(EV_TIMERS, 0, -2, 0, n, owner->id);
 }
 
-void gort__trace_mpark_slow(struct m *mp)
+static void rec_mpark(struct m *mp)
 {
     /* An idle M may sleep for long: give the writer what it has. */
     struct sink s;
@@ -767,6 +767,26 @@ int gort_trace_stop(void)
     int err = session_close();
     gort_exitsyscall();
     return err;
+}
+
+void gort__trace_register(void)
+{
+    gort__tracehooks = (struct gort__tracehooks){
+        .gstatus = rec_gstatus,
+        .procstart = rec_procstart,
+        .procstop = rec_procstop,
+        .syscall_exit = rec_syscall_exit,
+        .syscall_marked = rec_syscall_marked,
+        .procsteal = rec_procsteal,
+        .steal = rec_steal,
+        .preempt_request = rec_preempt_request,
+        .preempted = rec_preempted,
+        .stw_begin = rec_stw_begin,
+        .stw_end = rec_stw_end,
+        .netpoll = rec_netpoll,
+        .timers = rec_timers,
+        .mpark = rec_mpark,
+    };
 }
 
 void gort__trace_boot(struct m *mp, const char *path)

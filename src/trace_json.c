@@ -22,6 +22,7 @@
  * time.  Slices on a track never overlap: a P's goroutine slices follow
  * each other, and an M's "P" slices end where its syscall slices begin.
  */
+#include "trace.h"
 #include "trace_impl.h"
 #include "symbolize.h"
 

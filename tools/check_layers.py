@@ -35,7 +35,7 @@ LAYERS = [
     ("core", "G, M, P, sched and the status change; the OS; locks; fatal "
              "errors; settings; run queues; stacks; symbol tables; "
              "sanitizer glue; scheduling statistics; the hooks",
-     ["runtime", "sched", "os_linux", "lock_futex", "fatal", "env",
+     ["runtime", "sched", "tracehooks", "os_linux", "lock_futex", "fatal", "env",
       "symbolize", "runq", "stack", "san", "schedstats"]),
     ("scheduler", "scheduling, Ps, sysmon, syscalls, preemption, the "
                   "runtime semaphore, timers, the network poller",

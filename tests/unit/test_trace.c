@@ -32,6 +32,7 @@
  * The checker needs python3; without it a case says so and skips.
  */
 #include "runtime.h"
+#include "trace.h"
 #include "test_util.h"
 
 #include <errno.h>
