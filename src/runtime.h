@@ -1580,6 +1580,13 @@ GORT_HIDDEN void gort__poller_wake_futex(void);
 GORT_HIDDEN int32_t gort__netpoll_sleep(int64_t until, struct gqueue *q);
 GORT_HIDDEN void gort__gtimer_reset(struct gtimer *t, int64_t when);
 GORT_HIDDEN bool gort__gtimer_stop(struct gtimer *t);
+/* The calling goroutine's P, whose heap its timers go on (fatal, naming
+ * who, outside a goroutine or on a thread gort did not create). */
+GORT_HIDDEN struct p *gort__timer_p(const char *who);
+/* Put t, in no heap, on pp's heap at t->when; take t out of its heap
+ * (true if it was pending).  Both with t->mu held. */
+GORT_HIDDEN void gort__timer_add(struct p *pp, struct gtimer *t);
+GORT_HIDDEN bool gort__timer_remove(struct gtimer *t);
 
 /* The network poller (netpoll.c). */
 struct polldesc;

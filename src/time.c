@@ -1,6 +1,8 @@
 /*
- * time.c - timers: per-P 4-ary heaps run by the scheduler.  Mirrors
- * time.go (the heap, check/run, wakeNetPoller) and sleep.go.
+ * time.c - timers: per-P 4-ary heaps run by the scheduler, and
+ * gort_sleep.  Mirrors time.go (the heap, check/run, wakeNetPoller).
+ * The timers a program makes (channel and function timers) are
+ * timerchan.c's.
  *
  * Every P has a heap of its timers, ordered by when, with the earliest
  * time mirrored in ts->minwhen so that schedulers can see without a lock
@@ -27,7 +29,7 @@
  * Lock order: timer mu, then a P's timers lock, then a channel lock (the
  * function of a channel timer sends), then sched.lock.
  */
-#include "chan.h"
+#include "runtime.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -37,9 +39,6 @@
  * The 4-ary heap (siftupTimer / siftdownTimer in time.go).  ts->lock held.
  * ------------------------------------------------------------------------- */
 
-static struct p *current_p(const char *who);
-static void timer_add(struct p *pp, struct gtimer *t);
-static bool timer_remove(struct gtimer *t);
 
 static inline void heap_set(struct timers *ts, uint32_t i, struct timerwhen tw)
 {
@@ -492,7 +491,7 @@ done:
  * (re)start t at when on the current P, or stop it. */
 void gort__gtimer_reset(struct gtimer *t, int64_t when)
 {
-    struct p *pp = current_p("gtimer_reset");
+    struct p *pp = gort__timer_p("gtimer_reset");
     gort__lock(&t->mu);
     /* Moving a pending timer later (an idle deadline pushed on at every
      * request) only records the new time: the heap keeps the old one, a
@@ -511,16 +510,16 @@ void gort__gtimer_reset(struct gtimer *t, int64_t when)
             return;
         }
     }
-    timer_remove(t);
+    gort__timer_remove(t);
     t->when = when;
-    timer_add(pp, t);
+    gort__timer_add(pp, t);
     gort__unlock(&t->mu);
 }
 
 bool gort__gtimer_stop(struct gtimer *t)
 {
     gort__lock(&t->mu);
-    bool pending = timer_remove(t);
+    bool pending = gort__timer_remove(t);
     gort__unlock(&t->mu);
     return pending;
 }
@@ -529,7 +528,7 @@ bool gort__gtimer_stop(struct gtimer *t)
  * Starting, stopping, resetting.
  * ------------------------------------------------------------------------- */
 
-static struct p *current_p(const char *who)
+struct p *gort__timer_p(const char *who)
 {
     struct m *mp = gort__need_goroutine(who);
     if (!mp->p) /* a thread gort did not create: no P for its timers */
@@ -538,7 +537,7 @@ static struct p *current_p(const char *who)
 }
 
 /* Put t (not in any heap) on pp's heap at t->when. */
-static void timer_add(struct p *pp, struct gtimer *t)
+void gort__timer_add(struct p *pp, struct gtimer *t)
 {
     struct timers *ts = &pp->timers;
     /* Read before the unlock: once it is released the timer may fire, and
@@ -552,7 +551,7 @@ static void timer_add(struct p *pp, struct gtimer *t)
 
 /* Take t off its heap if it is on one.  t->mu held.  True when it was
  * pending.  Returns only once a running function of t has finished. */
-static bool timer_remove(struct gtimer *t)
+bool gort__timer_remove(struct gtimer *t)
 {
     for (;;) {
         /* Acquire: pairs with the release in gort__timers_check, so a
@@ -625,7 +624,7 @@ static void sleep_fire(struct gtimer *t, int64_t now)
 static bool sleep_commit(struct m *mp, struct g *gp, void *arg)
 {
     (void)gp;
-    timer_add(mp->p, arg);
+    gort__timer_add(mp->p, arg);
     return true;
 }
 
@@ -660,174 +659,4 @@ void gort_sleep(int64_t ns)
         return;
     }
     sleep_common(ns);
-}
-
-/* ---------------------------------------------------------------------------
- * User timers: channel timers (NewTimer, After) and function timers
- * (AfterFunc).
- * ------------------------------------------------------------------------- */
-
-struct gort_timer {
-    struct gtimer t;
-    struct gort_chan *ch;  /* channel timers: cap 1, int64_t */
-    void (*fn)(void *);    /* function timers */
-    void *arg;
-};
-
-/* ThreadSanitizer (san.c): making or resetting a timer happens before
- * its firing: the value on its channel, its function's goroutine. */
-static void chan_fire(struct gtimer *t, int64_t now)
-{
-    struct gort_timer *ut = (struct gort_timer *)t;
-    gort__san_acquire(ut);
-    /* Non-blocking, as Go's sendTime: a value nobody took is dropped. */
-    gort__chansend(gort__getm(), ut->ch, &now, false,
-                   gort__san & GORT_SAN_TSAN);
-}
-
-static void func_fire(struct gtimer *t, int64_t now)
-{
-    (void)now;
-    struct gort_timer *ut = (struct gort_timer *)t;
-    gort__san_acquire(ut);
-    if (gort__newproc_sys(ut->fn, ut->arg) < 0)
-        gort__throw("timer: out of memory starting its function");
-}
-
-static int64_t deadline(int64_t ns)
-{
-    int64_t now = gort_nanotime();
-    if (ns < 0)
-        ns = 0;
-    return now + ns < now ? INT64_MAX : now + ns;
-}
-
-/* Empty a channel timer's buffer: after stop or reset, no stale value.
- * True when a value was there: the timer fired but nobody received it,
- * which counts as not fired (Go 1.23's synchronous timer channels). */
-static bool chan_drain(struct gort_timer *ut)
-{
-    if (!ut->ch)
-        return false;
-    bool had = false;
-    gort__spinlock(&ut->ch->lock);
-    if (ut->ch->qcount > 0) {
-        gort__chan_bufrecv(ut->ch, NULL);
-        had = true;
-    }
-    gort__spinunlock(&ut->ch->lock);
-    return had;
-}
-
-int gort_timer_make(gort_timer **tp, int64_t ns, void (*fn)(void *),
-                    void *arg)
-{
-    GORT_SAN_SCOPE();
-    if (!tp)
-        return -EINVAL;
-    struct m *mp = gort__getm();
-    if (!mp || !mp->p || !mp->curg)
-        return -EPERM;
-    struct gort_timer *ut = gort__calloc(1, sizeof *ut);
-    if (!ut)
-        return -ENOMEM;
-    if (!fn) {
-        int r = gort__chan_alloc(&ut->ch, sizeof(int64_t), 1);
-        if (r < 0) {
-            gort__free(ut);
-            return r;
-        }
-        ut->ch->timer = ut;
-        ut->ch->timer_owned = true;
-        ut->t.f = chan_fire;
-    } else {
-        ut->t.f = func_fire;
-        ut->fn = fn;
-        ut->arg = arg;
-    }
-    ut->t.idx = -1;
-    ut->t.when = deadline(ns);
-    gort__san_release(ut);
-    gort__lock(&ut->t.mu);
-    timer_add(current_p("gort_timer_make"), &ut->t);
-    gort__unlock(&ut->t.mu);
-    *tp = ut;
-    return 0;
-}
-
-gort_chan *gort_timer_chan(gort_timer *t)
-{
-    return t ? t->ch : NULL;
-}
-
-bool gort_timer_stop(gort_timer *ut)
-{
-    GORT_SAN_SCOPE();
-    if (!ut)
-        return false;
-    gort__lock(&ut->t.mu);
-    bool pending = timer_remove(&ut->t);
-    pending |= chan_drain(ut);
-    gort__unlock(&ut->t.mu);
-    gort__preempt_check();
-    return pending;
-}
-
-bool gort_timer_reset(gort_timer *ut, int64_t ns)
-{
-    GORT_SAN_SCOPE();
-    if (!ut)
-        return false;
-    current_p("gort_timer_reset"); /* fatal outside a goroutine */
-    gort__san_release(ut);
-    gort__lock(&ut->t.mu);
-    bool pending = timer_remove(&ut->t);
-    pending |= chan_drain(ut);
-    ut->t.when = deadline(ns);
-    /* Our P again: taking locks never moves a goroutine. */
-    timer_add(current_p("gort_timer_reset"), &ut->t);
-    gort__unlock(&ut->t.mu);
-    gort__preempt_check();
-    return pending;
-}
-
-/* Stop ut; free it (and its channel) unless goroutines wait on the
- * channel. */
-static int timer_free(struct gort_timer *ut)
-{
-    if (ut->ch) {
-        gort__spinlock(&ut->ch->lock);
-        bool busy = ut->ch->recvq.first || ut->ch->sendq.first;
-        gort__spinunlock(&ut->ch->lock);
-        if (busy)
-            return -EBUSY;
-    }
-    gort__lock(&ut->t.mu);
-    timer_remove(&ut->t);
-    gort__unlock(&ut->t.mu);
-    if (ut->ch)
-        gort__free(ut->ch);
-    gort__free(ut);
-    return 0;
-}
-
-int gort_timer_free(gort_timer *ut)
-{
-    GORT_SAN_SCOPE();
-    return ut ? timer_free(ut) : 0;
-}
-
-gort_chan *gort_after(int64_t ns)
-{
-    GORT_SAN_SCOPE();
-    gort_timer *ut;
-    if (gort_timer_make(&ut, ns, NULL, NULL) < 0)
-        return NULL;
-    ut->ch->timer_owned = false; /* the channel owns the timer */
-    return ut->ch;
-}
-
-int gort__timer_free_chan(struct gort_chan *c)
-{
-    return timer_free(c->timer);
 }
