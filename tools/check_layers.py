@@ -37,16 +37,16 @@ LAYERS = [
              "sanitizer glue; scheduling statistics; the hooks",
      ["runtime", "sched", "tracehooks", "os_linux", "lock_futex", "fatal", "env",
       "symbolize", "runq", "stack", "san", "schedstats"]),
-    ("scheduler", "scheduling, Ps, sysmon, syscalls, preemption, the "
-                  "runtime semaphore, timers, the network poller",
+    ("scheduler", "scheduling, Ps, sysmon and the schedtrace it prints, "
+                  "syscalls, preemption, the runtime semaphore, timers, "
+                  "the network poller",
      ["proc", "procresize", "mthread", "newproc", "foreign", "sysmon",
-      "syscall", "preempt", "rawsys", "sema", "time", "netpoll",
+      "debug", "syscall", "preempt", "rawsys", "sema", "time", "netpoll",
       "netpoll_epoll"]),
     ("objects", "channels, select, sync, timer channels, descriptor I/O",
      ["chan", "select", "sync", "timerchan", "fdio"]),
-    ("observability", "trace, metrics, tracebacks and dumps, schedtrace",
-     ["trace", "trace_impl", "trace_json", "metrics", "traceback",
-      "debug"]),
+    ("observability", "the execution trace, metrics, goroutine dumps",
+     ["trace", "trace_impl", "trace_json", "metrics", "traceback"]),
     ("boot", "start and teardown of the whole runtime",
      ["boot"]),
 ]
