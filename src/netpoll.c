@@ -21,7 +21,8 @@
  *     (the poller of time.c; an eventfd write breaks the sleep);
  *   - sysmon polls when nobody has for 10 ms.
  * Of the readied Gs, one per idle P goes to the global queue with an M
- * started for it, and the rest to the polling M's own P (injectglist).
+ * started for it, and the rest to the polling M's own P (injectglist,
+ * proc.c).
  *
  * Deadlines are timers: the timer function re-reads the deadline and, if
  * it has passed, marks it expired (-1) and unblocks the waiter, which then
@@ -348,7 +349,7 @@ static void netpoll_collect(struct g *gp, struct gqueue *q, int32_t *n)
 }
 
 /* ---------------------------------------------------------------------------
- * Polling.  Mirrors netpoll (netpoll_epoll.go) and injectglist.
+ * Polling.  Mirrors netpoll (netpoll_epoll.go).
  * ------------------------------------------------------------------------- */
 
 /* The descriptor hung up or failed: its end of file or error will not
@@ -473,49 +474,6 @@ int32_t gort__netpoll_spin(int64_t end, struct gqueue *q)
         if (gort_nanotime() >= end)
             return -1;
     }
-}
-
-/* Make a batch of readied Gs runnable where they will run soonest.
- * Mirrors injectglist. */
-void gort__injectglist(struct gqueue *q, int32_t n)
-{
-    if (n == 0)
-        return;
-    struct m *mp = gort__getm_raw();
-    struct p *pp = mp ? mp->p : NULL;
-    if (mp)
-        mp->locks++;
-    /* As many on the global queue as there are idle Ps, each with an M
-     * started to run one; the rest on our own ring, where this M finds
-     * them next (Go 1.21's injectglist).  Without a P, all go globally.
-     * On the global queue alone, a busy P would look at them only every
-     * 61 ticks, which gave round trips of milliseconds.  But when the
-     * batch is short work (this P's runavg, how long a G runs, times n,
-     * under GORT_WAKE_WORTH_NS), this M runs it all: waking a thread
-     * costs more CPU than the work, and more time too. */
-    int32_t idle = pp ? load_relaxed(&gort__sched.npidle) : n;
-    if (pp && idle > 0 &&
-        pp->runavg * n < GORT_WAKE_WORTH_NS)
-        idle = 0;
-    int32_t nglob = idle < n ? idle : n;
-    if (nglob > 0) {
-        struct gqueue globq = {NULL, NULL};
-        for (int32_t i = 0; i < nglob; i++)
-            gort__gqueue_push(&globq, gort__gqueue_pop(q));
-        gort__lock(&gort__sched.lock);
-        gort__globrunqputbatch_locked(&globq, nglob);
-        int32_t npidle = load_relaxed(&gort__sched.npidle);
-        gort__unlock(&gort__sched.lock);
-        for (int32_t i = 0; i < nglob && i < npidle; i++)
-            gort__startm_idle();
-    }
-    if (q->head) {
-        gort__runqputbatch(pp, q, n - nglob);
-        if (idle > 0)
-            gort__wakep();
-    }
-    if (mp)
-        mp->locks--;
 }
 
 /* ---------------------------------------------------------------------------

@@ -2089,6 +2089,49 @@ void gort__ready_m(struct m *mp, struct g *gp, bool next)
         ready_impl(mp, gp, next, GT_OFF);
 }
 
+/* Make a batch of readied Gs runnable where they will run soonest.
+ * Mirrors injectglist (proc.go). */
+void gort__injectglist(struct gqueue *q, int32_t n)
+{
+    if (n == 0)
+        return;
+    struct m *mp = gort__getm_raw();
+    struct p *pp = mp ? mp->p : NULL;
+    if (mp)
+        mp->locks++;
+    /* As many on the global queue as there are idle Ps, each with an M
+     * started to run one; the rest on our own ring, where this M finds
+     * them next (Go 1.21's injectglist).  Without a P, all go globally.
+     * On the global queue alone, a busy P would look at them only every
+     * 61 ticks, which gave round trips of milliseconds.  But when the
+     * batch is short work (this P's runavg, how long a G runs, times n,
+     * under GORT_WAKE_WORTH_NS), this M runs it all: waking a thread
+     * costs more CPU than the work, and more time too. */
+    int32_t idle = pp ? load_relaxed(&gort__sched.npidle) : n;
+    if (pp && idle > 0 &&
+        pp->runavg * n < GORT_WAKE_WORTH_NS)
+        idle = 0;
+    int32_t nglob = idle < n ? idle : n;
+    if (nglob > 0) {
+        struct gqueue globq = {NULL, NULL};
+        for (int32_t i = 0; i < nglob; i++)
+            gort__gqueue_push(&globq, gort__gqueue_pop(q));
+        gort__lock(&gort__sched.lock);
+        gort__globrunqputbatch_locked(&globq, nglob);
+        int32_t npidle = load_relaxed(&gort__sched.npidle);
+        gort__unlock(&gort__sched.lock);
+        for (int32_t i = 0; i < nglob && i < npidle; i++)
+            gort__startm_idle();
+    }
+    if (q->head) {
+        gort__runqputbatch(pp, q, n - nglob);
+        if (idle > 0)
+            gort__wakep();
+    }
+    if (mp)
+        mp->locks--;
+}
+
 /* On g0: put the G at the tail of the global queue.  Mirrors goschedImpl,
  * used by Gosched and by cooperative preemption (gopreempt_m). */
 static struct g *gosched_m(struct g *gp)

@@ -1071,6 +1071,8 @@ GORT_HIDDEN struct g *gort__runqget(struct p *pp, bool *inherit_time);
 GORT_HIDDEN bool gort__runqempty(struct p *pp);
 GORT_HIDDEN uint32_t gort__runqlen(struct p *pp);
 GORT_HIDDEN struct g *gort__runqsteal(struct p *pp, struct p *p2, bool stealnext);
+/* Put a batch on pp's ring, the overflow globally (owner P only). */
+GORT_HIDDEN void gort__runqputbatch(struct p *pp, struct gqueue *q, int32_t n);
 /* Empty pp's local queue and runnext into the global queue (procresize). */
 GORT_HIDDEN void gort__runqdrain_to_global_locked(struct p *pp);
 /* Global queue; callers hold sched.lock. */
@@ -1235,6 +1237,15 @@ GORT_HIDDEN void gort__ready(struct g *gp, bool next);
 /* gort__ready for a caller that has its M at hand. */
 GORT_HIDDEN void gort__ready_m(struct m *mp, struct g *gp, bool next);
 GORT_HIDDEN void gort__wakep(void);
+/* Queue a batch of runnable Gs: one on the global queue per idle P (with
+ * an M started for it), the rest on the caller's P, if it holds one.
+ * Mirrors injectglist (proc.go). */
+GORT_HIDDEN void gort__injectglist(struct gqueue *q, int32_t n);
+/* startm with an idle P and no spinning (for injectglist). */
+GORT_HIDDEN void gort__startm_idle(void);
+/* Start a goroutine from the scheduler (g0 of an M holding a P): the
+ * goid, or -ENOMEM. */
+GORT_HIDDEN int64_t gort__newproc_sys(void (*fn)(void *), void *arg);
 /* The wake-up itself, for a caller holding P pp and a G of gort's own:
  * gort__ready_m's body (proc.c) and the inline one below. */
 static inline __attribute__((always_inline)) void
@@ -1577,11 +1588,6 @@ GORT_HIDDEN int32_t gort__netpoll(int64_t delay, struct gqueue *q);
 /* Poll without blocking until `end` or an event while every P is idle:
  * the Gs readied (0 for a break alone), or -1 when nothing came. */
 GORT_HIDDEN int32_t gort__netpoll_spin(int64_t end, struct gqueue *q);
-/* Queue a batch of runnable Gs: one on the global queue per idle P (with
- * an M started for it), the rest on the caller's P, if it holds one. */
-GORT_HIDDEN void gort__injectglist(struct gqueue *q, int32_t n);
-/* Put a batch on pp's ring, the overflow globally (owner P only). */
-GORT_HIDDEN void gort__runqputbatch(struct p *pp, struct gqueue *q, int32_t n);
 /* The pollDesc of a registered fd with a reference held (a closed one
  * too: the call fails with -EBADF), or NULL; every call that uses it
  * drops it with gort__fd_unref when done (netpoll.c). */
@@ -1620,11 +1626,6 @@ GORT_HIDDEN GORT_NOINLINE void gort__nosigpipe_end(int err);
     })
 /* Close a registered fd (0 or -errno), or 1 when it is not registered. */
 GORT_HIDDEN int gort__fd_close(int fd);
-/* startm with an idle P and no spinning (for injectglist). */
-GORT_HIDDEN void gort__startm_idle(void);
-/* Start a goroutine from the scheduler (g0 of an M holding a P): the
- * goid, or -ENOMEM. */
-GORT_HIDDEN int64_t gort__newproc_sys(void (*fn)(void *), void *arg);
 
 /* Semaphores (sema.c).  Mirrors sema.go.  semacquire1 parks until it can
  * take a unit from *addr; lifo queues the caller first among the waiters
