@@ -1,11 +1,14 @@
 /*
- * netpoll.c - the network poller: goroutines wait for file descriptors,
- * not threads.  Mirrors netpoll.go and netpoll_epoll.go.
+ * netpoll.c - the network poller: the pollDesc of every registered
+ * descriptor (registration, references, close, deadlines), the goroutines
+ * that park in it waiting for I/O, and epoll, whose events ready them;
+ * goroutines wait for file descriptors, not threads.  The calls on
+ * descriptors are fdio.c's.  Mirrors netpoll.go and netpoll_epoll.go.
  *
- * A descriptor handed to the poller (gort_fd_register, or made by
- * gort_socket, gort_accept, gort_pipe) is put in non-blocking mode and
- * added to one epoll instance, edge-triggered, for reading and writing at
- * once.  Its pollDesc has a slot per direction (rg, wg), each
+ * A descriptor handed to the poller (gort__fd_register, for fdio.c's
+ * calls) is put in non-blocking mode and added to one epoll instance,
+ * edge-triggered, for reading and writing at once.  Its pollDesc has a
+ * slot per direction (rg, wg), each
  *
  *     PD_NIL    nothing happened, nobody waits
  *     PD_READY  readiness arrived and nobody has consumed it
@@ -13,7 +16,7 @@
  *     a G       that goroutine is parked (status WAITING, reason IO wait)
  *
  * An I/O call tries the system call; on EAGAIN it parks in its slot
- * (netpollblock) until an epoll event, a deadline or a close unblocks it
+ * (gort__fd_wait) until an epoll event, a deadline or a close unblocks it
  * (netpollunblock), then tries again.  Events are collected by
  * gort__netpoll(delay):
  *   - findrunnable polls without blocking before it steals;
@@ -56,25 +59,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 #include <unistd.h>
-
-#ifndef TCP_INQ
-#define TCP_INQ 36
-#endif
-#ifndef TCP_CM_INQ
-#define TCP_CM_INQ TCP_INQ
-#endif
 
 /* The kernel orders epoll_ctl before the events it reports, so the
  * pollDesc an event names is fully set up; ThreadSanitizer cannot see
@@ -95,27 +87,6 @@
 /* pollDesc.refs: calls in flight in the low bits, and two flags. */
 #define PD_REF_CLOSED (1U << 30) /* gort_close has closed it (for gort) */
 #define PD_REF_FREED (1U << 31)  /* closed and back on the free list */
-
-struct polldesc {
-    struct polldesc *link;  /* free list; under pollcache.lock */
-    int fd;                 /* atomic (relaxed): set under pollcache.lock
-                             * at registration, read by gort__fd_ref */
-    uint32_t refs;          /* atomic: PD_REF_* | calls in flight */
-    uint32_t seq;           /* bumped on reuse; events carry it */
-    uint32_t closing;       /* atomic: gort_close began */
-    bool stream;            /* a pipe or stream socket: a short read
-                             * leaves it empty; set at registration */
-    bool inq;               /* a TCP socket of gort's own with TCP_INQ on:
-                             * every read says whether it left the socket
-                             * empty (gort__fd_read); set at registration */
-    uint32_t rdrained;      /* atomic: the last read was short (see
-                             * gort__fd_read) */
-    uint32_t rdhup;         /* atomic: an event said hang-up or error:
-                             * reads never wait first again */
-    uintptr_t rg, wg;       /* atomic: PD_* or a G */
-    int64_t rd, wd;         /* atomic: deadline (0 none, -1 expired) */
-    struct gtimer rt, wt;   /* deadline timers */
-};
 
 static struct {
     gort_spinlock lock;
@@ -223,7 +194,7 @@ uint32_t gort__netpoll_waiters(void)
 static struct g *netpollunblock(uintptr_t *gpp, bool ioready)
 {
     for (;;) {
-        /* Seq-cst: the second half of the handshake with netpollwait (a
+        /* Seq-cst: the second half of the handshake with gort__fd_wait (a
          * close or deadline stored its flag with seq-cst just before). */
         uintptr_t old = load_seqcst(gpp);
         if (old == PD_READY)
@@ -253,37 +224,14 @@ static bool netpollblockcommit(struct m *mp, struct g *gp, void *arg)
     return ok;
 }
 
-/* The error that ends a wait in direction mode (0 none).
- *
- * Closing and deadlines against a parking waiter are a store-buffer
- * handshake: the waiter stores PD_WAIT in rg/wg and then loads closing and
- * rd/wd; a closer or an expired deadline stores its flag and then loads
- * rg/wg (netpollunblock).  With acquire/release alone both loads may read
- * the old values (on x86-64 a plain store waits in the store buffer while
- * the next load goes ahead), the waiter parks, nobody wakes it.  So all
- * four accesses are sequentially consistent, as Go's atomics are: one of
- * the two sides sees the other.  (On x86-64 the loads stay plain moves.) */
-static int netpollcheckerr(struct polldesc *pd, int mode)
-{
-    if (load_seqcst(&pd->closing)) {
-        /* ThreadSanitizer (san.c): the close happens before this. */
-        gort__san_acquire(&pd->closing);
-        return -EBADF;
-    }
-    int64_t d = load_seqcst(mode == 'r' ? &pd->rd : &pd->wd);
-    if (d < 0)
-        return -ETIMEDOUT;
-    return 0;
-}
-
 /* A thread gort did not create has no goroutine to park: it waits in
  * poll(2) itself, in slices, so that deadlines and closes are seen. */
-static int netpollwait_foreign(struct polldesc *pd, int mode)
+static int fd_wait_foreign(struct polldesc *pd, int mode)
 {
     struct pollfd pfd = {.fd = pd->fd,
                          .events = mode == 'r' ? POLLIN : POLLOUT};
     for (;;) {
-        int err = netpollcheckerr(pd, mode);
+        int err = gort__fd_checkerr(pd, mode);
         if (err)
             return err;
         int r = poll(&pfd, 1, 10);
@@ -300,16 +248,16 @@ static int netpollwait_foreign(struct polldesc *pd, int mode)
 
 /* Wait until pd is ready for mode, or an error.  0 when ready.  Mirrors
  * poll_runtime_pollWait. */
-static int netpollwait(struct polldesc *pd, int mode)
+int gort__fd_wait(struct polldesc *pd, int mode)
 {
     struct m *mp = gort__getm();
     if (GORT_UNLIKELY(!mp || !mp->curg))
         gort__fatal("I/O on a registered descriptor outside gort_main");
     if (GORT_UNLIKELY(mp->curg->foreign))
-        return netpollwait_foreign(pd, mode);
+        return fd_wait_foreign(pd, mode);
     uintptr_t *gpp = mode == 'r' ? &pd->rg : &pd->wg;
     for (;;) {
-        int err = netpollcheckerr(pd, mode);
+        int err = gort__fd_checkerr(pd, mode);
         if (err)
             return err;
         uintptr_t old = load_acq(gpp);
@@ -321,17 +269,17 @@ static int netpollwait(struct polldesc *pd, int mode)
         if (old != PD_NIL)
             gort__fatal("netpoll: two goroutines wait to %s fd %d at once",
                         mode == 'r' ? "read" : "write", pd->fd);
-        /* Seq-cst: the waiter's half of the handshake (netpollcheckerr). */
+        /* Seq-cst: the waiter's half of the handshake (gort__fd_checkerr). */
         if (!cas_seqcst(gpp, PD_NIL, PD_WAIT))
             continue;
         /* Re-check after publishing PD_WAIT: a deadline or close that
          * came in between saw nobody to wake. */
-        if (netpollcheckerr(pd, mode) == 0)
+        if (gort__fd_checkerr(pd, mode) == 0)
             gort__park(netpollblockcommit, gpp, WAIT_IO);
         /* Woken (or never parked): consume what woke us. */
         old = xchg_acqrel(gpp, PD_NIL);
         if (old > PD_WAIT)
-            gort__throw("netpollwait: corrupted state");
+            gort__throw("fd_wait: corrupted state");
         if (old == PD_READY)
             return 0;
         /* Unblocked without readiness: a deadline or close; loop to
@@ -354,7 +302,7 @@ static void netpoll_collect(struct g *gp, struct gqueue *q, int32_t *n)
 
 /* The descriptor hung up or failed: its end of file or error will not
  * come with another edge, so a reader must not wait for one after a short
- * read (gort__fd_read).  The flag is stored before an RMW on rg: a reader
+ * read (fdio.c, fd_read).  The flag is stored before an RMW on rg: a reader
  * that consumes rg's readiness after the RMW sees the flag (release
  * sequence), and one that consumed it before finds rg ready again, set by
  * netpollunblock below. */
@@ -488,7 +436,7 @@ static void deadline_fire(struct gtimer *t, int64_t now)
     int64_t d = load_relaxed(dp);
     if (d <= 0 || d > now)
         return; /* moved or cleared since the timer was set */
-    /* Seq-cst: the deadline's half of the handshake (netpollcheckerr). */
+    /* Seq-cst: the deadline's half of the handshake (gort__fd_checkerr). */
     store_seqcst(dp, -1);
     struct g *gp = netpollunblock(read ? &pd->rg : &pd->wg, false);
     if (gp) {
@@ -502,7 +450,7 @@ static void deadline_fire(struct gtimer *t, int64_t now)
  * holding it still reads valid (if stale) entries. */
 static struct polldesc *pd_get(int fd)
 {
-    /* Acquire: pairs with the release stores in gort_fd_register (the
+    /* Acquire: pairs with the release stores in gort__fd_register (the
      * count after the table, each entry after its pollDesc is set up). */
     int n = load_acq(&pollcache.nbyfd);
     struct polldesc **t = load_acq(&pollcache.byfd);
@@ -535,8 +483,9 @@ static int set_nonblock(int fd)
     return 0;
 }
 
-/* Register fd; inq: it is a TCP socket with TCP_INQ on. */
-static int fd_register(int fd, bool inq)
+/* Register fd; inq: it is a TCP socket with TCP_INQ on.  Mirrors
+ * poll_runtime_pollOpen. */
+int gort__fd_register(int fd, bool inq)
 {
     if (fd < 0)
         return -EBADF;
@@ -631,49 +580,6 @@ out:
     return err;
 }
 
-int gort_fd_register(int fd)
-{
-    GORT_SAN_SCOPE();
-    return fd_register(fd, false);
-}
-
-/* Ask the kernel to say, with every read of TCP socket fd, how many bytes
- * it left behind (TCP_INQ, Linux 4.18+).  Only on sockets gort made
- * itself (gort_socket, gort_accept): it adds a control message to the
- * program's own recvmsg calls on the socket.  False where refused. */
-static bool enable_inq(int fd)
-{
-    int one = 1;
-    return setsockopt(fd, IPPROTO_TCP, TCP_INQ, &one, sizeof one) == 0;
-}
-
-/* read(2) on a socket with TCP_INQ on; *left is what stays queued after
- * it (-1: not reported).  The kernel reports 1 at end of stream, so 0
- * means empty and open: new data will be a new edge. */
-static ssize_t read_inq(int fd, void *buf, size_t n, int *left)
-{
-    struct iovec iov = {buf, n};
-    union {
-        char b[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr align;
-    } cb;
-    struct msghdr msg;
-    memset(&msg, 0, sizeof msg);
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = cb.b;
-    msg.msg_controllen = sizeof cb.b;
-    ssize_t r = recvmsg(fd, &msg, 0);
-    *left = -1;
-    if (r > 0) {
-        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-        if (c && c->cmsg_level == IPPROTO_TCP && c->cmsg_type == TCP_CM_INQ &&
-            c->cmsg_len >= CMSG_LEN(sizeof(int)))
-            memcpy(left, CMSG_DATA(c), sizeof(int));
-    }
-    return r;
-}
-
 /* Give pd back once it is closed and no call holds it: close(2) and the
  * free list.  Whoever brings refs to exactly PD_REF_CLOSED calls this; the
  * CAS makes one of them (a late gort__fd_ref's passing count may bring it
@@ -740,7 +646,7 @@ void gort__fd_unref(struct polldesc *pd)
 static int fd_close(int fd, struct polldesc *pd)
 {
     gort__san_release(&pd->closing);
-    /* Seq-cst: the closer's half of the handshake (netpollcheckerr); an
+    /* Seq-cst: the closer's half of the handshake (gort__fd_checkerr); an
      * exchange, so that of two closers only the first closes. */
     if (xchg_seqcst(&pd->closing, 1)) {
         gort__fd_unref(pd);
@@ -774,20 +680,6 @@ static int fd_close(int fd, struct polldesc *pd)
     return 0;
 }
 
-/* The value of `call`, an expression of type `type` that uses `pd`, made
- * with a reference held on fd's pollDesc; -EBADF when fd is not
- * registered. */
-#define WITH_PD(fd, type, call)                                                \
-    __extension__({                                                            \
-        struct polldesc *pd = gort__fd_ref(fd);                                \
-        type with_pd_r = -EBADF;                                               \
-        if (pd) {                                                              \
-            with_pd_r = (call);                                                \
-            gort__fd_unref(pd);                                                \
-        }                                                                      \
-        with_pd_r;                                                             \
-    })
-
 int gort__fd_close(int fd)
 {
     struct polldesc *pd = gort__fd_ref(fd);
@@ -796,7 +688,10 @@ int gort__fd_close(int fd)
     return fd_close(fd, pd);
 }
 
-static int pd_set_deadline(struct polldesc *pd, int mode, int64_t when)
+/* Set pd's deadline for mode ('r', 'w' or 'r' + 'w'): when, an absolute
+ * nanotime, 0 for none.  0, -EINVAL, -EPERM outside a goroutine or -EBADF
+ * once closing. */
+int gort__fd_set_deadline(struct polldesc *pd, int mode, int64_t when)
 {
     if (mode != 'r' && mode != 'w' && mode != 'r' + 'w')
         return -EINVAL;
@@ -818,7 +713,7 @@ static int pd_set_deadline(struct polldesc *pd, int mode, int64_t when)
             store_relaxed(dp, 0);
             gort__gtimer_stop(t);
         } else if (when <= now) {
-            store_seqcst(dp, -1); /* the handshake of netpollcheckerr */
+            store_seqcst(dp, -1); /* the handshake of gort__fd_checkerr */
             gort__gtimer_stop(t);
             struct g *gp = netpollunblock(m == 'r' ? &pd->rg : &pd->wg,
                                           false);
@@ -832,323 +727,4 @@ static int pd_set_deadline(struct polldesc *pd, int mode, int64_t when)
         }
     }
     return 0;
-}
-
-int gort_fd_set_deadline(int fd, int mode, int64_t when)
-{
-    GORT_SAN_SCOPE();
-    int err = WITH_PD(fd, int, pd_set_deadline(pd, mode, when));
-    gort__preempt_check();
-    return err;
-}
-
-/* ---------------------------------------------------------------------------
- * I/O on registered descriptors.  Each tries the call; EAGAIN parks the
- * goroutine until the descriptor is ready.
- * ------------------------------------------------------------------------- */
-
-#define FD_IO(res, pd, mode, call)                                             \
-    do {                                                                       \
-        for (;;) {                                                             \
-            (res) = (call);                                                    \
-            if ((res) >= 0)                                                    \
-                break;                                                         \
-            int e_ = GORT_ERRNO;                                               \
-            if (e_ == EINTR)                                                   \
-                continue;                                                      \
-            if (e_ != EAGAIN && e_ != EWOULDBLOCK) {                           \
-                (res) = -e_;                                                   \
-                break;                                                         \
-            }                                                                  \
-            int w_ = netpollwait(pd, mode);                                    \
-            if (w_) {                                                          \
-                (res) = w_;                                                    \
-                break;                                                         \
-            }                                                                  \
-        }                                                                      \
-    } while (0)
-
-static int pd_err(struct polldesc *pd)
-{
-    if (load_acq(&pd->closing))
-        return -EBADF;
-    return 0;
-}
-
-long gort__fd_read(struct polldesc *pd, void *buf, size_t n)
-{
-    int e = pd_err(pd);
-    if (e)
-        return e;
-    int err = netpollcheckerr(pd, 'r');
-    if (err)
-        return err;
-    /* A short read of a stream empties it, so the next read would fail
-     * with EAGAIN unless data came since; and data that came since is an
-     * edge the poller has (or will have) collected.  So after a short
-     * read, wait for readiness first and save the failing read(2): one
-     * syscall of the three a request-reply exchange costs each side.
-     * netpollwait returns at once if readiness was seen meanwhile.  An
-     * end of file or error gets no new edge once its event was consumed,
-     * so a descriptor that reported one (rdhup) always reads first. */
-    if (n > 0 && load_relaxed(&pd->rdrained) && !load_relaxed(&pd->rdhup)) {
-        store_relaxed(&pd->rdrained, 0);
-        if ((err = netpollwait(pd, 'r')) != 0)
-            return err;
-    }
-    for (;;) {
-        /* With TCP_INQ a full read tells too whether it emptied the
-         * socket: a client that writes a request and then reads exactly
-         * the reply's size saves the read(2) that would fail before the
-         * next reply. */
-        int left = -1;
-        ssize_t r = pd->inq ? read_inq(pd->fd, buf, n, &left)
-                            : read(pd->fd, buf, n);
-        if (r >= 0) {
-            /* Relaxed: a hint for this descriptor's reader; any value is
-             * safe (it only decides whether to try read(2) first). */
-            if (pd->stream && r > 0 && ((size_t)r < n || left == 0))
-                store_relaxed(&pd->rdrained, 1);
-            return r;
-        }
-        int e = GORT_ERRNO;
-        if (e == EINTR)
-            continue;
-        if (e != EAGAIN && e != EWOULDBLOCK)
-            return -e;
-        if ((err = netpollwait(pd, 'r')) != 0)
-            return err;
-    }
-}
-
-long gort__fd_write(struct polldesc *pd, const void *buf, size_t n)
-{
-    /* All of it, as Go's FD.Write. */
-    size_t done = 0;
-    int err = netpollcheckerr(pd, 'w');
-    if (err)
-        return err;
-    while (done < n) {
-        ssize_t r = GORT_NOSIGPIPE(
-            pd->fd, write(pd->fd, (const char *)buf + done, n - done));
-        if (r >= 0) {
-            done += (size_t)r;
-            continue;
-        }
-        int e = GORT_ERRNO;
-        if (e == EINTR)
-            continue;
-        if (e != EAGAIN && e != EWOULDBLOCK)
-            return done > 0 ? (long)done : -e;
-        int w = netpollwait(pd, 'w');
-        if (w)
-            return done > 0 ? (long)done : w;
-    }
-    return (long)done;
-}
-
-/* readv/writev: through the poller for registered fds, else the syscall
- * path. */
-static long vec_io(int fd, const struct iovec *iov, int iovcnt, int mode)
-{
-    struct polldesc *pd = gort__fd_ref(fd);
-    if (!pd) {
-        gort_entersyscall();
-        ssize_t r = mode == 'r' ? readv(fd, iov, iovcnt)
-                                : GORT_NOSIGPIPE(fd, writev(fd, iov, iovcnt));
-        int e = r < 0 ? errno : 0;
-        gort_exitsyscall();
-        return r < 0 ? -e : r;
-    }
-    ssize_t r = pd_err(pd);
-    if (r == 0)
-        FD_IO(r, pd, mode,
-              mode == 'r' ? readv(pd->fd, iov, iovcnt)
-                          : GORT_NOSIGPIPE(pd->fd, writev(pd->fd, iov, iovcnt)));
-    gort__fd_unref(pd);
-    return r;
-}
-
-long gort_readv(int fd, const struct iovec *iov, int iovcnt)
-{
-    GORT_SAN_SCOPE();
-    return vec_io(fd, iov, iovcnt, 'r');
-}
-
-long gort_writev(int fd, const struct iovec *iov, int iovcnt)
-{
-    GORT_SAN_SCOPE();
-    return vec_io(fd, iov, iovcnt, 'w');
-}
-
-int gort_socket(int domain, int type, int protocol)
-{
-    GORT_SAN_SCOPE();
-    int fd = socket(domain, type | SOCK_NONBLOCK | SOCK_CLOEXEC, protocol);
-    if (fd < 0)
-        return -errno;
-    bool tcp = (domain == AF_INET || domain == AF_INET6) &&
-               (type & 0xf) == SOCK_STREAM &&
-               (protocol == 0 || protocol == IPPROTO_TCP);
-    int err = fd_register(fd, tcp && enable_inq(fd));
-    if (err) {
-        close(fd);
-        return err;
-    }
-    return fd;
-}
-
-int gort_pipe(int fds[2])
-{
-    GORT_SAN_SCOPE();
-    if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) < 0)
-        return -errno;
-    int err = gort_fd_register(fds[0]);
-    if (err) {
-        close(fds[0]);
-        close(fds[1]);
-        return err;
-    }
-    if ((err = gort_fd_register(fds[1])) != 0) {
-        gort_close(fds[0]); /* registered: gort closes it */
-        close(fds[1]);
-        return err;
-    }
-    return 0;
-}
-
-static int pd_accept(struct polldesc *pd, struct sockaddr *addr,
-                     unsigned *addrlen)
-{
-    int fd = pd->fd, e = pd_err(pd);
-    if (e)
-        return e;
-    for (;;) {
-        socklen_t len = addrlen ? (socklen_t)*addrlen : 0;
-        int nfd = accept4(fd, addr, addrlen ? &len : NULL,
-                          SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (nfd >= 0) {
-            if (addrlen)
-                *addrlen = (unsigned)len;
-            /* A connection of a TCP listener gort made is a TCP socket
-             * gort made. */
-            int err = fd_register(nfd, pd->inq && enable_inq(nfd));
-            if (err) {
-                close(nfd);
-                return err;
-            }
-            return nfd;
-        }
-        int e = GORT_ERRNO;
-        if (e == EINTR || e == ECONNABORTED)
-            continue;
-        if (e != EAGAIN && e != EWOULDBLOCK)
-            return -e;
-        int w = netpollwait(pd, 'r');
-        if (w)
-            return w;
-    }
-}
-
-int gort_accept(int fd, struct sockaddr *addr, unsigned *addrlen)
-{
-    GORT_SAN_SCOPE();
-    return WITH_PD(fd, int, pd_accept(pd, addr, addrlen));
-}
-
-static int pd_connect(struct polldesc *pd, const struct sockaddr *addr,
-                      unsigned addrlen, int64_t timeout_ns)
-{
-    int fd = pd->fd, r = pd_err(pd);
-    if (r)
-        return r;
-    while ((r = connect(fd, addr, (socklen_t)addrlen)) < 0 && errno == EINTR)
-        ;
-    if (r == 0)
-        return 0;
-    if (errno != EINPROGRESS)
-        return -errno;
-    if (timeout_ns > 0)
-        pd_set_deadline(pd, 'w', gort_nanotime() + timeout_ns);
-    int err;
-    for (;;) {
-        err = netpollwait(pd, 'w');
-        if (err)
-            break;
-        int soerr = 0;
-        socklen_t len = sizeof soerr;
-        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len) < 0) {
-            err = -GORT_ERRNO;
-            break;
-        }
-        if (soerr == EINPROGRESS || soerr == EALREADY || soerr == EINTR)
-            continue;
-        err = -soerr;
-        break;
-    }
-    if (timeout_ns > 0)
-        pd_set_deadline(pd, 'w', 0);
-    return err;
-}
-
-int gort_connect(int fd, const struct sockaddr *addr, unsigned addrlen,
-                 int64_t timeout_ns)
-{
-    GORT_SAN_SCOPE();
-    return WITH_PD(fd, int, pd_connect(pd, addr, addrlen, timeout_ns));
-}
-
-long gort_sendto(int fd, const void *buf, size_t n, int flags,
-                 const struct sockaddr *to, unsigned tolen)
-{
-    GORT_SAN_SCOPE();
-    struct polldesc *pd = gort__fd_ref(fd);
-    if (!pd)
-        return -EBADF;
-    ssize_t r = pd_err(pd);
-    if (r == 0)
-        FD_IO(r, pd, 'w',
-              GORT_NOSIGPIPE(pd->fd, sendto(pd->fd, buf, n, flags | MSG_DONTWAIT,
-                                            to, (socklen_t)tolen)));
-    gort__fd_unref(pd);
-    return r;
-}
-
-static long pd_recvfrom(struct polldesc *pd, void *buf, size_t n, int flags,
-                        struct sockaddr *from, unsigned *fromlen)
-{
-    int fd = pd->fd, e = pd_err(pd);
-    if (e)
-        return e;
-    for (;;) {
-        socklen_t len = fromlen ? (socklen_t)*fromlen : 0;
-        ssize_t r = recvfrom(fd, buf, n, flags | MSG_DONTWAIT, from,
-                             fromlen ? &len : NULL);
-        if (r >= 0) {
-            if (fromlen)
-                *fromlen = (unsigned)len;
-            return r;
-        }
-        int e = GORT_ERRNO;
-        if (e == EINTR)
-            continue;
-        if (e != EAGAIN && e != EWOULDBLOCK)
-            return -e;
-        int w = netpollwait(pd, 'r');
-        if (w)
-            return w;
-    }
-}
-
-long gort_recvfrom(int fd, void *buf, size_t n, int flags,
-                   struct sockaddr *from, unsigned *fromlen)
-{
-    GORT_SAN_SCOPE();
-    return WITH_PD(fd, long, pd_recvfrom(pd, buf, n, flags, from, fromlen));
-}
-
-int gort_shutdown(int fd, int how)
-{
-    GORT_SAN_SCOPE();
-    return shutdown(fd, how) < 0 ? -errno : 0;
 }

@@ -52,6 +52,7 @@
 #ifndef GORT_RUNTIME_H
 #define GORT_RUNTIME_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -1574,8 +1575,35 @@ GORT_HIDDEN int32_t gort__netpoll_sleep(int64_t until, struct gqueue *q);
 GORT_HIDDEN void gort__gtimer_reset(struct gtimer *t, int64_t when);
 GORT_HIDDEN bool gort__gtimer_stop(struct gtimer *t);
 
-/* The network poller (netpoll.c). */
-struct polldesc;
+/* ---------------------------------------------------------------------------
+ * Network poller (netpoll.c).  Mirrors netpoll.go and netpoll_epoll.go.
+ * ------------------------------------------------------------------------- */
+
+/* A registered descriptor's state in the poller: its goroutines waiting
+ * to read and to write, its deadlines, its references.  Mirrors pollDesc
+ * (netpoll.go). */
+struct polldesc {
+    struct polldesc *link;  /* free list; under pollcache.lock */
+    int fd;                 /* atomic (relaxed): set under pollcache.lock
+                             * at registration, read by gort__fd_ref */
+    uint32_t refs;          /* atomic: PD_REF_* | calls in flight */
+    uint32_t seq;           /* bumped on reuse; events carry it */
+    uint32_t closing;       /* atomic: gort_close began */
+    bool stream;            /* a pipe or stream socket: a short read
+                             * leaves it empty; set at registration */
+    bool inq;               /* a TCP socket of gort's own with TCP_INQ on:
+                             * every read says whether it left the socket
+                             * empty (fdio.c, fd_read); set at
+                             * registration */
+    uint32_t rdrained;      /* atomic: the last read was short (see
+                             * fdio.c, fd_read) */
+    uint32_t rdhup;         /* atomic: an event said hang-up or error:
+                             * reads never wait first again */
+    uintptr_t rg, wg;       /* atomic: PD_* (netpoll.c) or a G */
+    int64_t rd, wd;         /* atomic: deadline (0 none, -1 expired) */
+    struct gtimer rt, wt;   /* deadline timers */
+};
+
 GORT_HIDDEN bool gort__netpoll_inited(void);
 /* Wake the M blocked in epoll_wait (the backend's break: Go's
  * netpollBreak). */
@@ -1588,19 +1616,56 @@ GORT_HIDDEN int32_t gort__netpoll(int64_t delay, struct gqueue *q);
 /* Poll without blocking until `end` or an event while every P is idle:
  * the Gs readied (0 for a break alone), or -1 when nothing came. */
 GORT_HIDDEN int32_t gort__netpoll_spin(int64_t end, struct gqueue *q);
+
+/* A registered descriptor's pollDesc, for fdio.c's calls.  Register fd
+ * (inq: a TCP socket with TCP_INQ on): 0 or -errno. */
+GORT_HIDDEN int gort__fd_register(int fd, bool inq);
 /* The pollDesc of a registered fd with a reference held (a closed one
  * too: the call fails with -EBADF), or NULL; every call that uses it
- * drops it with gort__fd_unref when done (netpoll.c). */
+ * drops it with gort__fd_unref when done. */
 GORT_HIDDEN struct polldesc *gort__fd_ref(int fd);
 GORT_HIDDEN void gort__fd_unref(struct polldesc *pd);
-GORT_HIDDEN long gort__fd_read(struct polldesc *pd, void *buf, size_t n);
-GORT_HIDDEN long gort__fd_write(struct polldesc *pd, const void *buf,
-                                size_t n);
-/* This thread's errno, its address computed afresh at every call: glibc
- * declares __errno_location const, so in a loop that may park (and come
- * back on another thread) the compiler may compute `errno`'s address once,
- * before the loop, and read the first thread's afterwards.  Loops around
- * a call that may park read errno through GORT_ERRNO. */
+/* Close a registered fd (0 or -errno), or 1 when it is not registered. */
+GORT_HIDDEN int gort__fd_close(int fd);
+/* Park until pd is ready for mode ('r' or 'w'): 0, or -EBADF (closed),
+ * -ETIMEDOUT (its deadline passed). */
+GORT_HIDDEN int gort__fd_wait(struct polldesc *pd, int mode);
+GORT_HIDDEN int gort__fd_set_deadline(struct polldesc *pd, int mode,
+                                      int64_t when);
+/* The error that ends a wait in direction mode (0 none).  Mirrors
+ * netpollcheckerr.
+ *
+ * Closing and deadlines against a parking waiter are a store-buffer
+ * handshake: the waiter stores PD_WAIT in rg/wg and then loads closing and
+ * rd/wd; a closer or an expired deadline stores its flag and then loads
+ * rg/wg (netpollunblock).  With acquire/release alone both loads may read
+ * the old values (on x86-64 a plain store waits in the store buffer while
+ * the next load goes ahead), the waiter parks, nobody wakes it.  So all
+ * four accesses are sequentially consistent, as Go's atomics are: one of
+ * the two sides sees the other.  (On x86-64 the loads stay plain moves.) */
+static inline int gort__fd_checkerr(struct polldesc *pd, int mode)
+{
+    if (load_seqcst(&pd->closing)) {
+        /* ThreadSanitizer (san.c): the close happens before this. */
+        gort__san_acquire(&pd->closing);
+        return -EBADF;
+    }
+    int64_t d = load_seqcst(mode == 'r' ? &pd->rd : &pd->wd);
+    if (d < 0)
+        return -ETIMEDOUT;
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------
+ * Descriptor I/O (fdio.c).  Its calls are public (gort.h); below, what
+ * they share with syscall.c's wrappers.
+ * ------------------------------------------------------------------------- */
+
+/* This thread's errno, its address computed afresh at every call (proc.c):
+ * glibc declares __errno_location const, so in a loop that may park (and
+ * come back on another thread) the compiler may compute `errno`'s address
+ * once, before the loop, and read the first thread's afterwards.  Loops
+ * around a call that may park read errno through GORT_ERRNO. */
 GORT_HIDDEN GORT_NOINLINE int *gort__errno_ptr(void);
 #define GORT_ERRNO (*gort__errno_ptr())
 /* Bracket gort's own write(2)-like calls on fd (begin before, end after
@@ -1624,8 +1689,24 @@ GORT_HIDDEN GORT_NOINLINE void gort__nosigpipe_end(int err);
         gort__nosigpipe_end(gort__np_r < 0 ? GORT_ERRNO : 0);                  \
         gort__np_r;                                                            \
     })
-/* Close a registered fd (0 or -errno), or 1 when it is not registered. */
-GORT_HIDDEN int gort__fd_close(int fd);
+/* The body of a blocking-call wrapper: `call`, an expression of type
+ * `type` (-1 and errno on failure), between gort_entersyscall and
+ * gort_exitsyscall, retried on EINTR; returns its value or -errno from the
+ * enclosing function.  errno is read before exitsyscall: the G may come
+ * back on another thread, whose errno is another variable. */
+#define GORT_SYSCALL_RETRY(type, call)                                         \
+    do {                                                                       \
+        for (;;) {                                                             \
+            gort_entersyscall();                                               \
+            type r_ = (call);                                                  \
+            int e_ = r_ < 0 ? GORT_ERRNO : 0;                                  \
+            gort_exitsyscall();                                                \
+            if (r_ >= 0)                                                       \
+                return r_;                                                     \
+            if (e_ != EINTR)                                                   \
+                return -e_;                                                    \
+        }                                                                      \
+    } while (0)
 
 /* Semaphores (sema.c).  Mirrors sema.go.  semacquire1 parks until it can
  * take a unit from *addr; lifo queues the caller first among the waiters
