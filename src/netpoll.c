@@ -1,9 +1,11 @@
 /*
  * netpoll.c - the network poller: the pollDesc of every registered
  * descriptor (registration, references, close, deadlines), the goroutines
- * that park in it waiting for I/O, and epoll, whose events ready them;
- * goroutines wait for file descriptors, not threads.  The calls on
- * descriptors are fdio.c's.  Mirrors netpoll.go and netpoll_epoll.go.
+ * that park in it waiting for I/O, epoll, whose events ready them, and
+ * the poller, the one M that sleeps in epoll until the next timer or an
+ * event, with its wake-up and its spin; goroutines wait for file
+ * descriptors, not threads.  The calls on descriptors are fdio.c's.
+ * Mirrors netpoll.go and netpoll_epoll.go.
  *
  * A descriptor handed to the poller (gort__fd_register, for fdio.c's
  * calls) is put in non-blocking mode and added to one epoll instance,
@@ -21,7 +23,7 @@
  * gort__netpoll(delay):
  *   - findrunnable polls without blocking before it steals;
  *   - the one M that has nothing to do sleeps in epoll until the next timer
- *     (the poller of time.c; an eventfd write breaks the sleep);
+ *     (the poller, gort__netpoll_sleep; an eventfd write breaks the sleep);
  *   - sysmon polls when nobody has for 10 ms.
  * Of the readied Gs, one per idle P goes to the global queue with an M
  * started for it, and the rest to the polling M's own P (injectglist,
@@ -54,6 +56,8 @@
  *     it is held with no other runtime lock (runtime.h's lock order) and
  *     never while a timer's lock is taken.
  *   - A slot holds at most one G.
+ *   - One M at a time sleeps as the poller: it has exchanged
+ *     sched.lastpoll for 0.
  */
 #include "runtime.h"
 
@@ -108,6 +112,8 @@ static uint32_t inited;          /* atomic: epoll set up */
 static uint32_t wakesig;         /* atomic: a break is pending */
 static uint32_t nwaiters;        /* atomic: goroutines parked in IO wait */
 
+static void futex_wake_poller(void);
+
 /* ---------------------------------------------------------------------------
  * Set-up, break, teardown.
  * ------------------------------------------------------------------------- */
@@ -137,7 +143,7 @@ static int netpollinit_locked(void)
     /* Release: a thread that sees inited sees the descriptors. */
     store_rel(&inited, 1);
     /* A poller asleep on the futex must come round to epoll. */
-    gort__poller_wake_futex();
+    futex_wake_poller();
     return 0;
 }
 
@@ -727,4 +733,247 @@ int gort__fd_set_deadline(struct polldesc *pd, int mode, int64_t when)
         }
     }
     return 0;
+}
+
+/* ---------------------------------------------------------------------------
+ * The poller: the one M that sleeps until the next timer.  Mirrors the
+ * blocking netpoll of findRunnable with netpollBreak as the wake-up.
+ * sched.lastpoll == 0 while an M sleeps there; sched.pollgen changes to
+ * wake it.
+ * ------------------------------------------------------------------------- */
+
+static void futex_wake_poller(void)
+{
+    /* Seq-cst: the sleeper compares pollgen in the futex call; a change
+     * before it sleeps makes the sleep return at once. */
+    xadd_seqcst(&gort__sched.pollgen, 1);
+    gort__futexwake(&gort__sched.pollgen, 1);
+}
+
+/* Wake the M sleeping as the poller, if one is. */
+void gort__netpoll_wake(void)
+{
+    /* Once the network poller exists the poller sleeps in epoll; before,
+     * on the futex (netpollinit_locked switches it over). */
+    if (gort__netpoll_inited())
+        gort__netpoll_break();
+    else
+        futex_wake_poller();
+}
+
+/* A timer at `when` was added: make sure some M will run it in time.
+ * Mirrors wakeNetPoller (proc.go). */
+void gort__netpoll_wake_by(int64_t when)
+{
+    /* Seq-cst: the added timer's minwhen store (update_minwhen, time.c)
+     * before this read of lastpoll, against the poller's lastpoll
+     * exchange before its read of minwhen (gort__timers_earliest): one of
+     * us sees the other. */
+    if (load_seqcst(&gort__sched.lastpoll) == 0) {
+        int64_t until = load_seqcst(&gort__sched.polluntil);
+        if (until == 0 || until > when)
+            gort__netpoll_wake();
+    } else {
+        gort__wakep();
+    }
+}
+
+/*
+ * Before the poller sleeps in epoll_wait, it may poll without blocking for
+ * up to GORTDEBUG=netpollspin microseconds (default 50), when goroutines
+ * wait on descriptors, every P is idle and the sleep would be longer.  In
+ * a request-reply exchange under heavy load the next request often comes
+ * within that, and then neither does the poller's thread sleep nor does
+ * the sender pay to wake it (a futex or epoll wake-up and the thread's
+ * switch back in).  Every P idle: no thread of ours wants a CPU, and the
+ * spin stops as soon as one does.
+ *
+ * The spin pays only when work comes within it.  Each idle spell ends
+ * after a gap (until the first event or break); a spin of up to L would
+ * have cost min(gap, L) of CPU and, when the gap was within L, saved a
+ * sleep and a wake-up: the CPU the poller's thread spends to block in
+ * epoll_wait and be woken, which the poller measures on every 16th spell
+ * that sleeps (its thread's CPU clock around the call: far less than the
+ * wake-up's latency).  spinpay keeps moving averages of the cost and the
+ * gain (1/16 weight each) and the poller spins while the gain outweighs
+ * the cost: by a quarter more to start spinning, a quarter less to stop,
+ * so that it does not flap.  A spell spent asleep shows its gap only with
+ * the wake-up's own latency added, so it counts only when it is plainly
+ * beyond L (a miss either way); and while not spinning, a spell now and
+ * then spins anyway, to see the gaps as they are, and counts for a quarter
+ * (it stands for many).  A probe that misses costs L, so the probes back
+ * off while they miss: the next comes twice as many spells later after a
+ * miss, half as many after a hit, between 64 and 1,024.  At partial load,
+ * where most probes miss, they cost about L/1,024 a request; when the
+ * gaps shorten, the probes come every 64th spell again within a few
+ * thousand spells (a few dozen milliseconds at the rates that need the
+ * spin).  So the poller spins only where requests follow each other by
+ * less than a sleep costs, under a client that never pauses; at partial
+ * load it stops within a few dozen requests.  Only the poller M (one at a
+ * time: sched.lastpoll's claim, which orders one poller's updates before
+ * the next one's) touches spinpay.
+ */
+/* The gain of a hit until a sleep has been measured. */
+#define SPIN_GAIN_NS (10 * 1000)
+/* A slept spell whose gap is this much beyond L was beyond it anyway. */
+#define SPIN_WAKE_SLACK_NS (200 * 1000)
+/* One slept spell in this many has its CPU measured. */
+#define SPIN_SAMPLE_EVERY 16
+/* Spells between probes while not spinning: doubled after a probe that
+ * misses, halved after one that hits, within these bounds. */
+#define SPIN_PROBE_FIRST 64
+#define SPIN_PROBE_MOST 1024
+static struct {
+    int64_t cost, gain;   /* ns, moving averages over idle spells */
+    int64_t sleepcpu;     /* ns, a sleep's CPU (0: not measured yet) */
+    bool off;             /* not spinning: the gain fell behind */
+    uint32_t spells;      /* idle spells since the last probe, while off */
+    uint32_t probe_every; /* spells between probes (0: the first) */
+    uint32_t slept;       /* spells that slept, for the samples */
+} spinpay;
+
+void gort__spinpay_record(int64_t gap, int64_t spin, bool probe)
+{
+    int64_t saved = spinpay.sleepcpu ? spinpay.sleepcpu : SPIN_GAIN_NS;
+    bool hit = gap <= spin;
+    int64_t cost = hit ? gap : spin;
+    int64_t gain = hit ? saved : 0;
+    int shift = probe ? 2 : 4;
+    spinpay.cost += (cost - spinpay.cost) / (1 << shift);
+    spinpay.gain += (gain - spinpay.gain) / (1 << shift);
+    if (spinpay.off)
+        spinpay.off = 4 * spinpay.gain <= 5 * spinpay.cost;
+    else
+        spinpay.off = 4 * spinpay.gain < 3 * spinpay.cost;
+    uint32_t every = spinpay.probe_every ? spinpay.probe_every
+                                         : SPIN_PROBE_FIRST;
+    if (probe && hit && every > SPIN_PROBE_FIRST)
+        spinpay.probe_every = every / 2;
+    else if (probe && !hit && every < SPIN_PROBE_MOST)
+        spinpay.probe_every = every * 2;
+}
+
+void gort__spinpay_sleepcpu(int64_t cpu)
+{
+    if (spinpay.sleepcpu == 0)
+        spinpay.sleepcpu = cpu;
+    else
+        spinpay.sleepcpu += (cpu - spinpay.sleepcpu) / 8;
+}
+
+int gort__spinpay_spin(void)
+{
+    if (!spinpay.off)
+        return SPINPAY_SPIN;
+    uint32_t every = spinpay.probe_every ? spinpay.probe_every
+                                         : SPIN_PROBE_FIRST;
+    if (++spinpay.spells < every)
+        return SPINPAY_SLEEP;
+    spinpay.spells = 0;
+    return SPINPAY_PROBE;
+}
+
+bool gort__spinpay_counts(bool spun, int64_t gap, int64_t spin)
+{
+    return spun || gap > spin + SPIN_WAKE_SLACK_NS;
+}
+
+void gort__spinpay_reset(void)
+{
+    memset(&spinpay, 0, sizeof spinpay);
+}
+
+/* The spin limit in ns (0: none).  Relaxed: a setting that a test changes
+ * while the runtime runs; a stale value costs one spin more or less. */
+static int64_t spin_limit(void)
+{
+    return (int64_t)load_relaxed(&gort__debug.netpollspin) * 1000;
+}
+
+/* Spin if it pays (*probe: a probe of the gaps).  Returns true when the
+ * spin got an event (*n Gs readied, 0 for a break). */
+static bool spin_before_sleep(int64_t until, struct gqueue *q, int32_t *n,
+                         bool *probe)
+{
+    /* gort__netpoll_spin checks that every P is idle. */
+    int64_t spin = spin_limit();
+    if (spin == 0 || gort__netpoll_waiters() == 0)
+        return false;
+    int how = gort__spinpay_spin();
+    *probe = how == SPINPAY_PROBE;
+    if (how == SPINPAY_SLEEP)
+        return false;
+    int64_t end = gort_nanotime() + spin;
+    if (until != 0 && until <= end)
+        return false;
+    int32_t r = gort__netpoll_spin(end, q);
+    if (r < 0)
+        return false;
+    *n = r;
+    return true;
+}
+
+/* Sleep as the poller until `until` or a break.  The caller holds no P
+ * and has claimed sched.lastpoll. */
+int32_t gort__netpoll_sleep(int64_t until, struct gqueue *q)
+{
+    q->head = q->tail = NULL;
+    uint32_t gen = load_seqcst(&gort__sched.pollgen);
+    /* polluntil 0 would read as "unknown"; a poller with no timer sleeps
+     * until woken: publish a far deadline instead. */
+    store_seqcst(&gort__sched.polluntil, until ? until : INT64_MAX);
+    /* Timers added before we published polluntil may be earlier. */
+    int64_t again = gort__timers_earliest();
+    if (again != 0 && (until == 0 || again < until))
+        until = again;
+    int32_t n = 0;
+    if (gort__netpoll_inited()) {
+        int64_t began = gort_nanotime();
+        bool eligible = gort__netpoll_waiters() > 0, probe = false;
+        bool spun = spin_before_sleep(until, q, &n, &probe);
+        if (!spun) {
+            /* -1: no timer, sleep until an event or a break.  A deadline
+             * that has already passed (a slow thread got here late) polls
+             * without sleeping: it must never read as "no deadline". */
+            int64_t delay = -1;
+            if (until != 0) {
+                delay = until - gort_nanotime();
+                if (delay < 0)
+                    delay = 0;
+            }
+            /* Every 16th sleep: what it costs this thread in CPU, the
+             * gain of a spin that would have avoided it.  Counted only
+             * when the thread was off the CPU for a while (it slept). */
+            bool sample = eligible && spin_limit() != 0 &&
+                          ++spinpay.slept % SPIN_SAMPLE_EVERY == 0;
+            int64_t c0 = sample ? (int64_t)gort__thread_cputime(0) : 0;
+            int64_t w0 = sample ? gort_nanotime() : 0;
+            n = gort__netpoll(delay, q);
+            if (c0 > 0) {
+                int64_t cpu = (int64_t)gort__thread_cputime(0) - c0;
+                int64_t wall = gort_nanotime() - w0;
+                if (cpu >= 0 && wall > 2 * cpu + 2000)
+                    gort__spinpay_sleepcpu(cpu);
+            }
+        }
+        /* The gap: until the event or the break (a break leaves no G but
+         * ends the wait early), or none when the sleep simply ran out. */
+        int64_t now = gort_nanotime(), gap = now - began, lim = spin_limit();
+        bool ended = spun || n > 0 || until == 0 || now < until;
+        if (!ended)
+            gap = INT64_MAX;
+        if (eligible && gort__spinpay_counts(spun, gap, lim))
+            gort__spinpay_record(gap, lim, probe);
+        if (spun)
+            goto done;
+    } else if (until != 0) {
+        int64_t delay = until - gort_nanotime();
+        if (delay > 0)
+            gort__futexsleep(&gort__sched.pollgen, gen, delay);
+    } else {
+        gort__futexsleep(&gort__sched.pollgen, gen, -1);
+    }
+done:
+    store_seqcst(&gort__sched.polluntil, 0);
+    return n;
 }

@@ -762,7 +762,7 @@ static bool startlockedm(struct m *mp, struct g *gp)
         struct g *cur = load_acq(&lm->curg);
         if (cur)
             store_relaxed(&cur->preempt, 1);
-        gort__poller_wake(); /* it may sleep as the poller */
+        gort__netpoll_wake(); /* it may sleep as the poller */
         return true;
     }
     gort__notewakeup(&lm->park);
@@ -911,8 +911,8 @@ void gort__handoffp(struct p *pp)
  *     parallelism for a moment.  Go's runqput and wakep leave the same
  *     window (a release store and plain loads).
  *   - Timers and the network: the poller's sleep has its own seq-cst
- *     handshake (polluntil against wakenetpoller, time.c), which does not
- *     depend on nmspinning.
+ *     handshake (polluntil against gort__netpoll_wake_by, netpoll.c),
+ *     which does not depend on nmspinning.
  *
  * The RMWs on nmspinning are acq_rel so that the count itself is exact
  * (each decrement pairs with one increment; a negative count throws).
@@ -1287,7 +1287,7 @@ static struct g *findrunnable_drop(struct m *mp, struct p *pp, bool *exit)
         xchg_seqcst(&gort__sched.lastpoll, 0) != 0) {
         struct gqueue ready;
         int32_t nready = gort__netpoll_sleep(until, &ready);
-        /* Seq-cst: pairs with wakenetpoller's load of lastpoll. */
+        /* Seq-cst: pairs with gort__netpoll_wake_by's load of lastpoll. */
         store_seqcst(&gort__sched.lastpoll, gort_nanotime());
         gort__lock(&gort__sched.lock);
         struct p *p2 = load_relaxed(&gort__sched.gcwaiting)
@@ -2597,7 +2597,7 @@ static struct g *main_exit_m(struct g *gp)
         }
     gort__unlock(&gort__sched.lock);
     /* An M sleeping as the poller finds exiting set when it wakes. */
-    gort__poller_wake();
+    gort__netpoll_wake();
     /* Our own P stays with us; we exit through findrunnable's check. */
     store_relaxed(&mp->p->m, NULL);
     store_relaxed(&mp->p, NULL);

@@ -159,7 +159,7 @@ _Static_assert(GORT_RUNQ_SIZE >= 2 &&
  * returned to the OS by sysmon (stack.c, gort__stack_scavenge). */
 #define GORT_STACK_IDLE_MS 5000
 /* How long the poller M polls without blocking before it sleeps in
- * epoll_wait (GORTDEBUG=netpollspin, us; time.c, gort__netpoll_sleep). */
+ * epoll_wait (GORTDEBUG=netpollspin, us; netpoll.c, gort__netpoll_sleep). */
 #define GORT_NETPOLL_SPIN_US 50
 /* Default thread limit (sched.maxmcount in proc.go). */
 #define GORT_DEFAULT_MAX_THREADS 10000
@@ -854,7 +854,7 @@ struct schedt {
 
     uint64_t goidgen GORT_CACHELINE; /* atomic: next goid batch */
 
-    /* The poller (time.c): the M sleeping until the next timer. */
+    /* The poller (netpoll.c): the M sleeping until the next timer. */
     int64_t lastpoll GORT_CACHELINE; /* atomic: 0 while an M sleeps as
                                         the poller, else when it last did */
     int64_t polluntil;     /* atomic: when the poller wakes, 0 unknown */
@@ -1370,18 +1370,6 @@ static inline bool gort__isidlep(int32_t id)
 /* Asynchronous preemption (preempt.c). */
 GORT_HIDDEN int gort__preempt_init(void);
 GORT_HIDDEN void gort__preempt_fini(void);
-/* Whether the poller's spin pays (time.c): spin now (SPINPAY_*: while it
- * does not pay, one idle spell in 64 to 1,024 probes)?  Does an idle spell that
- * ended after gap ns, spun or slept, tell anything?  Record it (probe: it
- * was a probe).  Reset (gort_main's start, and tests).  The poller M
- * only. */
-enum { SPINPAY_SLEEP = 0, SPINPAY_SPIN, SPINPAY_PROBE };
-GORT_HIDDEN int gort__spinpay_spin(void);
-GORT_HIDDEN bool gort__spinpay_counts(bool spun, int64_t gap, int64_t spin);
-GORT_HIDDEN void gort__spinpay_record(int64_t gap, int64_t spin, bool probe);
-GORT_HIDDEN void gort__spinpay_reset(void);
-/* A sleep of the poller cost its thread cpu ns of CPU (measured). */
-GORT_HIDDEN void gort__spinpay_sleepcpu(int64_t cpu);
 
 /* A G's own stack for preemptions deep in its stack (preempt.c). */
 #if defined(GORT_ASAN)
@@ -1557,21 +1545,15 @@ GORT_HIDDEN void gort__schedtrace(bool detail);
 GORT_HIDDEN void gort__printf(int fd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* Timers (time.c). */
+/* ---------------------------------------------------------------------------
+ * Timers (time.c).
+ * ------------------------------------------------------------------------- */
+
 GORT_HIDDEN int64_t gort__timers_check(struct p *pp, int64_t now);
 GORT_HIDDEN int64_t gort__timers_earliest(void);
 GORT_HIDDEN bool gort__timers_any(void);
 GORT_HIDDEN void gort__timers_move(struct p *from, struct p *to);
 GORT_HIDDEN void gort__timers_fini(struct p *pp);
-GORT_HIDDEN void gort__wakenetpoller(int64_t when);
-/* Wake the M sleeping as the poller: through the epoll backend once the
- * network poller exists (gort__netpoll_break), else on the futex it then
- * sleeps on. */
-GORT_HIDDEN void gort__poller_wake(void);
-GORT_HIDDEN void gort__poller_wake_futex(void);
-/* The poller's sleep, until `until` (0: until woken); returns the Gs the
- * network poller readied meanwhile (RUNNABLE, linked in q). */
-GORT_HIDDEN int32_t gort__netpoll_sleep(int64_t until, struct gqueue *q);
 GORT_HIDDEN void gort__gtimer_reset(struct gtimer *t, int64_t when);
 GORT_HIDDEN bool gort__gtimer_stop(struct gtimer *t);
 
@@ -1616,6 +1598,30 @@ GORT_HIDDEN int32_t gort__netpoll(int64_t delay, struct gqueue *q);
 /* Poll without blocking until `end` or an event while every P is idle:
  * the Gs readied (0 for a break alone), or -1 when nothing came. */
 GORT_HIDDEN int32_t gort__netpoll_spin(int64_t end, struct gqueue *q);
+
+/* The poller's sleep, until `until` (0: until woken); returns the Gs the
+ * network poller readied meanwhile (RUNNABLE, linked in q).  The caller
+ * holds no P and has claimed sched.lastpoll. */
+GORT_HIDDEN int32_t gort__netpoll_sleep(int64_t until, struct gqueue *q);
+/* Wake the M sleeping as the poller: through epoll once the network
+ * poller exists (gort__netpoll_break), else on the futex it then sleeps
+ * on. */
+GORT_HIDDEN void gort__netpoll_wake(void);
+/* A timer at `when` was added: wake the poller if it would sleep past
+ * it, or, with no poller, a P.  Mirrors wakeNetPoller (proc.go). */
+GORT_HIDDEN void gort__netpoll_wake_by(int64_t when);
+/* Whether the poller's spin pays: spin now (SPINPAY_*: while it
+ * does not pay, one idle spell in 64 to 1,024 probes)?  Does an idle spell that
+ * ended after gap ns, spun or slept, tell anything?  Record it (probe: it
+ * was a probe).  Reset (gort_main's start, and tests).  The poller M
+ * only. */
+enum { SPINPAY_SLEEP = 0, SPINPAY_SPIN, SPINPAY_PROBE };
+GORT_HIDDEN int gort__spinpay_spin(void);
+GORT_HIDDEN bool gort__spinpay_counts(bool spun, int64_t gap, int64_t spin);
+GORT_HIDDEN void gort__spinpay_record(int64_t gap, int64_t spin, bool probe);
+GORT_HIDDEN void gort__spinpay_reset(void);
+/* A sleep of the poller cost its thread cpu ns of CPU (measured). */
+GORT_HIDDEN void gort__spinpay_sleepcpu(int64_t cpu);
 
 /* A registered descriptor's pollDesc, for fdio.c's calls.  Register fd
  * (inq: a TCP socket with TCP_INQ on): 0 or -errno. */
