@@ -1,16 +1,15 @@
 /*
- * netpoll.c - the network poller: the pollDesc of every registered
- * descriptor (registration, references, close, deadlines), the goroutines
- * that park in it waiting for I/O, epoll, whose events ready them, and
- * the poller, the one M that sleeps in epoll until the next timer or an
- * event, with its wake-up and its spin; goroutines wait for file
- * descriptors, not threads.  The calls on descriptors are fdio.c's.
- * Mirrors netpoll.go and netpoll_epoll.go.
+ * netpoll.c - the network poller's platform-independent half: the
+ * pollDesc of every registered descriptor (registration, references,
+ * close, deadlines), the goroutines that park in it waiting for I/O and
+ * the readiness that wakes them, and the poller, the one M that sleeps in
+ * the backend (netpoll_epoll.c) until the next timer or an event, with
+ * its wake-up and its spin.  Mirrors netpoll.go.
  *
  * A descriptor handed to the poller (gort__fd_register, for fdio.c's
- * calls) is put in non-blocking mode and added to one epoll instance,
- * edge-triggered, for reading and writing at once.  Its pollDesc has a
- * slot per direction (rg, wg), each
+ * calls) is put in non-blocking mode and added to the backend for reading
+ * and writing at once.  Its pollDesc has a slot per direction (rg, wg),
+ * each
  *
  *     PD_NIL    nothing happened, nobody waits
  *     PD_READY  readiness arrived and nobody has consumed it
@@ -18,16 +17,9 @@
  *     a G       that goroutine is parked (status WAITING, reason IO wait)
  *
  * An I/O call tries the system call; on EAGAIN it parks in its slot
- * (gort__fd_wait) until an epoll event, a deadline or a close unblocks it
- * (netpollunblock), then tries again.  Events are collected by
- * gort__netpoll(delay):
- *   - findrunnable polls without blocking before it steals;
- *   - the one M that has nothing to do sleeps in epoll until the next timer
- *     (the poller, gort__netpoll_sleep; an eventfd write breaks the sleep);
- *   - sysmon polls when nobody has for 10 ms.
- * Of the readied Gs, one per idle P goes to the global queue with an M
- * started for it, and the rest to the polling M's own P (injectglist,
- * proc.c).
+ * (gort__fd_wait) until readiness (gort__netpoll_ready, for the backend's
+ * events), a deadline or a close unblocks it (netpollunblock), then tries
+ * again.
  *
  * Deadlines are timers: the timer function re-reads the deadline and, if
  * it has passed, marks it expired (-1) and unblocks the waiter, which then
@@ -45,10 +37,16 @@
  * still using it.  (Go's FD.Close likewise leaves the close(2) to the last
  * decref.)
  *
- * pollDescs are never freed while the runtime runs: an epoll event may
- * still name one after its descriptor was closed.  Events carry the
- * pollDesc's sequence number, bumped on every reuse, and stale ones are
- * dropped (Go's fdseq tagging).
+ * pollDescs are never freed while the runtime runs: an event may still
+ * name one after its descriptor was closed.  Events carry the pollDesc's
+ * sequence number, bumped on every reuse, and the backend drops stale
+ * ones (Go's fdseq tagging).
+ *
+ * The poller is the M that findrunnable parks (gort__netpoll_sleep) when
+ * it has nothing to do: it sleeps until the earliest timer of all Ps or a
+ * descriptor's readiness, in the backend once a descriptor has been
+ * registered, before that on a futex.  Ms that add an earlier timer, or
+ * have work for it, wake it (gort__netpoll_wake_by, gort__netpoll_wake).
  *
  * Invariants:
  *   - rg/wg change only by CAS (atomics).  pollcache.lock (a spinlock)
@@ -65,24 +63,9 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
-
-/* The kernel orders epoll_ctl before the events it reports, so the
- * pollDesc an event names is fully set up; ThreadSanitizer cannot see
- * that ordering, and is told (release at registration, acquire per
- * event).  Only gort's own accesses need it: in a gort built with TSan. */
-#ifdef GORT_TSAN
-#define TSAN_RELEASE(p) __tsan_release(p)
-#define TSAN_ACQUIRE(p) __tsan_acquire(p)
-#else
-#define TSAN_RELEASE(p) ((void)0)
-#define TSAN_ACQUIRE(p) ((void)0)
-#endif
 
 #define PD_NIL ((uintptr_t)0)
 #define PD_READY ((uintptr_t)1)
@@ -102,74 +85,39 @@ static struct {
     int nall, capall;
 } pollcache;
 
-static int epfd = -1, breakfd = -1;
-/* epoll_pwait2 (Linux 5.11) is missing: use epoll_wait's milliseconds.
- * Set on ENOSYS, and from the start under Valgrind, which does not know
- * the call and would warn on every use.  Relaxed: a flag that only saves
- * a failing system call. */
-static uint32_t no_pwait2;
-static uint32_t inited;          /* atomic: epoll set up */
-static uint32_t wakesig;         /* atomic: a break is pending */
+/* Release store once the backend is set up (a thread that sees it sees
+ * the backend's descriptors); cleared only by gort__netpoll_fini.
+ * Mirrors netpollInited. */
+uint32_t gort__netpollinited;
 static uint32_t nwaiters;        /* atomic: goroutines parked in IO wait */
 
 static void futex_wake_poller(void);
 
 /* ---------------------------------------------------------------------------
- * Set-up, break, teardown.
+ * Set-up and teardown.
  * ------------------------------------------------------------------------- */
 
-static int netpollinit_locked(void)
+/* Set the backend up on the first registration.  pollcache.lock held.
+ * Mirrors netpollGenericInit. */
+static int generic_init_locked(void)
 {
-    if (load_relaxed(&inited))
+    if (load_relaxed(&gort__netpollinited))
         return 0;
-    epfd = epoll_create1(EPOLL_CLOEXEC);
-    if (epfd < 0)
-        return -errno;
-    breakfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (breakfd < 0) {
-        int e = -errno;
-        close(epfd);
-        epfd = -1;
-        return e;
-    }
-    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = 0};
-    if (epoll_ctl(epfd, EPOLL_CTL_ADD, breakfd, &ev) < 0) {
-        int e = -errno;
-        close(breakfd);
-        close(epfd);
-        breakfd = epfd = -1;
-        return e;
-    }
+    int err = gort__netpoll_init();
+    if (err)
+        return err;
     /* Release: a thread that sees inited sees the descriptors. */
-    store_rel(&inited, 1);
-    /* A poller asleep on the futex must come round to epoll. */
+    store_rel(&gort__netpollinited, 1);
+    /* A poller asleep on the futex must come round to the backend. */
     futex_wake_poller();
     return 0;
 }
 
-bool gort__netpoll_inited(void)
-{
-    return load_acq(&inited) != 0;
-}
-
-/* Wake the M blocked in epoll_wait.  Mirrors netpollBreak. */
-void gort__netpoll_break(void)
-{
-    /* One write is enough until the poller drains it. */
-    if (!cas_acqrel(&wakesig, 0, 1))
-        return;
-    uint64_t one = 1;
-    while (write(breakfd, &one, sizeof one) < 0 && errno == EINTR)
-        ;
-}
-
 void gort__netpoll_fini(void)
 {
-    if (load_relaxed(&inited)) {
-        close(epfd);
-        close(breakfd);
-        epfd = breakfd = -1;
-        store_relaxed(&inited, 0);
+    if (load_relaxed(&gort__netpollinited)) {
+        gort__netpoll_uninit();
+        store_relaxed(&gort__netpollinited, 0);
     }
     for (int i = 0; i < pollcache.nall; i++) {
         /* Closed with calls in flight that never ended (their goroutines
@@ -182,7 +130,6 @@ void gort__netpoll_fini(void)
     gort__free(pollcache.all);
     gort__free(pollcache.byfd);
     memset(&pollcache, 0, sizeof pollcache);
-    store_relaxed(&wakesig, 0);
     store_relaxed(&nwaiters, 0);
 }
 
@@ -302,10 +249,6 @@ static void netpoll_collect(struct g *gp, struct gqueue *q, int32_t *n)
     (*n)++;
 }
 
-/* ---------------------------------------------------------------------------
- * Polling.  Mirrors netpoll (netpoll_epoll.go).
- * ------------------------------------------------------------------------- */
-
 /* The descriptor hung up or failed: its end of file or error will not
  * come with another edge, so a reader must not wait for one after a short
  * read (fdio.c, fd_read).  The flag is stored before an RMW on rg: a reader
@@ -319,119 +262,28 @@ static void mark_hup(struct polldesc *pd)
     cas_acqrel(&pd->rg, PD_READY, PD_READY);
 }
 
-/* Make the Gs that evs[0..n) unblock RUNNABLE, in q; consume a break.
- * Returns how many. */
-static int32_t netpoll_handle(const struct epoll_event *evs, int n,
-                              struct gqueue *q)
+/* Readiness for mode ('r', 'w' or 'r' + 'w') arrived on pd; hup: the
+ * descriptor hung up or failed.  Make the Gs it unblocks RUNNABLE, in q;
+ * returns how many.  Called by the backend for each event.  Mirrors
+ * netpollready. */
+int32_t gort__netpoll_ready(struct polldesc *pd, int mode, bool hup,
+                            struct gqueue *q)
 {
     int32_t cnt = 0;
-    for (int i = 0; i < n; i++) {
-        uint64_t data = evs[i].data.u64;
-        uint32_t e = evs[i].events;
-        if (data == 0) {
-            /* The break eventfd. */
-            uint64_t v;
-            if (read(breakfd, &v, sizeof v) < 0 && errno != EAGAIN)
-                gort__throw("netpoll: eventfd read failed");
-            store_rel(&wakesig, 0);
-            continue;
-        }
-        struct polldesc *pd =
-            (struct polldesc *)(uintptr_t)(data & ((1ULL << 48) - 1));
-        TSAN_ACQUIRE(pd);
-        uint32_t seq = (uint32_t)(data >> 48);
-        if ((load_relaxed(&pd->seq) & 0xffff) != seq)
-            continue; /* stale: the descriptor was closed and reused */
-        bool r = e & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR);
-        bool w = e & (EPOLLOUT | EPOLLHUP | EPOLLERR);
-        struct g *gp;
-        if (e & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
-            mark_hup(pd);
-        if (r && (gp = netpollunblock(&pd->rg, true)))
-            netpoll_collect(gp, q, &cnt);
-        if (w && (gp = netpollunblock(&pd->wg, true)))
-            netpoll_collect(gp, q, &cnt);
-    }
-    if (cnt > 0) {
-        /* /gort/sched/netpoll-wakeups, on the polling M (a runtime M:
-         * findrunnable's, the poller's or sysmon's). */
-        struct m *mp = gort__getm_raw();
-        if (mp)
-            gort__stat_add(&mp->nnetpollwake, (uint64_t)cnt);
-    }
-    if (cnt > 0)
-        gort__trace_netpoll(cnt);
+    struct g *gp;
+    if (hup)
+        mark_hup(pd);
+    if ((mode == 'r' || mode == 'r' + 'w') &&
+        (gp = netpollunblock(&pd->rg, true)))
+        netpoll_collect(gp, q, &cnt);
+    if ((mode == 'w' || mode == 'r' + 'w') &&
+        (gp = netpollunblock(&pd->wg, true)))
+        netpoll_collect(gp, q, &cnt);
     return cnt;
 }
 
-/* Collect ready Gs, waiting up to delay ns (0: don't block, < 0: until an
- * event or a break).  The Gs come back RUNNABLE, linked in q. */
-int32_t gort__netpoll(int64_t delay, struct gqueue *q)
-{
-    q->head = q->tail = NULL;
-    if (!load_acq(&inited))
-        return 0;
-    struct epoll_event evs[128];
-    int n;
-    for (;;) {
-        if (delay < 0) {
-            n = epoll_wait(epfd, evs, 128, -1);
-        } else if (delay == 0) {
-            n = epoll_wait(epfd, evs, 128, 0);
-        } else {
-            struct timespec ts = {delay / 1000000000, delay % 1000000000};
-            bool pwait2 = !load_relaxed(&no_pwait2) && !gort__valgrind;
-            if (pwait2) {
-                n = (int)syscall(SYS_epoll_pwait2, epfd, evs, 128, &ts, NULL,
-                                 0);
-                if (n < 0 && errno == ENOSYS) {
-                    store_relaxed(&no_pwait2, 1);
-                    pwait2 = false;
-                }
-            }
-            if (!pwait2) {
-                int64_t ms = (delay + 999999) / 1000000;
-                n = epoll_wait(epfd, evs, 128, ms > 1000000 ? 1000000 : (int)ms);
-            }
-        }
-        if (n >= 0)
-            break;
-        if (errno != EINTR)
-            gort__throw("netpoll: epoll_wait failed: %s", strerror(errno));
-        if (delay > 0)
-            return 0; /* let the caller recompute its timeout */
-    }
-    return netpoll_handle(evs, n, q);
-}
-
-/* Poll without blocking until `end` (nanotime) or the first event, the
- * break included, while every P stays idle.  Returns the Gs readied (0
- * for a break alone), or -1 when nothing came.  See
- * gort__netpoll_sleep. */
-int32_t gort__netpoll_spin(int64_t end, struct gqueue *q)
-{
-    q->head = q->tail = NULL;
-    if (!load_acq(&inited))
-        return -1;
-    struct epoll_event evs[128];
-    for (;;) {
-        /* Relaxed: a hint.  A P taken means other threads of ours run,
-         * and this one would only take CPU from them. */
-        if (load_relaxed(&gort__sched.npidle) !=
-            load_relaxed(&gort__gomaxprocs))
-            return -1;
-        int n = epoll_wait(epfd, evs, 128, 0);
-        if (n > 0)
-            return netpoll_handle(evs, n, q);
-        if (n < 0 && errno != EINTR)
-            gort__throw("netpoll: epoll_wait failed: %s", strerror(errno));
-        if (gort_nanotime() >= end)
-            return -1;
-    }
-}
-
 /* ---------------------------------------------------------------------------
- * Descriptors.
+ * Deadlines.  Mirrors netpolldeadlineimpl and poll_runtime_pollSetDeadline.
  * ------------------------------------------------------------------------- */
 
 static void deadline_fire(struct gtimer *t, int64_t now)
@@ -450,6 +302,51 @@ static void deadline_fire(struct gtimer *t, int64_t now)
         gort__ready(gp, false);
     }
 }
+
+/* Set pd's deadline for mode ('r', 'w' or 'r' + 'w'): when, an absolute
+ * nanotime, 0 for none.  0, -EINVAL, -EPERM outside a goroutine or -EBADF
+ * once closing. */
+int gort__fd_set_deadline(struct polldesc *pd, int mode, int64_t when)
+{
+    if (mode != 'r' && mode != 'w' && mode != 'r' + 'w')
+        return -EINVAL;
+    if (when < 0)
+        return -EINVAL;
+    struct m *mp = gort__getm();
+    if (!mp || !mp->p)
+        return -EPERM; /* deadlines are timers: a goroutine's call */
+    if (load_acq(&pd->closing))
+        return -EBADF;
+    int64_t now = gort_nanotime();
+    for (int k = 0; k < 2; k++) {
+        int m = k == 0 ? 'r' : 'w';
+        if (mode != m && mode != 'r' + 'w')
+            continue;
+        int64_t *dp = m == 'r' ? &pd->rd : &pd->wd;
+        struct gtimer *t = m == 'r' ? &pd->rt : &pd->wt;
+        if (when == 0) {
+            store_relaxed(dp, 0);
+            gort__gtimer_stop(t);
+        } else if (when <= now) {
+            store_seqcst(dp, -1); /* the handshake of gort__fd_checkerr */
+            gort__gtimer_stop(t);
+            struct g *gp = netpollunblock(m == 'r' ? &pd->rg : &pd->wg,
+                                          false);
+            if (gp) {
+                xadd_acqrel(&nwaiters, -1);
+                gort__ready(gp, false);
+            }
+        } else {
+            store_relaxed(dp, when);
+            gort__gtimer_reset(t, when);
+        }
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------
+ * Descriptors.
+ * ------------------------------------------------------------------------- */
 
 /* fd's pollDesc, without a lock: every read and write looks it up.  The
  * table only grows; a replaced one is retired, not freed, so a reader
@@ -502,7 +399,7 @@ int gort__fd_register(int fd, bool inq)
         return err;
     bool stream = is_stream(fd);
     gort__spinlock(&pollcache.lock);
-    if ((err = netpollinit_locked()) != 0)
+    if ((err = generic_init_locked()) != 0)
         goto out;
     if (fd < pollcache.nbyfd && pollcache.byfd[fd]) {
         err = -EEXIST;
@@ -567,14 +464,7 @@ int gort__fd_register(int fd, bool inq)
     store_relaxed(&pd->wg, PD_NIL);
     store_relaxed(&pd->rd, 0);
     store_relaxed(&pd->wd, 0);
-    struct epoll_event ev = {
-        .events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
-        .data.u64 = (uint64_t)(uintptr_t)pd |
-                    ((uint64_t)(pd->seq & 0xffff) << 48),
-    };
-    TSAN_RELEASE(pd);
-    if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
-        err = -errno;
+    if ((err = gort__netpoll_open(fd, pd)) != 0) {
         pd->link = pollcache.free;
         pollcache.free = pd;
         goto out;
@@ -621,7 +511,7 @@ static int pd_destroy(struct polldesc *pd)
  * A closed one is returned too (the call then fails with -EBADF). */
 struct polldesc *gort__fd_ref(int fd)
 {
-    if (!load_acq(&inited))
+    if (!gort__netpoll_inited())
         return NULL;
     for (;;) {
         struct polldesc *pd = pd_get(fd);
@@ -671,7 +561,7 @@ static int fd_close(int fd, struct polldesc *pd)
     gort__gtimer_stop(&pd->rt);
     gort__gtimer_stop(&pd->wt);
     gort__spinlock(&pollcache.lock);
-    epoll_ctl(epfd, EPOLL_CTL_DEL, fd, NULL);
+    gort__netpoll_close(fd);
     /* It stays in the table, closing, until pd_destroy: calls on the
      * number meanwhile fail with -EBADF (not the syscall path on a
      * descriptor that is still open). */
@@ -694,47 +584,6 @@ int gort__fd_close(int fd)
     return fd_close(fd, pd);
 }
 
-/* Set pd's deadline for mode ('r', 'w' or 'r' + 'w'): when, an absolute
- * nanotime, 0 for none.  0, -EINVAL, -EPERM outside a goroutine or -EBADF
- * once closing. */
-int gort__fd_set_deadline(struct polldesc *pd, int mode, int64_t when)
-{
-    if (mode != 'r' && mode != 'w' && mode != 'r' + 'w')
-        return -EINVAL;
-    if (when < 0)
-        return -EINVAL;
-    struct m *mp = gort__getm();
-    if (!mp || !mp->p)
-        return -EPERM; /* deadlines are timers: a goroutine's call */
-    if (load_acq(&pd->closing))
-        return -EBADF;
-    int64_t now = gort_nanotime();
-    for (int k = 0; k < 2; k++) {
-        int m = k == 0 ? 'r' : 'w';
-        if (mode != m && mode != 'r' + 'w')
-            continue;
-        int64_t *dp = m == 'r' ? &pd->rd : &pd->wd;
-        struct gtimer *t = m == 'r' ? &pd->rt : &pd->wt;
-        if (when == 0) {
-            store_relaxed(dp, 0);
-            gort__gtimer_stop(t);
-        } else if (when <= now) {
-            store_seqcst(dp, -1); /* the handshake of gort__fd_checkerr */
-            gort__gtimer_stop(t);
-            struct g *gp = netpollunblock(m == 'r' ? &pd->rg : &pd->wg,
-                                          false);
-            if (gp) {
-                xadd_acqrel(&nwaiters, -1);
-                gort__ready(gp, false);
-            }
-        } else {
-            store_relaxed(dp, when);
-            gort__gtimer_reset(t, when);
-        }
-    }
-    return 0;
-}
-
 /* ---------------------------------------------------------------------------
  * The poller: the one M that sleeps until the next timer.  Mirrors the
  * blocking netpoll of findRunnable with netpollBreak as the wake-up.
@@ -753,8 +602,8 @@ static void futex_wake_poller(void)
 /* Wake the M sleeping as the poller, if one is. */
 void gort__netpoll_wake(void)
 {
-    /* Once the network poller exists the poller sleeps in epoll; before,
-     * on the futex (netpollinit_locked switches it over). */
+    /* Once the backend is set up the poller sleeps in it; before, on the
+     * futex (generic_init_locked switches it over). */
     if (gort__netpoll_inited())
         gort__netpoll_break();
     else
@@ -779,7 +628,7 @@ void gort__netpoll_wake_by(int64_t when)
 }
 
 /*
- * Before the poller sleeps in epoll_wait, it may poll without blocking for
+ * Before the poller sleeps in the backend, it may poll without blocking for
  * up to GORTDEBUG=netpollspin microseconds (default 50), when goroutines
  * wait on descriptors, every P is idle and the sleep would be longer.  In
  * a request-reply exchange under heavy load the next request often comes

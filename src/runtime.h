@@ -1558,7 +1558,7 @@ GORT_HIDDEN void gort__gtimer_reset(struct gtimer *t, int64_t when);
 GORT_HIDDEN bool gort__gtimer_stop(struct gtimer *t);
 
 /* ---------------------------------------------------------------------------
- * Network poller (netpoll.c).  Mirrors netpoll.go and netpoll_epoll.go.
+ * Network poller (netpoll.c).  Mirrors netpoll.go.
  * ------------------------------------------------------------------------- */
 
 /* A registered descriptor's state in the poller: its goroutines waiting
@@ -1586,26 +1586,29 @@ struct polldesc {
     struct gtimer rt, wt;   /* deadline timers */
 };
 
-GORT_HIDDEN bool gort__netpoll_inited(void);
-/* Wake the M blocked in epoll_wait (the backend's break: Go's
- * netpollBreak). */
-GORT_HIDDEN void gort__netpoll_break(void);
+/* Set (release) once the backend is set up, on the first registration. */
+GORT_HIDDEN extern uint32_t gort__netpollinited;
+/* Whether the backend is set up.  Acquire: a thread that sees it set sees
+ * the backend's descriptors. */
+static inline bool gort__netpoll_inited(void)
+{
+    return load_acq(&gort__netpollinited) != 0;
+}
 GORT_HIDDEN void gort__netpoll_fini(void);
+/* Goroutines parked in IO wait. */
 GORT_HIDDEN uint32_t gort__netpoll_waiters(void);
-/* Collect Gs whose descriptors are ready, waiting up to delay ns (0: no
- * wait, < 0: until an event or a break); RUNNABLE, linked in q. */
-GORT_HIDDEN int32_t gort__netpoll(int64_t delay, struct gqueue *q);
-/* Poll without blocking until `end` or an event while every P is idle:
- * the Gs readied (0 for a break alone), or -1 when nothing came. */
-GORT_HIDDEN int32_t gort__netpoll_spin(int64_t end, struct gqueue *q);
+/* For the backend: readiness for mode ('r', 'w' or 'r' + 'w') arrived on
+ * pd (hup: it hung up or failed); the Gs it unblocks, RUNNABLE, go in q.
+ * Returns how many. */
+GORT_HIDDEN int32_t gort__netpoll_ready(struct polldesc *pd, int mode,
+                                        bool hup, struct gqueue *q);
 
 /* The poller's sleep, until `until` (0: until woken); returns the Gs the
- * network poller readied meanwhile (RUNNABLE, linked in q).  The caller
- * holds no P and has claimed sched.lastpoll. */
+ * backend readied meanwhile (RUNNABLE, linked in q).  The caller holds no
+ * P and has claimed sched.lastpoll. */
 GORT_HIDDEN int32_t gort__netpoll_sleep(int64_t until, struct gqueue *q);
-/* Wake the M sleeping as the poller: through epoll once the network
- * poller exists (gort__netpoll_break), else on the futex it then sleeps
- * on. */
+/* Wake the M sleeping as the poller: through the backend once it is set
+ * up (gort__netpoll_break), else on the futex it then sleeps on. */
 GORT_HIDDEN void gort__netpoll_wake(void);
 /* A timer at `when` was added: wake the poller if it would sleep past
  * it, or, with no poller, a P.  Mirrors wakeNetPoller (proc.go). */
@@ -1661,6 +1664,31 @@ static inline int gort__fd_checkerr(struct polldesc *pd, int mode)
         return -ETIMEDOUT;
     return 0;
 }
+
+/* ---------------------------------------------------------------------------
+ * epoll backend (netpoll_epoll.c).  Mirrors netpoll_epoll.go: what
+ * netpoll.c asks of the system's poller, and the poll the scheduler
+ * makes, under the names a backend for another system would define too
+ * (Go's netpollinit, netpollopen, netpollclose, netpollBreak, netpoll).
+ * init, open and close run under pollcache.lock (netpoll.c), uninit
+ * with the runtime stopped.
+ * ------------------------------------------------------------------------- */
+
+/* Set the backend up (0 or -errno), and close it at teardown. */
+GORT_HIDDEN int gort__netpoll_init(void);
+GORT_HIDDEN void gort__netpoll_uninit(void);
+/* Add fd, whose pollDesc is pd, for reading and writing (0 or -errno);
+ * take it out. */
+GORT_HIDDEN int gort__netpoll_open(int fd, struct polldesc *pd);
+GORT_HIDDEN void gort__netpoll_close(int fd);
+/* Wake the M blocked in the backend's wait.  Mirrors netpollBreak. */
+GORT_HIDDEN void gort__netpoll_break(void);
+/* Collect Gs whose descriptors are ready, waiting up to delay ns (0: no
+ * wait, < 0: until an event or a break); RUNNABLE, linked in q. */
+GORT_HIDDEN int32_t gort__netpoll(int64_t delay, struct gqueue *q);
+/* Poll without blocking until `end` or an event while every P is idle:
+ * the Gs readied (0 for a break alone), or -1 when nothing came. */
+GORT_HIDDEN int32_t gort__netpoll_spin(int64_t end, struct gqueue *q);
 
 /* ---------------------------------------------------------------------------
  * Descriptor I/O (fdio.c).  Its calls are public (gort.h); below, what
