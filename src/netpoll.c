@@ -1,11 +1,15 @@
 /*
- * netpoll.c - the network poller: goroutines wait for file descriptors,
- * not threads.  Mirrors netpoll.go and netpoll_epoll.go.
+ * netpoll.c - the network poller's platform-independent half: the
+ * pollDesc of every registered descriptor (registration, references,
+ * close, deadlines), the goroutines that park in it waiting for I/O and
+ * the readiness that wakes them, and the poller, the one M that sleeps in
+ * the backend (netpoll_epoll.c) until the next timer or an event, with
+ * its wake-up and its spin.  Mirrors netpoll.go.
  *
- * A descriptor handed to the poller (gort_fd_register, or made by
- * gort_socket, gort_accept, gort_pipe) is put in non-blocking mode and
- * added to one epoll instance, edge-triggered, for reading and writing at
- * once.  Its pollDesc has a slot per direction (rg, wg), each
+ * A descriptor handed to the poller (gort__fd_register, for fdio.c's
+ * calls) is put in non-blocking mode and added to the backend for reading
+ * and writing at once.  Its pollDesc has a slot per direction (rg, wg),
+ * each
  *
  *     PD_NIL    nothing happened, nobody waits
  *     PD_READY  readiness arrived and nobody has consumed it
@@ -13,15 +17,9 @@
  *     a G       that goroutine is parked (status WAITING, reason IO wait)
  *
  * An I/O call tries the system call; on EAGAIN it parks in its slot
- * (netpollblock) until an epoll event, a deadline or a close unblocks it
- * (netpollunblock), then tries again.  Events are collected by
- * gort__netpoll(delay):
- *   - findrunnable polls without blocking before it steals;
- *   - the one M that has nothing to do sleeps in epoll until the next timer
- *     (the poller of time.c; an eventfd write breaks the sleep);
- *   - sysmon polls when nobody has for 10 ms.
- * Of the readied Gs, one per idle P goes to the global queue with an M
- * started for it, and the rest to the polling M's own P (injectglist).
+ * (gort__fd_wait) until readiness (gort__netpoll_ready, for the backend's
+ * events), a deadline or a close unblocks it (netpollunblock), then tries
+ * again.
  *
  * Deadlines are timers: the timer function re-reads the deadline and, if
  * it has passed, marks it expired (-1) and unblocks the waiter, which then
@@ -39,10 +37,16 @@
  * still using it.  (Go's FD.Close likewise leaves the close(2) to the last
  * decref.)
  *
- * pollDescs are never freed while the runtime runs: an epoll event may
- * still name one after its descriptor was closed.  Events carry the
- * pollDesc's sequence number, bumped on every reuse, and stale ones are
- * dropped (Go's fdseq tagging).
+ * pollDescs are never freed while the runtime runs: an event may still
+ * name one after its descriptor was closed.  Events carry the pollDesc's
+ * sequence number, bumped on every reuse, and the backend drops stale
+ * ones (Go's fdseq tagging).
+ *
+ * The poller is the M that findrunnable parks (gort__netpoll_sleep) when
+ * it has nothing to do: it sleeps until the earliest timer of all Ps or a
+ * descriptor's readiness, in the backend once a descriptor has been
+ * registered, before that on a futex.  Ms that add an earlier timer, or
+ * have work for it, wake it (gort__netpoll_wake_by, gort__netpoll_wake).
  *
  * Invariants:
  *   - rg/wg change only by CAS (atomics).  pollcache.lock (a spinlock)
@@ -50,42 +54,18 @@
  *     it is held with no other runtime lock (runtime.h's lock order) and
  *     never while a timer's lock is taken.
  *   - A slot holds at most one G.
+ *   - One M at a time sleeps as the poller: it has exchanged
+ *     sched.lastpoll for 0.
  */
 #include "runtime.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/uio.h>
 #include <unistd.h>
-
-#ifndef TCP_INQ
-#define TCP_INQ 36
-#endif
-#ifndef TCP_CM_INQ
-#define TCP_CM_INQ TCP_INQ
-#endif
-
-/* The kernel orders epoll_ctl before the events it reports, so the
- * pollDesc an event names is fully set up; ThreadSanitizer cannot see
- * that ordering, and is told (release at registration, acquire per
- * event).  Only gort's own accesses need it: in a gort built with TSan. */
-#ifdef GORT_TSAN
-#define TSAN_RELEASE(p) __tsan_release(p)
-#define TSAN_ACQUIRE(p) __tsan_acquire(p)
-#else
-#define TSAN_RELEASE(p) ((void)0)
-#define TSAN_ACQUIRE(p) ((void)0)
-#endif
 
 #define PD_NIL ((uintptr_t)0)
 #define PD_READY ((uintptr_t)1)
@@ -94,27 +74,6 @@
 /* pollDesc.refs: calls in flight in the low bits, and two flags. */
 #define PD_REF_CLOSED (1U << 30) /* gort_close has closed it (for gort) */
 #define PD_REF_FREED (1U << 31)  /* closed and back on the free list */
-
-struct polldesc {
-    struct polldesc *link;  /* free list; under pollcache.lock */
-    int fd;                 /* atomic (relaxed): set under pollcache.lock
-                             * at registration, read by gort__fd_ref */
-    uint32_t refs;          /* atomic: PD_REF_* | calls in flight */
-    uint32_t seq;           /* bumped on reuse; events carry it */
-    uint32_t closing;       /* atomic: gort_close began */
-    bool stream;            /* a pipe or stream socket: a short read
-                             * leaves it empty; set at registration */
-    bool inq;               /* a TCP socket of gort's own with TCP_INQ on:
-                             * every read says whether it left the socket
-                             * empty (gort__fd_read); set at registration */
-    uint32_t rdrained;      /* atomic: the last read was short (see
-                             * gort__fd_read) */
-    uint32_t rdhup;         /* atomic: an event said hang-up or error:
-                             * reads never wait first again */
-    uintptr_t rg, wg;       /* atomic: PD_* or a G */
-    int64_t rd, wd;         /* atomic: deadline (0 none, -1 expired) */
-    struct gtimer rt, wt;   /* deadline timers */
-};
 
 static struct {
     gort_spinlock lock;
@@ -126,72 +85,39 @@ static struct {
     int nall, capall;
 } pollcache;
 
-static int epfd = -1, breakfd = -1;
-/* epoll_pwait2 (Linux 5.11) is missing: use epoll_wait's milliseconds.
- * Set on ENOSYS, and from the start under Valgrind, which does not know
- * the call and would warn on every use.  Relaxed: a flag that only saves
- * a failing system call. */
-static uint32_t no_pwait2;
-static uint32_t inited;          /* atomic: epoll set up */
-static uint32_t wakesig;         /* atomic: a break is pending */
+/* Release store once the backend is set up (a thread that sees it sees
+ * the backend's descriptors); cleared only by gort__netpoll_fini.
+ * Mirrors netpollInited. */
+uint32_t gort__netpollinited;
 static uint32_t nwaiters;        /* atomic: goroutines parked in IO wait */
 
+static void futex_wake_poller(void);
+
 /* ---------------------------------------------------------------------------
- * Set-up, break, teardown.
+ * Set-up and teardown.
  * ------------------------------------------------------------------------- */
 
-static int netpollinit_locked(void)
+/* Set the backend up on the first registration.  pollcache.lock held.
+ * Mirrors netpollGenericInit. */
+static int generic_init_locked(void)
 {
-    if (load_relaxed(&inited))
+    if (load_relaxed(&gort__netpollinited))
         return 0;
-    epfd = epoll_create1(EPOLL_CLOEXEC);
-    if (epfd < 0)
-        return -errno;
-    breakfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (breakfd < 0) {
-        int e = -errno;
-        close(epfd);
-        epfd = -1;
-        return e;
-    }
-    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = 0};
-    if (epoll_ctl(epfd, EPOLL_CTL_ADD, breakfd, &ev) < 0) {
-        int e = -errno;
-        close(breakfd);
-        close(epfd);
-        breakfd = epfd = -1;
-        return e;
-    }
+    int err = gort__netpoll_init();
+    if (err)
+        return err;
     /* Release: a thread that sees inited sees the descriptors. */
-    store_rel(&inited, 1);
-    /* A poller asleep on the futex must come round to epoll. */
-    gort__poller_wake_futex();
+    store_rel(&gort__netpollinited, 1);
+    /* A poller asleep on the futex must come round to the backend. */
+    futex_wake_poller();
     return 0;
-}
-
-bool gort__netpoll_inited(void)
-{
-    return load_acq(&inited) != 0;
-}
-
-/* Wake the M blocked in epoll_wait.  Mirrors netpollBreak. */
-void gort__netpoll_break(void)
-{
-    /* One write is enough until the poller drains it. */
-    if (!cas_acqrel(&wakesig, 0, 1))
-        return;
-    uint64_t one = 1;
-    while (write(breakfd, &one, sizeof one) < 0 && errno == EINTR)
-        ;
 }
 
 void gort__netpoll_fini(void)
 {
-    if (load_relaxed(&inited)) {
-        close(epfd);
-        close(breakfd);
-        epfd = breakfd = -1;
-        store_relaxed(&inited, 0);
+    if (load_relaxed(&gort__netpollinited)) {
+        gort__netpoll_uninit();
+        store_relaxed(&gort__netpollinited, 0);
     }
     for (int i = 0; i < pollcache.nall; i++) {
         /* Closed with calls in flight that never ended (their goroutines
@@ -204,7 +130,6 @@ void gort__netpoll_fini(void)
     gort__free(pollcache.all);
     gort__free(pollcache.byfd);
     memset(&pollcache, 0, sizeof pollcache);
-    store_relaxed(&wakesig, 0);
     store_relaxed(&nwaiters, 0);
 }
 
@@ -222,7 +147,7 @@ uint32_t gort__netpoll_waiters(void)
 static struct g *netpollunblock(uintptr_t *gpp, bool ioready)
 {
     for (;;) {
-        /* Seq-cst: the second half of the handshake with netpollwait (a
+        /* Seq-cst: the second half of the handshake with gort__fd_wait (a
          * close or deadline stored its flag with seq-cst just before). */
         uintptr_t old = load_seqcst(gpp);
         if (old == PD_READY)
@@ -252,37 +177,14 @@ static bool netpollblockcommit(struct m *mp, struct g *gp, void *arg)
     return ok;
 }
 
-/* The error that ends a wait in direction mode (0 none).
- *
- * Closing and deadlines against a parking waiter are a store-buffer
- * handshake: the waiter stores PD_WAIT in rg/wg and then loads closing and
- * rd/wd; a closer or an expired deadline stores its flag and then loads
- * rg/wg (netpollunblock).  With acquire/release alone both loads may read
- * the old values (on x86-64 a plain store waits in the store buffer while
- * the next load goes ahead), the waiter parks, nobody wakes it.  So all
- * four accesses are sequentially consistent, as Go's atomics are: one of
- * the two sides sees the other.  (On x86-64 the loads stay plain moves.) */
-static int netpollcheckerr(struct polldesc *pd, int mode)
-{
-    if (load_seqcst(&pd->closing)) {
-        /* ThreadSanitizer (san.c): the close happens before this. */
-        gort__san_acquire(&pd->closing);
-        return -EBADF;
-    }
-    int64_t d = load_seqcst(mode == 'r' ? &pd->rd : &pd->wd);
-    if (d < 0)
-        return -ETIMEDOUT;
-    return 0;
-}
-
 /* A thread gort did not create has no goroutine to park: it waits in
  * poll(2) itself, in slices, so that deadlines and closes are seen. */
-static int netpollwait_foreign(struct polldesc *pd, int mode)
+static int fd_wait_foreign(struct polldesc *pd, int mode)
 {
     struct pollfd pfd = {.fd = pd->fd,
                          .events = mode == 'r' ? POLLIN : POLLOUT};
     for (;;) {
-        int err = netpollcheckerr(pd, mode);
+        int err = gort__fd_checkerr(pd, mode);
         if (err)
             return err;
         int r = poll(&pfd, 1, 10);
@@ -299,16 +201,16 @@ static int netpollwait_foreign(struct polldesc *pd, int mode)
 
 /* Wait until pd is ready for mode, or an error.  0 when ready.  Mirrors
  * poll_runtime_pollWait. */
-static int netpollwait(struct polldesc *pd, int mode)
+int gort__fd_wait(struct polldesc *pd, int mode)
 {
     struct m *mp = gort__getm();
     if (GORT_UNLIKELY(!mp || !mp->curg))
         gort__fatal("I/O on a registered descriptor outside gort_main");
     if (GORT_UNLIKELY(mp->curg->foreign))
-        return netpollwait_foreign(pd, mode);
+        return fd_wait_foreign(pd, mode);
     uintptr_t *gpp = mode == 'r' ? &pd->rg : &pd->wg;
     for (;;) {
-        int err = netpollcheckerr(pd, mode);
+        int err = gort__fd_checkerr(pd, mode);
         if (err)
             return err;
         uintptr_t old = load_acq(gpp);
@@ -320,17 +222,17 @@ static int netpollwait(struct polldesc *pd, int mode)
         if (old != PD_NIL)
             gort__fatal("netpoll: two goroutines wait to %s fd %d at once",
                         mode == 'r' ? "read" : "write", pd->fd);
-        /* Seq-cst: the waiter's half of the handshake (netpollcheckerr). */
+        /* Seq-cst: the waiter's half of the handshake (gort__fd_checkerr). */
         if (!cas_seqcst(gpp, PD_NIL, PD_WAIT))
             continue;
         /* Re-check after publishing PD_WAIT: a deadline or close that
          * came in between saw nobody to wake. */
-        if (netpollcheckerr(pd, mode) == 0)
+        if (gort__fd_checkerr(pd, mode) == 0)
             gort__park(netpollblockcommit, gpp, WAIT_IO);
         /* Woken (or never parked): consume what woke us. */
         old = xchg_acqrel(gpp, PD_NIL);
         if (old > PD_WAIT)
-            gort__throw("netpollwait: corrupted state");
+            gort__throw("fd_wait: corrupted state");
         if (old == PD_READY)
             return 0;
         /* Unblocked without readiness: a deadline or close; loop to
@@ -347,13 +249,9 @@ static void netpoll_collect(struct g *gp, struct gqueue *q, int32_t *n)
     (*n)++;
 }
 
-/* ---------------------------------------------------------------------------
- * Polling.  Mirrors netpoll (netpoll_epoll.go) and injectglist.
- * ------------------------------------------------------------------------- */
-
 /* The descriptor hung up or failed: its end of file or error will not
  * come with another edge, so a reader must not wait for one after a short
- * read (gort__fd_read).  The flag is stored before an RMW on rg: a reader
+ * read (fdio.c, fd_read).  The flag is stored before an RMW on rg: a reader
  * that consumes rg's readiness after the RMW sees the flag (release
  * sequence), and one that consumed it before finds rg ready again, set by
  * netpollunblock below. */
@@ -364,162 +262,28 @@ static void mark_hup(struct polldesc *pd)
     cas_acqrel(&pd->rg, PD_READY, PD_READY);
 }
 
-/* Make the Gs that evs[0..n) unblock RUNNABLE, in q; consume a break.
- * Returns how many. */
-static int32_t netpoll_handle(const struct epoll_event *evs, int n,
-                              struct gqueue *q)
+/* Readiness for mode ('r', 'w' or 'r' + 'w') arrived on pd; hup: the
+ * descriptor hung up or failed.  Make the Gs it unblocks RUNNABLE, in q;
+ * returns how many.  Called by the backend for each event.  Mirrors
+ * netpollready. */
+int32_t gort__netpoll_ready(struct polldesc *pd, int mode, bool hup,
+                            struct gqueue *q)
 {
     int32_t cnt = 0;
-    for (int i = 0; i < n; i++) {
-        uint64_t data = evs[i].data.u64;
-        uint32_t e = evs[i].events;
-        if (data == 0) {
-            /* The break eventfd. */
-            uint64_t v;
-            if (read(breakfd, &v, sizeof v) < 0 && errno != EAGAIN)
-                gort__throw("netpoll: eventfd read failed");
-            store_rel(&wakesig, 0);
-            continue;
-        }
-        struct polldesc *pd =
-            (struct polldesc *)(uintptr_t)(data & ((1ULL << 48) - 1));
-        TSAN_ACQUIRE(pd);
-        uint32_t seq = (uint32_t)(data >> 48);
-        if ((load_relaxed(&pd->seq) & 0xffff) != seq)
-            continue; /* stale: the descriptor was closed and reused */
-        bool r = e & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR);
-        bool w = e & (EPOLLOUT | EPOLLHUP | EPOLLERR);
-        struct g *gp;
-        if (e & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
-            mark_hup(pd);
-        if (r && (gp = netpollunblock(&pd->rg, true)))
-            netpoll_collect(gp, q, &cnt);
-        if (w && (gp = netpollunblock(&pd->wg, true)))
-            netpoll_collect(gp, q, &cnt);
-    }
-    if (cnt > 0) {
-        /* /gort/sched/netpoll-wakeups, on the polling M (a runtime M:
-         * findrunnable's, the poller's or sysmon's). */
-        struct m *mp = gort__getm_raw();
-        if (mp)
-            gort__stat_add(&mp->nnetpollwake, (uint64_t)cnt);
-    }
-    if (cnt > 0)
-        gort__trace_netpoll(cnt);
+    struct g *gp;
+    if (hup)
+        mark_hup(pd);
+    if ((mode == 'r' || mode == 'r' + 'w') &&
+        (gp = netpollunblock(&pd->rg, true)))
+        netpoll_collect(gp, q, &cnt);
+    if ((mode == 'w' || mode == 'r' + 'w') &&
+        (gp = netpollunblock(&pd->wg, true)))
+        netpoll_collect(gp, q, &cnt);
     return cnt;
 }
 
-/* Collect ready Gs, waiting up to delay ns (0: don't block, < 0: until an
- * event or a break).  The Gs come back RUNNABLE, linked in q. */
-int32_t gort__netpoll(int64_t delay, struct gqueue *q)
-{
-    q->head = q->tail = NULL;
-    if (!load_acq(&inited))
-        return 0;
-    struct epoll_event evs[128];
-    int n;
-    for (;;) {
-        if (delay < 0) {
-            n = epoll_wait(epfd, evs, 128, -1);
-        } else if (delay == 0) {
-            n = epoll_wait(epfd, evs, 128, 0);
-        } else {
-            struct timespec ts = {delay / 1000000000, delay % 1000000000};
-            bool pwait2 = !load_relaxed(&no_pwait2) && !gort__valgrind;
-            if (pwait2) {
-                n = (int)syscall(SYS_epoll_pwait2, epfd, evs, 128, &ts, NULL,
-                                 0);
-                if (n < 0 && errno == ENOSYS) {
-                    store_relaxed(&no_pwait2, 1);
-                    pwait2 = false;
-                }
-            }
-            if (!pwait2) {
-                int64_t ms = (delay + 999999) / 1000000;
-                n = epoll_wait(epfd, evs, 128, ms > 1000000 ? 1000000 : (int)ms);
-            }
-        }
-        if (n >= 0)
-            break;
-        if (errno != EINTR)
-            gort__throw("netpoll: epoll_wait failed: %s", strerror(errno));
-        if (delay > 0)
-            return 0; /* let the caller recompute its timeout */
-    }
-    return netpoll_handle(evs, n, q);
-}
-
-/* Poll without blocking until `end` (nanotime) or the first event, the
- * break included, while every P stays idle.  Returns the Gs readied (0
- * for a break alone), or -1 when nothing came.  See
- * gort__netpoll_sleep. */
-int32_t gort__netpoll_spin(int64_t end, struct gqueue *q)
-{
-    q->head = q->tail = NULL;
-    if (!load_acq(&inited))
-        return -1;
-    struct epoll_event evs[128];
-    for (;;) {
-        /* Relaxed: a hint.  A P taken means other threads of ours run,
-         * and this one would only take CPU from them. */
-        if (load_relaxed(&gort__sched.npidle) !=
-            load_relaxed(&gort__gomaxprocs))
-            return -1;
-        int n = epoll_wait(epfd, evs, 128, 0);
-        if (n > 0)
-            return netpoll_handle(evs, n, q);
-        if (n < 0 && errno != EINTR)
-            gort__throw("netpoll: epoll_wait failed: %s", strerror(errno));
-        if (gort_nanotime() >= end)
-            return -1;
-    }
-}
-
-/* Make a batch of readied Gs runnable where they will run soonest.
- * Mirrors injectglist. */
-void gort__injectglist(struct gqueue *q, int32_t n)
-{
-    if (n == 0)
-        return;
-    struct m *mp = gort__getm_raw();
-    struct p *pp = mp ? mp->p : NULL;
-    if (mp)
-        mp->locks++;
-    /* As many on the global queue as there are idle Ps, each with an M
-     * started to run one; the rest on our own ring, where this M finds
-     * them next (Go 1.21's injectglist).  Without a P, all go globally.
-     * On the global queue alone, a busy P would look at them only every
-     * 61 ticks, which gave round trips of milliseconds.  But when the
-     * batch is short work (this P's runavg, how long a G runs, times n,
-     * under GORT_WAKE_WORTH_NS), this M runs it all: waking a thread
-     * costs more CPU than the work, and more time too. */
-    int32_t idle = pp ? load_relaxed(&gort__sched.npidle) : n;
-    if (pp && idle > 0 &&
-        pp->runavg * n < GORT_WAKE_WORTH_NS)
-        idle = 0;
-    int32_t nglob = idle < n ? idle : n;
-    if (nglob > 0) {
-        struct gqueue globq = {NULL, NULL};
-        for (int32_t i = 0; i < nglob; i++)
-            gort__gqueue_push(&globq, gort__gqueue_pop(q));
-        gort__lock(&gort__sched.lock);
-        gort__globrunqputbatch_locked(&globq, nglob);
-        int32_t npidle = load_relaxed(&gort__sched.npidle);
-        gort__unlock(&gort__sched.lock);
-        for (int32_t i = 0; i < nglob && i < npidle; i++)
-            gort__startm_idle();
-    }
-    if (q->head) {
-        gort__runqputbatch(pp, q, n - nglob);
-        if (idle > 0)
-            gort__wakep();
-    }
-    if (mp)
-        mp->locks--;
-}
-
 /* ---------------------------------------------------------------------------
- * Descriptors.
+ * Deadlines.  Mirrors netpolldeadlineimpl and poll_runtime_pollSetDeadline.
  * ------------------------------------------------------------------------- */
 
 static void deadline_fire(struct gtimer *t, int64_t now)
@@ -530,7 +294,7 @@ static void deadline_fire(struct gtimer *t, int64_t now)
     int64_t d = load_relaxed(dp);
     if (d <= 0 || d > now)
         return; /* moved or cleared since the timer was set */
-    /* Seq-cst: the deadline's half of the handshake (netpollcheckerr). */
+    /* Seq-cst: the deadline's half of the handshake (gort__fd_checkerr). */
     store_seqcst(dp, -1);
     struct g *gp = netpollunblock(read ? &pd->rg : &pd->wg, false);
     if (gp) {
@@ -539,12 +303,57 @@ static void deadline_fire(struct gtimer *t, int64_t now)
     }
 }
 
+/* Set pd's deadline for mode ('r', 'w' or 'r' + 'w'): when, an absolute
+ * nanotime, 0 for none.  0, -EINVAL, -EPERM outside a goroutine or -EBADF
+ * once closing. */
+int gort__fd_set_deadline(struct polldesc *pd, int mode, int64_t when)
+{
+    if (mode != 'r' && mode != 'w' && mode != 'r' + 'w')
+        return -EINVAL;
+    if (when < 0)
+        return -EINVAL;
+    struct m *mp = gort__getm();
+    if (!mp || !mp->p)
+        return -EPERM; /* deadlines are timers: a goroutine's call */
+    if (load_acq(&pd->closing))
+        return -EBADF;
+    int64_t now = gort_nanotime();
+    for (int k = 0; k < 2; k++) {
+        int m = k == 0 ? 'r' : 'w';
+        if (mode != m && mode != 'r' + 'w')
+            continue;
+        int64_t *dp = m == 'r' ? &pd->rd : &pd->wd;
+        struct gtimer *t = m == 'r' ? &pd->rt : &pd->wt;
+        if (when == 0) {
+            store_relaxed(dp, 0);
+            gort__gtimer_stop(t);
+        } else if (when <= now) {
+            store_seqcst(dp, -1); /* the handshake of gort__fd_checkerr */
+            gort__gtimer_stop(t);
+            struct g *gp = netpollunblock(m == 'r' ? &pd->rg : &pd->wg,
+                                          false);
+            if (gp) {
+                xadd_acqrel(&nwaiters, -1);
+                gort__ready(gp, false);
+            }
+        } else {
+            store_relaxed(dp, when);
+            gort__gtimer_reset(t, when);
+        }
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------
+ * Descriptors.
+ * ------------------------------------------------------------------------- */
+
 /* fd's pollDesc, without a lock: every read and write looks it up.  The
  * table only grows; a replaced one is retired, not freed, so a reader
  * holding it still reads valid (if stale) entries. */
 static struct polldesc *pd_get(int fd)
 {
-    /* Acquire: pairs with the release stores in gort_fd_register (the
+    /* Acquire: pairs with the release stores in gort__fd_register (the
      * count after the table, each entry after its pollDesc is set up). */
     int n = load_acq(&pollcache.nbyfd);
     struct polldesc **t = load_acq(&pollcache.byfd);
@@ -577,8 +386,9 @@ static int set_nonblock(int fd)
     return 0;
 }
 
-/* Register fd; inq: it is a TCP socket with TCP_INQ on. */
-static int fd_register(int fd, bool inq)
+/* Register fd; inq: it is a TCP socket with TCP_INQ on.  Mirrors
+ * poll_runtime_pollOpen. */
+int gort__fd_register(int fd, bool inq)
 {
     if (fd < 0)
         return -EBADF;
@@ -589,7 +399,7 @@ static int fd_register(int fd, bool inq)
         return err;
     bool stream = is_stream(fd);
     gort__spinlock(&pollcache.lock);
-    if ((err = netpollinit_locked()) != 0)
+    if ((err = generic_init_locked()) != 0)
         goto out;
     if (fd < pollcache.nbyfd && pollcache.byfd[fd]) {
         err = -EEXIST;
@@ -654,14 +464,7 @@ static int fd_register(int fd, bool inq)
     store_relaxed(&pd->wg, PD_NIL);
     store_relaxed(&pd->rd, 0);
     store_relaxed(&pd->wd, 0);
-    struct epoll_event ev = {
-        .events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
-        .data.u64 = (uint64_t)(uintptr_t)pd |
-                    ((uint64_t)(pd->seq & 0xffff) << 48),
-    };
-    TSAN_RELEASE(pd);
-    if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
-        err = -errno;
+    if ((err = gort__netpoll_open(fd, pd)) != 0) {
         pd->link = pollcache.free;
         pollcache.free = pd;
         goto out;
@@ -671,49 +474,6 @@ static int fd_register(int fd, bool inq)
 out:
     gort__spinunlock(&pollcache.lock);
     return err;
-}
-
-int gort_fd_register(int fd)
-{
-    GORT_SAN_SCOPE();
-    return fd_register(fd, false);
-}
-
-/* Ask the kernel to say, with every read of TCP socket fd, how many bytes
- * it left behind (TCP_INQ, Linux 4.18+).  Only on sockets gort made
- * itself (gort_socket, gort_accept): it adds a control message to the
- * program's own recvmsg calls on the socket.  False where refused. */
-static bool enable_inq(int fd)
-{
-    int one = 1;
-    return setsockopt(fd, IPPROTO_TCP, TCP_INQ, &one, sizeof one) == 0;
-}
-
-/* read(2) on a socket with TCP_INQ on; *left is what stays queued after
- * it (-1: not reported).  The kernel reports 1 at end of stream, so 0
- * means empty and open: new data will be a new edge. */
-static ssize_t read_inq(int fd, void *buf, size_t n, int *left)
-{
-    struct iovec iov = {buf, n};
-    union {
-        char b[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr align;
-    } cb;
-    struct msghdr msg;
-    memset(&msg, 0, sizeof msg);
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = cb.b;
-    msg.msg_controllen = sizeof cb.b;
-    ssize_t r = recvmsg(fd, &msg, 0);
-    *left = -1;
-    if (r > 0) {
-        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-        if (c && c->cmsg_level == IPPROTO_TCP && c->cmsg_type == TCP_CM_INQ &&
-            c->cmsg_len >= CMSG_LEN(sizeof(int)))
-            memcpy(left, CMSG_DATA(c), sizeof(int));
-    }
-    return r;
 }
 
 /* Give pd back once it is closed and no call holds it: close(2) and the
@@ -751,7 +511,7 @@ static int pd_destroy(struct polldesc *pd)
  * A closed one is returned too (the call then fails with -EBADF). */
 struct polldesc *gort__fd_ref(int fd)
 {
-    if (!load_acq(&inited))
+    if (!gort__netpoll_inited())
         return NULL;
     for (;;) {
         struct polldesc *pd = pd_get(fd);
@@ -782,7 +542,7 @@ void gort__fd_unref(struct polldesc *pd)
 static int fd_close(int fd, struct polldesc *pd)
 {
     gort__san_release(&pd->closing);
-    /* Seq-cst: the closer's half of the handshake (netpollcheckerr); an
+    /* Seq-cst: the closer's half of the handshake (gort__fd_checkerr); an
      * exchange, so that of two closers only the first closes. */
     if (xchg_seqcst(&pd->closing, 1)) {
         gort__fd_unref(pd);
@@ -801,7 +561,7 @@ static int fd_close(int fd, struct polldesc *pd)
     gort__gtimer_stop(&pd->rt);
     gort__gtimer_stop(&pd->wt);
     gort__spinlock(&pollcache.lock);
-    epoll_ctl(epfd, EPOLL_CTL_DEL, fd, NULL);
+    gort__netpoll_close(fd);
     /* It stays in the table, closing, until pd_destroy: calls on the
      * number meanwhile fail with -EBADF (not the syscall path on a
      * descriptor that is still open). */
@@ -816,20 +576,6 @@ static int fd_close(int fd, struct polldesc *pd)
     return 0;
 }
 
-/* The value of `call`, an expression of type `type` that uses `pd`, made
- * with a reference held on fd's pollDesc; -EBADF when fd is not
- * registered. */
-#define WITH_PD(fd, type, call)                                                \
-    __extension__({                                                            \
-        struct polldesc *pd = gort__fd_ref(fd);                                \
-        type with_pd_r = -EBADF;                                               \
-        if (pd) {                                                              \
-            with_pd_r = (call);                                                \
-            gort__fd_unref(pd);                                                \
-        }                                                                      \
-        with_pd_r;                                                             \
-    })
-
 int gort__fd_close(int fd)
 {
     struct polldesc *pd = gort__fd_ref(fd);
@@ -838,359 +584,245 @@ int gort__fd_close(int fd)
     return fd_close(fd, pd);
 }
 
-static int pd_set_deadline(struct polldesc *pd, int mode, int64_t when)
-{
-    if (mode != 'r' && mode != 'w' && mode != 'r' + 'w')
-        return -EINVAL;
-    if (when < 0)
-        return -EINVAL;
-    struct m *mp = gort__getm();
-    if (!mp || !mp->p)
-        return -EPERM; /* deadlines are timers: a goroutine's call */
-    if (load_acq(&pd->closing))
-        return -EBADF;
-    int64_t now = gort_nanotime();
-    for (int k = 0; k < 2; k++) {
-        int m = k == 0 ? 'r' : 'w';
-        if (mode != m && mode != 'r' + 'w')
-            continue;
-        int64_t *dp = m == 'r' ? &pd->rd : &pd->wd;
-        struct gtimer *t = m == 'r' ? &pd->rt : &pd->wt;
-        if (when == 0) {
-            store_relaxed(dp, 0);
-            gort__gtimer_stop(t);
-        } else if (when <= now) {
-            store_seqcst(dp, -1); /* the handshake of netpollcheckerr */
-            gort__gtimer_stop(t);
-            struct g *gp = netpollunblock(m == 'r' ? &pd->rg : &pd->wg,
-                                          false);
-            if (gp) {
-                xadd_acqrel(&nwaiters, -1);
-                gort__ready(gp, false);
-            }
-        } else {
-            store_relaxed(dp, when);
-            gort__gtimer_reset(t, when);
-        }
-    }
-    return 0;
-}
-
-int gort_fd_set_deadline(int fd, int mode, int64_t when)
-{
-    GORT_SAN_SCOPE();
-    int err = WITH_PD(fd, int, pd_set_deadline(pd, mode, when));
-    gort__preempt_check();
-    return err;
-}
-
 /* ---------------------------------------------------------------------------
- * I/O on registered descriptors.  Each tries the call; EAGAIN parks the
- * goroutine until the descriptor is ready.
+ * The poller: the one M that sleeps until the next timer.  Mirrors the
+ * blocking netpoll of findRunnable with netpollBreak as the wake-up.
+ * sched.lastpoll == 0 while an M sleeps there; sched.pollgen changes to
+ * wake it.
  * ------------------------------------------------------------------------- */
 
-#define FD_IO(res, pd, mode, call)                                             \
-    do {                                                                       \
-        for (;;) {                                                             \
-            (res) = (call);                                                    \
-            if ((res) >= 0)                                                    \
-                break;                                                         \
-            int e_ = GORT_ERRNO;                                               \
-            if (e_ == EINTR)                                                   \
-                continue;                                                      \
-            if (e_ != EAGAIN && e_ != EWOULDBLOCK) {                           \
-                (res) = -e_;                                                   \
-                break;                                                         \
-            }                                                                  \
-            int w_ = netpollwait(pd, mode);                                    \
-            if (w_) {                                                          \
-                (res) = w_;                                                    \
-                break;                                                         \
-            }                                                                  \
-        }                                                                      \
-    } while (0)
-
-static int pd_err(struct polldesc *pd)
+static void futex_wake_poller(void)
 {
-    if (load_acq(&pd->closing))
-        return -EBADF;
-    return 0;
+    /* Seq-cst: the sleeper compares pollgen in the futex call; a change
+     * before it sleeps makes the sleep return at once. */
+    xadd_seqcst(&gort__sched.pollgen, 1);
+    gort__futexwake(&gort__sched.pollgen, 1);
 }
 
-long gort__fd_read(struct polldesc *pd, void *buf, size_t n)
+/* Wake the M sleeping as the poller, if one is. */
+void gort__netpoll_wake(void)
 {
-    int e = pd_err(pd);
-    if (e)
-        return e;
-    int err = netpollcheckerr(pd, 'r');
-    if (err)
-        return err;
-    /* A short read of a stream empties it, so the next read would fail
-     * with EAGAIN unless data came since; and data that came since is an
-     * edge the poller has (or will have) collected.  So after a short
-     * read, wait for readiness first and save the failing read(2): one
-     * syscall of the three a request-reply exchange costs each side.
-     * netpollwait returns at once if readiness was seen meanwhile.  An
-     * end of file or error gets no new edge once its event was consumed,
-     * so a descriptor that reported one (rdhup) always reads first. */
-    if (n > 0 && load_relaxed(&pd->rdrained) && !load_relaxed(&pd->rdhup)) {
-        store_relaxed(&pd->rdrained, 0);
-        if ((err = netpollwait(pd, 'r')) != 0)
-            return err;
-    }
-    for (;;) {
-        /* With TCP_INQ a full read tells too whether it emptied the
-         * socket: a client that writes a request and then reads exactly
-         * the reply's size saves the read(2) that would fail before the
-         * next reply. */
-        int left = -1;
-        ssize_t r = pd->inq ? read_inq(pd->fd, buf, n, &left)
-                            : read(pd->fd, buf, n);
-        if (r >= 0) {
-            /* Relaxed: a hint for this descriptor's reader; any value is
-             * safe (it only decides whether to try read(2) first). */
-            if (pd->stream && r > 0 && ((size_t)r < n || left == 0))
-                store_relaxed(&pd->rdrained, 1);
-            return r;
-        }
-        int e = GORT_ERRNO;
-        if (e == EINTR)
-            continue;
-        if (e != EAGAIN && e != EWOULDBLOCK)
-            return -e;
-        if ((err = netpollwait(pd, 'r')) != 0)
-            return err;
+    /* Once the backend is set up the poller sleeps in it; before, on the
+     * futex (generic_init_locked switches it over). */
+    if (gort__netpoll_inited())
+        gort__netpoll_break();
+    else
+        futex_wake_poller();
+}
+
+/* A timer at `when` was added: make sure some M will run it in time.
+ * Mirrors wakeNetPoller (proc.go). */
+void gort__netpoll_wake_by(int64_t when)
+{
+    /* Seq-cst: the added timer's minwhen store (update_minwhen, time.c)
+     * before this read of lastpoll, against the poller's lastpoll
+     * exchange before its read of minwhen (gort__timers_earliest): one of
+     * us sees the other. */
+    if (load_seqcst(&gort__sched.lastpoll) == 0) {
+        int64_t until = load_seqcst(&gort__sched.polluntil);
+        if (until == 0 || until > when)
+            gort__netpoll_wake();
+    } else {
+        gort__wakep();
     }
 }
 
-long gort__fd_write(struct polldesc *pd, const void *buf, size_t n)
+/*
+ * Before the poller sleeps in the backend, it may poll without blocking for
+ * up to GORTDEBUG=netpollspin microseconds (default 50), when goroutines
+ * wait on descriptors, every P is idle and the sleep would be longer.  In
+ * a request-reply exchange under heavy load the next request often comes
+ * within that, and then neither does the poller's thread sleep nor does
+ * the sender pay to wake it (a futex or epoll wake-up and the thread's
+ * switch back in).  Every P idle: no thread of ours wants a CPU, and the
+ * spin stops as soon as one does.
+ *
+ * The spin pays only when work comes within it.  Each idle spell ends
+ * after a gap (until the first event or break); a spin of up to L would
+ * have cost min(gap, L) of CPU and, when the gap was within L, saved a
+ * sleep and a wake-up: the CPU the poller's thread spends to block in
+ * epoll_wait and be woken, which the poller measures on every 16th spell
+ * that sleeps (its thread's CPU clock around the call: far less than the
+ * wake-up's latency).  spinpay keeps moving averages of the cost and the
+ * gain (1/16 weight each) and the poller spins while the gain outweighs
+ * the cost: by a quarter more to start spinning, a quarter less to stop,
+ * so that it does not flap.  A spell spent asleep shows its gap only with
+ * the wake-up's own latency added, so it counts only when it is plainly
+ * beyond L (a miss either way); and while not spinning, a spell now and
+ * then spins anyway, to see the gaps as they are, and counts for a quarter
+ * (it stands for many).  A probe that misses costs L, so the probes back
+ * off while they miss: the next comes twice as many spells later after a
+ * miss, half as many after a hit, between 64 and 1,024.  At partial load,
+ * where most probes miss, they cost about L/1,024 a request; when the
+ * gaps shorten, the probes come every 64th spell again within a few
+ * thousand spells (a few dozen milliseconds at the rates that need the
+ * spin).  So the poller spins only where requests follow each other by
+ * less than a sleep costs, under a client that never pauses; at partial
+ * load it stops within a few dozen requests.  Only the poller M (one at a
+ * time: sched.lastpoll's claim, which orders one poller's updates before
+ * the next one's) touches spinpay.
+ */
+/* The gain of a hit until a sleep has been measured. */
+#define SPIN_GAIN_NS (10 * 1000)
+/* A slept spell whose gap is this much beyond L was beyond it anyway. */
+#define SPIN_WAKE_SLACK_NS (200 * 1000)
+/* One slept spell in this many has its CPU measured. */
+#define SPIN_SAMPLE_EVERY 16
+/* Spells between probes while not spinning: doubled after a probe that
+ * misses, halved after one that hits, within these bounds. */
+#define SPIN_PROBE_FIRST 64
+#define SPIN_PROBE_MOST 1024
+static struct {
+    int64_t cost, gain;   /* ns, moving averages over idle spells */
+    int64_t sleepcpu;     /* ns, a sleep's CPU (0: not measured yet) */
+    bool off;             /* not spinning: the gain fell behind */
+    uint32_t spells;      /* idle spells since the last probe, while off */
+    uint32_t probe_every; /* spells between probes (0: the first) */
+    uint32_t slept;       /* spells that slept, for the samples */
+} spinpay;
+
+void gort__spinpay_record(int64_t gap, int64_t spin, bool probe)
 {
-    /* All of it, as Go's FD.Write. */
-    size_t done = 0;
-    int err = netpollcheckerr(pd, 'w');
-    if (err)
-        return err;
-    while (done < n) {
-        ssize_t r = GORT_NOSIGPIPE(
-            pd->fd, write(pd->fd, (const char *)buf + done, n - done));
-        if (r >= 0) {
-            done += (size_t)r;
-            continue;
-        }
-        int e = GORT_ERRNO;
-        if (e == EINTR)
-            continue;
-        if (e != EAGAIN && e != EWOULDBLOCK)
-            return done > 0 ? (long)done : -e;
-        int w = netpollwait(pd, 'w');
-        if (w)
-            return done > 0 ? (long)done : w;
-    }
-    return (long)done;
+    int64_t saved = spinpay.sleepcpu ? spinpay.sleepcpu : SPIN_GAIN_NS;
+    bool hit = gap <= spin;
+    int64_t cost = hit ? gap : spin;
+    int64_t gain = hit ? saved : 0;
+    int shift = probe ? 2 : 4;
+    spinpay.cost += (cost - spinpay.cost) / (1 << shift);
+    spinpay.gain += (gain - spinpay.gain) / (1 << shift);
+    if (spinpay.off)
+        spinpay.off = 4 * spinpay.gain <= 5 * spinpay.cost;
+    else
+        spinpay.off = 4 * spinpay.gain < 3 * spinpay.cost;
+    uint32_t every = spinpay.probe_every ? spinpay.probe_every
+                                         : SPIN_PROBE_FIRST;
+    if (probe && hit && every > SPIN_PROBE_FIRST)
+        spinpay.probe_every = every / 2;
+    else if (probe && !hit && every < SPIN_PROBE_MOST)
+        spinpay.probe_every = every * 2;
 }
 
-/* readv/writev: through the poller for registered fds, else the syscall
- * path. */
-static long vec_io(int fd, const struct iovec *iov, int iovcnt, int mode)
+void gort__spinpay_sleepcpu(int64_t cpu)
 {
-    struct polldesc *pd = gort__fd_ref(fd);
-    if (!pd) {
-        gort_entersyscall();
-        ssize_t r = mode == 'r' ? readv(fd, iov, iovcnt)
-                                : GORT_NOSIGPIPE(fd, writev(fd, iov, iovcnt));
-        int e = r < 0 ? errno : 0;
-        gort_exitsyscall();
-        return r < 0 ? -e : r;
-    }
-    ssize_t r = pd_err(pd);
-    if (r == 0)
-        FD_IO(r, pd, mode,
-              mode == 'r' ? readv(pd->fd, iov, iovcnt)
-                          : GORT_NOSIGPIPE(pd->fd, writev(pd->fd, iov, iovcnt)));
-    gort__fd_unref(pd);
-    return r;
+    if (spinpay.sleepcpu == 0)
+        spinpay.sleepcpu = cpu;
+    else
+        spinpay.sleepcpu += (cpu - spinpay.sleepcpu) / 8;
 }
 
-long gort_readv(int fd, const struct iovec *iov, int iovcnt)
+int gort__spinpay_spin(void)
 {
-    GORT_SAN_SCOPE();
-    return vec_io(fd, iov, iovcnt, 'r');
+    if (!spinpay.off)
+        return SPINPAY_SPIN;
+    uint32_t every = spinpay.probe_every ? spinpay.probe_every
+                                         : SPIN_PROBE_FIRST;
+    if (++spinpay.spells < every)
+        return SPINPAY_SLEEP;
+    spinpay.spells = 0;
+    return SPINPAY_PROBE;
 }
 
-long gort_writev(int fd, const struct iovec *iov, int iovcnt)
+bool gort__spinpay_counts(bool spun, int64_t gap, int64_t spin)
 {
-    GORT_SAN_SCOPE();
-    return vec_io(fd, iov, iovcnt, 'w');
+    return spun || gap > spin + SPIN_WAKE_SLACK_NS;
 }
 
-int gort_socket(int domain, int type, int protocol)
+void gort__spinpay_reset(void)
 {
-    GORT_SAN_SCOPE();
-    int fd = socket(domain, type | SOCK_NONBLOCK | SOCK_CLOEXEC, protocol);
-    if (fd < 0)
-        return -errno;
-    bool tcp = (domain == AF_INET || domain == AF_INET6) &&
-               (type & 0xf) == SOCK_STREAM &&
-               (protocol == 0 || protocol == IPPROTO_TCP);
-    int err = fd_register(fd, tcp && enable_inq(fd));
-    if (err) {
-        close(fd);
-        return err;
-    }
-    return fd;
+    memset(&spinpay, 0, sizeof spinpay);
 }
 
-int gort_pipe(int fds[2])
+/* The spin limit in ns (0: none).  Relaxed: a setting that a test changes
+ * while the runtime runs; a stale value costs one spin more or less. */
+static int64_t spin_limit(void)
 {
-    GORT_SAN_SCOPE();
-    if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) < 0)
-        return -errno;
-    int err = gort_fd_register(fds[0]);
-    if (err) {
-        close(fds[0]);
-        close(fds[1]);
-        return err;
-    }
-    if ((err = gort_fd_register(fds[1])) != 0) {
-        gort_close(fds[0]); /* registered: gort closes it */
-        close(fds[1]);
-        return err;
-    }
-    return 0;
+    return (int64_t)load_relaxed(&gort__debug.netpollspin) * 1000;
 }
 
-static int pd_accept(struct polldesc *pd, struct sockaddr *addr,
-                     unsigned *addrlen)
+/* Spin if it pays (*probe: a probe of the gaps).  Returns true when the
+ * spin got an event (*n Gs readied, 0 for a break). */
+static bool spin_before_sleep(int64_t until, struct gqueue *q, int32_t *n,
+                         bool *probe)
 {
-    int fd = pd->fd, e = pd_err(pd);
-    if (e)
-        return e;
-    for (;;) {
-        socklen_t len = addrlen ? (socklen_t)*addrlen : 0;
-        int nfd = accept4(fd, addr, addrlen ? &len : NULL,
-                          SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (nfd >= 0) {
-            if (addrlen)
-                *addrlen = (unsigned)len;
-            /* A connection of a TCP listener gort made is a TCP socket
-             * gort made. */
-            int err = fd_register(nfd, pd->inq && enable_inq(nfd));
-            if (err) {
-                close(nfd);
-                return err;
+    /* gort__netpoll_spin checks that every P is idle. */
+    int64_t spin = spin_limit();
+    if (spin == 0 || gort__netpoll_waiters() == 0)
+        return false;
+    int how = gort__spinpay_spin();
+    *probe = how == SPINPAY_PROBE;
+    if (how == SPINPAY_SLEEP)
+        return false;
+    int64_t end = gort_nanotime() + spin;
+    if (until != 0 && until <= end)
+        return false;
+    int32_t r = gort__netpoll_spin(end, q);
+    if (r < 0)
+        return false;
+    *n = r;
+    return true;
+}
+
+/* Sleep as the poller until `until` or a break.  The caller holds no P
+ * and has claimed sched.lastpoll. */
+int32_t gort__netpoll_sleep(int64_t until, struct gqueue *q)
+{
+    q->head = q->tail = NULL;
+    uint32_t gen = load_seqcst(&gort__sched.pollgen);
+    /* polluntil 0 would read as "unknown"; a poller with no timer sleeps
+     * until woken: publish a far deadline instead. */
+    store_seqcst(&gort__sched.polluntil, until ? until : INT64_MAX);
+    /* Timers added before we published polluntil may be earlier. */
+    int64_t again = gort__timers_earliest();
+    if (again != 0 && (until == 0 || again < until))
+        until = again;
+    int32_t n = 0;
+    if (gort__netpoll_inited()) {
+        int64_t began = gort_nanotime();
+        bool eligible = gort__netpoll_waiters() > 0, probe = false;
+        bool spun = spin_before_sleep(until, q, &n, &probe);
+        if (!spun) {
+            /* -1: no timer, sleep until an event or a break.  A deadline
+             * that has already passed (a slow thread got here late) polls
+             * without sleeping: it must never read as "no deadline". */
+            int64_t delay = -1;
+            if (until != 0) {
+                delay = until - gort_nanotime();
+                if (delay < 0)
+                    delay = 0;
             }
-            return nfd;
+            /* Every 16th sleep: what it costs this thread in CPU, the
+             * gain of a spin that would have avoided it.  Counted only
+             * when the thread was off the CPU for a while (it slept). */
+            bool sample = eligible && spin_limit() != 0 &&
+                          ++spinpay.slept % SPIN_SAMPLE_EVERY == 0;
+            int64_t c0 = sample ? (int64_t)gort__thread_cputime(0) : 0;
+            int64_t w0 = sample ? gort_nanotime() : 0;
+            n = gort__netpoll(delay, q);
+            if (c0 > 0) {
+                int64_t cpu = (int64_t)gort__thread_cputime(0) - c0;
+                int64_t wall = gort_nanotime() - w0;
+                if (cpu >= 0 && wall > 2 * cpu + 2000)
+                    gort__spinpay_sleepcpu(cpu);
+            }
         }
-        int e = GORT_ERRNO;
-        if (e == EINTR || e == ECONNABORTED)
-            continue;
-        if (e != EAGAIN && e != EWOULDBLOCK)
-            return -e;
-        int w = netpollwait(pd, 'r');
-        if (w)
-            return w;
+        /* The gap: until the event or the break (a break leaves no G but
+         * ends the wait early), or none when the sleep simply ran out. */
+        int64_t now = gort_nanotime(), gap = now - began, lim = spin_limit();
+        bool ended = spun || n > 0 || until == 0 || now < until;
+        if (!ended)
+            gap = INT64_MAX;
+        if (eligible && gort__spinpay_counts(spun, gap, lim))
+            gort__spinpay_record(gap, lim, probe);
+        if (spun)
+            goto done;
+    } else if (until != 0) {
+        int64_t delay = until - gort_nanotime();
+        if (delay > 0)
+            gort__futexsleep(&gort__sched.pollgen, gen, delay);
+    } else {
+        gort__futexsleep(&gort__sched.pollgen, gen, -1);
     }
-}
-
-int gort_accept(int fd, struct sockaddr *addr, unsigned *addrlen)
-{
-    GORT_SAN_SCOPE();
-    return WITH_PD(fd, int, pd_accept(pd, addr, addrlen));
-}
-
-static int pd_connect(struct polldesc *pd, const struct sockaddr *addr,
-                      unsigned addrlen, int64_t timeout_ns)
-{
-    int fd = pd->fd, r = pd_err(pd);
-    if (r)
-        return r;
-    while ((r = connect(fd, addr, (socklen_t)addrlen)) < 0 && errno == EINTR)
-        ;
-    if (r == 0)
-        return 0;
-    if (errno != EINPROGRESS)
-        return -errno;
-    if (timeout_ns > 0)
-        pd_set_deadline(pd, 'w', gort_nanotime() + timeout_ns);
-    int err;
-    for (;;) {
-        err = netpollwait(pd, 'w');
-        if (err)
-            break;
-        int soerr = 0;
-        socklen_t len = sizeof soerr;
-        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len) < 0) {
-            err = -GORT_ERRNO;
-            break;
-        }
-        if (soerr == EINPROGRESS || soerr == EALREADY || soerr == EINTR)
-            continue;
-        err = -soerr;
-        break;
-    }
-    if (timeout_ns > 0)
-        pd_set_deadline(pd, 'w', 0);
-    return err;
-}
-
-int gort_connect(int fd, const struct sockaddr *addr, unsigned addrlen,
-                 int64_t timeout_ns)
-{
-    GORT_SAN_SCOPE();
-    return WITH_PD(fd, int, pd_connect(pd, addr, addrlen, timeout_ns));
-}
-
-long gort_sendto(int fd, const void *buf, size_t n, int flags,
-                 const struct sockaddr *to, unsigned tolen)
-{
-    GORT_SAN_SCOPE();
-    struct polldesc *pd = gort__fd_ref(fd);
-    if (!pd)
-        return -EBADF;
-    ssize_t r = pd_err(pd);
-    if (r == 0)
-        FD_IO(r, pd, 'w',
-              GORT_NOSIGPIPE(pd->fd, sendto(pd->fd, buf, n, flags | MSG_DONTWAIT,
-                                            to, (socklen_t)tolen)));
-    gort__fd_unref(pd);
-    return r;
-}
-
-static long pd_recvfrom(struct polldesc *pd, void *buf, size_t n, int flags,
-                        struct sockaddr *from, unsigned *fromlen)
-{
-    int fd = pd->fd, e = pd_err(pd);
-    if (e)
-        return e;
-    for (;;) {
-        socklen_t len = fromlen ? (socklen_t)*fromlen : 0;
-        ssize_t r = recvfrom(fd, buf, n, flags | MSG_DONTWAIT, from,
-                             fromlen ? &len : NULL);
-        if (r >= 0) {
-            if (fromlen)
-                *fromlen = (unsigned)len;
-            return r;
-        }
-        int e = GORT_ERRNO;
-        if (e == EINTR)
-            continue;
-        if (e != EAGAIN && e != EWOULDBLOCK)
-            return -e;
-        int w = netpollwait(pd, 'r');
-        if (w)
-            return w;
-    }
-}
-
-long gort_recvfrom(int fd, void *buf, size_t n, int flags,
-                   struct sockaddr *from, unsigned *fromlen)
-{
-    GORT_SAN_SCOPE();
-    return WITH_PD(fd, long, pd_recvfrom(pd, buf, n, flags, from, fromlen));
-}
-
-int gort_shutdown(int fd, int how)
-{
-    GORT_SAN_SCOPE();
-    return shutdown(fd, how) < 0 ? -errno : 0;
+done:
+    store_seqcst(&gort__sched.polluntil, 0);
+    return n;
 }

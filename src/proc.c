@@ -634,7 +634,7 @@ static bool startlockedm(struct m *mp, struct g *gp)
         struct g *cur = load_acq(&lm->curg);
         if (cur)
             store_relaxed(&cur->preempt, 1);
-        gort__poller_wake(); /* it may sleep as the poller */
+        gort__netpoll_wake(); /* it may sleep as the poller */
         return true;
     }
     gort__notewakeup(&lm->park);
@@ -783,8 +783,8 @@ void gort__handoffp(struct p *pp)
  *     parallelism for a moment.  Go's runqput and wakep leave the same
  *     window (a release store and plain loads).
  *   - Timers and the network: the poller's sleep has its own seq-cst
- *     handshake (polluntil against wakenetpoller, time.c), which does not
- *     depend on nmspinning.
+ *     handshake (polluntil against gort__netpoll_wake_by, netpoll.c),
+ *     which does not depend on nmspinning.
  *
  * The RMWs on nmspinning are acq_rel so that the count itself is exact
  * (each decrement pairs with one increment; a negative count throws).
@@ -1159,7 +1159,7 @@ static struct g *findrunnable_drop(struct m *mp, struct p *pp, bool *exit)
         xchg_seqcst(&gort__sched.lastpoll, 0) != 0) {
         struct gqueue ready;
         int32_t nready = gort__netpoll_sleep(until, &ready);
-        /* Seq-cst: pairs with wakenetpoller's load of lastpoll. */
+        /* Seq-cst: pairs with gort__netpoll_wake_by's load of lastpoll. */
         store_seqcst(&gort__sched.lastpoll, gort_nanotime());
         gort__lock(&gort__sched.lock);
         struct p *p2 = load_relaxed(&gort__sched.gcwaiting)
@@ -1961,6 +1961,49 @@ void gort__ready_m(struct m *mp, struct g *gp, bool next)
         ready_impl(mp, gp, next, GT_OFF);
 }
 
+/* Make a batch of readied Gs runnable where they will run soonest.
+ * Mirrors injectglist (proc.go). */
+void gort__injectglist(struct gqueue *q, int32_t n)
+{
+    if (n == 0)
+        return;
+    struct m *mp = gort__getm_raw();
+    struct p *pp = mp ? mp->p : NULL;
+    if (mp)
+        mp->locks++;
+    /* As many on the global queue as there are idle Ps, each with an M
+     * started to run one; the rest on our own ring, where this M finds
+     * them next (Go 1.21's injectglist).  Without a P, all go globally.
+     * On the global queue alone, a busy P would look at them only every
+     * 61 ticks, which gave round trips of milliseconds.  But when the
+     * batch is short work (this P's runavg, how long a G runs, times n,
+     * under GORT_WAKE_WORTH_NS), this M runs it all: waking a thread
+     * costs more CPU than the work, and more time too. */
+    int32_t idle = pp ? load_relaxed(&gort__sched.npidle) : n;
+    if (pp && idle > 0 &&
+        pp->runavg * n < GORT_WAKE_WORTH_NS)
+        idle = 0;
+    int32_t nglob = idle < n ? idle : n;
+    if (nglob > 0) {
+        struct gqueue globq = {NULL, NULL};
+        for (int32_t i = 0; i < nglob; i++)
+            gort__gqueue_push(&globq, gort__gqueue_pop(q));
+        gort__lock(&gort__sched.lock);
+        gort__globrunqputbatch_locked(&globq, nglob);
+        int32_t npidle = load_relaxed(&gort__sched.npidle);
+        gort__unlock(&gort__sched.lock);
+        for (int32_t i = 0; i < nglob && i < npidle; i++)
+            gort__startm_idle();
+    }
+    if (q->head) {
+        gort__runqputbatch(pp, q, n - nglob);
+        if (idle > 0)
+            gort__wakep();
+    }
+    if (mp)
+        mp->locks--;
+}
+
 /* On g0: put the G at the tail of the global queue.  Mirrors goschedImpl,
  * used by Gosched and by cooperative preemption (gopreempt_m). */
 static struct g *gosched_m(struct g *gp)
@@ -2426,7 +2469,7 @@ static struct g *main_exit_m(struct g *gp)
         }
     gort__unlock(&gort__sched.lock);
     /* An M sleeping as the poller finds exiting set when it wakes. */
-    gort__poller_wake();
+    gort__netpoll_wake();
     /* Our own P stays with us; we exit through findrunnable's check. */
     store_relaxed(&mp->p->m, NULL);
     store_relaxed(&mp->p, NULL);

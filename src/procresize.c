@@ -181,7 +181,7 @@ static struct p *newp(int32_t id)
         gort__fatal("out of memory allocating P%d", id);
     pp->id = id;
     /* Until it has timed a run: as if Gs ran long, so readied ones wake
-     * idle Ps as in Go (netpoll.c, injectglist). */
+     * idle Ps as in Go (proc.c, injectglist). */
     pp->runavg = GORT_WAKE_WORTH_NS;
     store_relaxed(&pp->status, P_GCSTOP);
     return pp;

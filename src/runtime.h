@@ -52,6 +52,7 @@
 #ifndef GORT_RUNTIME_H
 #define GORT_RUNTIME_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -158,7 +159,7 @@ _Static_assert(GORT_RUNQ_SIZE >= 2 &&
  * returned to the OS by sysmon (stack.c, gort__stack_scavenge). */
 #define GORT_STACK_IDLE_MS 5000
 /* How long the poller M polls without blocking before it sleeps in
- * epoll_wait (GORTDEBUG=netpollspin, us; time.c, gort__netpoll_sleep). */
+ * epoll_wait (GORTDEBUG=netpollspin, us; netpoll.c, gort__netpoll_sleep). */
 #define GORT_NETPOLL_SPIN_US 50
 /* Default thread limit (sched.maxmcount in proc.go). */
 #define GORT_DEFAULT_MAX_THREADS 10000
@@ -858,7 +859,7 @@ struct schedt {
 
     uint64_t goidgen GORT_CACHELINE; /* atomic: next goid batch */
 
-    /* The poller (time.c): the M sleeping until the next timer. */
+    /* The poller (netpoll.c): the M sleeping until the next timer. */
     int64_t lastpoll GORT_CACHELINE; /* atomic: 0 while an M sleeps as
                                         the poller, else when it last did */
     int64_t polluntil;     /* atomic: when the poller wakes, 0 unknown */
@@ -1076,6 +1077,8 @@ GORT_HIDDEN struct g *gort__runqget(struct p *pp, bool *inherit_time);
 GORT_HIDDEN bool gort__runqempty(struct p *pp);
 GORT_HIDDEN uint32_t gort__runqlen(struct p *pp);
 GORT_HIDDEN struct g *gort__runqsteal(struct p *pp, struct p *p2, bool stealnext);
+/* Put a batch on pp's ring, the overflow globally (owner P only). */
+GORT_HIDDEN void gort__runqputbatch(struct p *pp, struct gqueue *q, int32_t n);
 /* Empty pp's local queue and runnext into the global queue (procresize). */
 GORT_HIDDEN void gort__runqdrain_to_global_locked(struct p *pp);
 /* Global queue; callers hold sched.lock. */
@@ -1240,6 +1243,15 @@ GORT_HIDDEN void gort__ready(struct g *gp, bool next);
 /* gort__ready for a caller that has its M at hand. */
 GORT_HIDDEN void gort__ready_m(struct m *mp, struct g *gp, bool next);
 GORT_HIDDEN void gort__wakep(void);
+/* Queue a batch of runnable Gs: one on the global queue per idle P (with
+ * an M started for it), the rest on the caller's P, if it holds one.
+ * Mirrors injectglist (proc.go). */
+GORT_HIDDEN void gort__injectglist(struct gqueue *q, int32_t n);
+/* startm with an idle P and no spinning (for injectglist). */
+GORT_HIDDEN void gort__startm_idle(void);
+/* Start a goroutine from the scheduler (g0 of an M holding a P): the
+ * goid, or -ENOMEM. */
+GORT_HIDDEN int64_t gort__newproc_sys(void (*fn)(void *), void *arg);
 /* The wake-up itself, for a caller holding P pp and a G of gort's own:
  * gort__ready_m's body (proc.c) and the inline one below. */
 static inline __attribute__((always_inline)) void
@@ -1363,18 +1375,6 @@ static inline bool gort__isidlep(int32_t id)
 /* Asynchronous preemption (preempt.c). */
 GORT_HIDDEN int gort__preempt_init(void);
 GORT_HIDDEN void gort__preempt_fini(void);
-/* Whether the poller's spin pays (time.c): spin now (SPINPAY_*: while it
- * does not pay, one idle spell in 64 to 1,024 probes)?  Does an idle spell that
- * ended after gap ns, spun or slept, tell anything?  Record it (probe: it
- * was a probe).  Reset (gort_main's start, and tests).  The poller M
- * only. */
-enum { SPINPAY_SLEEP = 0, SPINPAY_SPIN, SPINPAY_PROBE };
-GORT_HIDDEN int gort__spinpay_spin(void);
-GORT_HIDDEN bool gort__spinpay_counts(bool spun, int64_t gap, int64_t spin);
-GORT_HIDDEN void gort__spinpay_record(int64_t gap, int64_t spin, bool probe);
-GORT_HIDDEN void gort__spinpay_reset(void);
-/* A sleep of the poller cost its thread cpu ns of CPU (measured). */
-GORT_HIDDEN void gort__spinpay_sleepcpu(int64_t cpu);
 
 /* A G's own stack for preemptions deep in its stack (preempt.c). */
 #if defined(GORT_ASAN)
@@ -1563,21 +1563,15 @@ GORT_HIDDEN void gort__traceback_fatal(int fd, const struct gort_trap *trap,
 /* schedtrace/scheddetail (debug.c). */
 GORT_HIDDEN void gort__schedtrace(bool detail);
 
-/* Timers (time.c). */
+/* ---------------------------------------------------------------------------
+ * Timers (time.c).
+ * ------------------------------------------------------------------------- */
+
 GORT_HIDDEN int64_t gort__timers_check(struct p *pp, int64_t now);
 GORT_HIDDEN int64_t gort__timers_earliest(void);
 GORT_HIDDEN bool gort__timers_any(void);
 GORT_HIDDEN void gort__timers_move(struct p *from, struct p *to);
 GORT_HIDDEN void gort__timers_fini(struct p *pp);
-GORT_HIDDEN void gort__wakenetpoller(int64_t when);
-/* Wake the M sleeping as the poller: through the epoll backend once the
- * network poller exists (gort__netpoll_break), else on the futex it then
- * sleeps on. */
-GORT_HIDDEN void gort__poller_wake(void);
-GORT_HIDDEN void gort__poller_wake_futex(void);
-/* The poller's sleep, until `until` (0: until woken); returns the Gs the
- * network poller readied meanwhile (RUNNABLE, linked in q). */
-GORT_HIDDEN int32_t gort__netpoll_sleep(int64_t until, struct gqueue *q);
 GORT_HIDDEN void gort__gtimer_reset(struct gtimer *t, int64_t when);
 GORT_HIDDEN bool gort__gtimer_stop(struct gtimer *t);
 /* The calling goroutine's P, whose heap its timers go on (fatal, naming
@@ -1588,38 +1582,149 @@ GORT_HIDDEN struct p *gort__timer_p(const char *who);
 GORT_HIDDEN void gort__timer_add(struct p *pp, struct gtimer *t);
 GORT_HIDDEN bool gort__timer_remove(struct gtimer *t);
 
-/* The network poller (netpoll.c). */
-struct polldesc;
-GORT_HIDDEN bool gort__netpoll_inited(void);
-/* Wake the M blocked in epoll_wait (the backend's break: Go's
- * netpollBreak). */
-GORT_HIDDEN void gort__netpoll_break(void);
+/* ---------------------------------------------------------------------------
+ * Network poller (netpoll.c).  Mirrors netpoll.go.
+ * ------------------------------------------------------------------------- */
+
+/* A registered descriptor's state in the poller: its goroutines waiting
+ * to read and to write, its deadlines, its references.  Mirrors pollDesc
+ * (netpoll.go). */
+struct polldesc {
+    struct polldesc *link;  /* free list; under pollcache.lock */
+    int fd;                 /* atomic (relaxed): set under pollcache.lock
+                             * at registration, read by gort__fd_ref */
+    uint32_t refs;          /* atomic: PD_REF_* | calls in flight */
+    uint32_t seq;           /* bumped on reuse; events carry it */
+    uint32_t closing;       /* atomic: gort_close began */
+    bool stream;            /* a pipe or stream socket: a short read
+                             * leaves it empty; set at registration */
+    bool inq;               /* a TCP socket of gort's own with TCP_INQ on:
+                             * every read says whether it left the socket
+                             * empty (fdio.c, fd_read); set at
+                             * registration */
+    uint32_t rdrained;      /* atomic: the last read was short (see
+                             * fdio.c, fd_read) */
+    uint32_t rdhup;         /* atomic: an event said hang-up or error:
+                             * reads never wait first again */
+    uintptr_t rg, wg;       /* atomic: PD_* (netpoll.c) or a G */
+    int64_t rd, wd;         /* atomic: deadline (0 none, -1 expired) */
+    struct gtimer rt, wt;   /* deadline timers */
+};
+
+/* Set (release) once the backend is set up, on the first registration. */
+GORT_HIDDEN extern uint32_t gort__netpollinited;
+/* Whether the backend is set up.  Acquire: a thread that sees it set sees
+ * the backend's descriptors. */
+static inline bool gort__netpoll_inited(void)
+{
+    return load_acq(&gort__netpollinited) != 0;
+}
 GORT_HIDDEN void gort__netpoll_fini(void);
+/* Goroutines parked in IO wait. */
 GORT_HIDDEN uint32_t gort__netpoll_waiters(void);
+/* For the backend: readiness for mode ('r', 'w' or 'r' + 'w') arrived on
+ * pd (hup: it hung up or failed); the Gs it unblocks, RUNNABLE, go in q.
+ * Returns how many. */
+GORT_HIDDEN int32_t gort__netpoll_ready(struct polldesc *pd, int mode,
+                                        bool hup, struct gqueue *q);
+
+/* The poller's sleep, until `until` (0: until woken); returns the Gs the
+ * backend readied meanwhile (RUNNABLE, linked in q).  The caller holds no
+ * P and has claimed sched.lastpoll. */
+GORT_HIDDEN int32_t gort__netpoll_sleep(int64_t until, struct gqueue *q);
+/* Wake the M sleeping as the poller: through the backend once it is set
+ * up (gort__netpoll_break), else on the futex it then sleeps on. */
+GORT_HIDDEN void gort__netpoll_wake(void);
+/* A timer at `when` was added: wake the poller if it would sleep past
+ * it, or, with no poller, a P.  Mirrors wakeNetPoller (proc.go). */
+GORT_HIDDEN void gort__netpoll_wake_by(int64_t when);
+/* Whether the poller's spin pays: spin now (SPINPAY_*: while it
+ * does not pay, one idle spell in 64 to 1,024 probes)?  Does an idle spell that
+ * ended after gap ns, spun or slept, tell anything?  Record it (probe: it
+ * was a probe).  Reset (gort_main's start, and tests).  The poller M
+ * only. */
+enum { SPINPAY_SLEEP = 0, SPINPAY_SPIN, SPINPAY_PROBE };
+GORT_HIDDEN int gort__spinpay_spin(void);
+GORT_HIDDEN bool gort__spinpay_counts(bool spun, int64_t gap, int64_t spin);
+GORT_HIDDEN void gort__spinpay_record(int64_t gap, int64_t spin, bool probe);
+GORT_HIDDEN void gort__spinpay_reset(void);
+/* A sleep of the poller cost its thread cpu ns of CPU (measured). */
+GORT_HIDDEN void gort__spinpay_sleepcpu(int64_t cpu);
+
+/* A registered descriptor's pollDesc, for fdio.c's calls.  Register fd
+ * (inq: a TCP socket with TCP_INQ on): 0 or -errno. */
+GORT_HIDDEN int gort__fd_register(int fd, bool inq);
+/* The pollDesc of a registered fd with a reference held (a closed one
+ * too: the call fails with -EBADF), or NULL; every call that uses it
+ * drops it with gort__fd_unref when done. */
+GORT_HIDDEN struct polldesc *gort__fd_ref(int fd);
+GORT_HIDDEN void gort__fd_unref(struct polldesc *pd);
+/* Close a registered fd (0 or -errno), or 1 when it is not registered. */
+GORT_HIDDEN int gort__fd_close(int fd);
+/* Park until pd is ready for mode ('r' or 'w'): 0, or -EBADF (closed),
+ * -ETIMEDOUT (its deadline passed). */
+GORT_HIDDEN int gort__fd_wait(struct polldesc *pd, int mode);
+GORT_HIDDEN int gort__fd_set_deadline(struct polldesc *pd, int mode,
+                                      int64_t when);
+/* The error that ends a wait in direction mode (0 none).  Mirrors
+ * netpollcheckerr.
+ *
+ * Closing and deadlines against a parking waiter are a store-buffer
+ * handshake: the waiter stores PD_WAIT in rg/wg and then loads closing and
+ * rd/wd; a closer or an expired deadline stores its flag and then loads
+ * rg/wg (netpollunblock).  With acquire/release alone both loads may read
+ * the old values (on x86-64 a plain store waits in the store buffer while
+ * the next load goes ahead), the waiter parks, nobody wakes it.  So all
+ * four accesses are sequentially consistent, as Go's atomics are: one of
+ * the two sides sees the other.  (On x86-64 the loads stay plain moves.) */
+static inline int gort__fd_checkerr(struct polldesc *pd, int mode)
+{
+    if (load_seqcst(&pd->closing)) {
+        /* ThreadSanitizer (san.c): the close happens before this. */
+        gort__san_acquire(&pd->closing);
+        return -EBADF;
+    }
+    int64_t d = load_seqcst(mode == 'r' ? &pd->rd : &pd->wd);
+    if (d < 0)
+        return -ETIMEDOUT;
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------
+ * epoll backend (netpoll_epoll.c).  Mirrors netpoll_epoll.go: what
+ * netpoll.c asks of the system's poller, and the poll the scheduler
+ * makes, under the names a backend for another system would define too
+ * (Go's netpollinit, netpollopen, netpollclose, netpollBreak, netpoll).
+ * init, open and close run under pollcache.lock (netpoll.c), uninit
+ * with the runtime stopped.
+ * ------------------------------------------------------------------------- */
+
+/* Set the backend up (0 or -errno), and close it at teardown. */
+GORT_HIDDEN int gort__netpoll_init(void);
+GORT_HIDDEN void gort__netpoll_uninit(void);
+/* Add fd, whose pollDesc is pd, for reading and writing (0 or -errno);
+ * take it out. */
+GORT_HIDDEN int gort__netpoll_open(int fd, struct polldesc *pd);
+GORT_HIDDEN void gort__netpoll_close(int fd);
+/* Wake the M blocked in the backend's wait.  Mirrors netpollBreak. */
+GORT_HIDDEN void gort__netpoll_break(void);
 /* Collect Gs whose descriptors are ready, waiting up to delay ns (0: no
  * wait, < 0: until an event or a break); RUNNABLE, linked in q. */
 GORT_HIDDEN int32_t gort__netpoll(int64_t delay, struct gqueue *q);
 /* Poll without blocking until `end` or an event while every P is idle:
  * the Gs readied (0 for a break alone), or -1 when nothing came. */
 GORT_HIDDEN int32_t gort__netpoll_spin(int64_t end, struct gqueue *q);
-/* Queue a batch of runnable Gs: one on the global queue per idle P (with
- * an M started for it), the rest on the caller's P, if it holds one. */
-GORT_HIDDEN void gort__injectglist(struct gqueue *q, int32_t n);
-/* Put a batch on pp's ring, the overflow globally (owner P only). */
-GORT_HIDDEN void gort__runqputbatch(struct p *pp, struct gqueue *q, int32_t n);
-/* The pollDesc of a registered fd with a reference held (a closed one
- * too: the call fails with -EBADF), or NULL; every call that uses it
- * drops it with gort__fd_unref when done (netpoll.c). */
-GORT_HIDDEN struct polldesc *gort__fd_ref(int fd);
-GORT_HIDDEN void gort__fd_unref(struct polldesc *pd);
-GORT_HIDDEN long gort__fd_read(struct polldesc *pd, void *buf, size_t n);
-GORT_HIDDEN long gort__fd_write(struct polldesc *pd, const void *buf,
-                                size_t n);
-/* This thread's errno, its address computed afresh at every call: glibc
- * declares __errno_location const, so in a loop that may park (and come
- * back on another thread) the compiler may compute `errno`'s address once,
- * before the loop, and read the first thread's afterwards.  Loops around
- * a call that may park read errno through GORT_ERRNO. */
+
+/* ---------------------------------------------------------------------------
+ * Descriptor I/O (fdio.c).  Its calls are public (gort.h); below, what
+ * they share with syscall.c's wrappers.
+ * ------------------------------------------------------------------------- */
+
+/* This thread's errno, its address computed afresh at every call (proc.c):
+ * glibc declares __errno_location const, so in a loop that may park (and
+ * come back on another thread) the compiler may compute `errno`'s address
+ * once, before the loop, and read the first thread's afterwards.  Loops
+ * around a call that may park read errno through GORT_ERRNO. */
 GORT_HIDDEN GORT_NOINLINE int *gort__errno_ptr(void);
 #define GORT_ERRNO (*gort__errno_ptr())
 /* Bracket gort's own write(2)-like calls on fd (begin before, end after
@@ -1643,13 +1748,24 @@ GORT_HIDDEN GORT_NOINLINE void gort__nosigpipe_end(int err);
         gort__nosigpipe_end(gort__np_r < 0 ? GORT_ERRNO : 0);                  \
         gort__np_r;                                                            \
     })
-/* Close a registered fd (0 or -errno), or 1 when it is not registered. */
-GORT_HIDDEN int gort__fd_close(int fd);
-/* startm with an idle P and no spinning (for injectglist). */
-GORT_HIDDEN void gort__startm_idle(void);
-/* Start a goroutine from the scheduler (g0 of an M holding a P): the
- * goid, or -ENOMEM. */
-GORT_HIDDEN int64_t gort__newproc_sys(void (*fn)(void *), void *arg);
+/* The body of a blocking-call wrapper: `call`, an expression of type
+ * `type` (-1 and errno on failure), between gort_entersyscall and
+ * gort_exitsyscall, retried on EINTR; returns its value or -errno from the
+ * enclosing function.  errno is read before exitsyscall: the G may come
+ * back on another thread, whose errno is another variable. */
+#define GORT_SYSCALL_RETRY(type, call)                                         \
+    do {                                                                       \
+        for (;;) {                                                             \
+            gort_entersyscall();                                               \
+            type r_ = (call);                                                  \
+            int e_ = r_ < 0 ? GORT_ERRNO : 0;                                  \
+            gort_exitsyscall();                                                \
+            if (r_ >= 0)                                                       \
+                return r_;                                                     \
+            if (e_ != EINTR)                                                   \
+                return -e_;                                                    \
+        }                                                                      \
+    } while (0)
 
 /* Semaphores (sema.c).  Mirrors sema.go.  semacquire1 parks until it can
  * take a unit from *addr; lifo queues the caller first among the waiters

@@ -1,6 +1,10 @@
 /*
- * syscall.c - goroutines in system calls.  Mirrors entersyscall,
- * entersyscallblock, exitsyscall and exitsyscall0 (proc.go).
+ * syscall.c - goroutines in system calls: entersyscall and exitsyscall,
+ * the watcher that hands off the P of a syscall that lasts, and the
+ * wrappers of the blocking calls that are not descriptor I/O
+ * (gort_nanosleep, gort_getaddrinfo, gort_waitpid; the calls on
+ * descriptors are fdio.c's).  Mirrors entersyscall, entersyscallblock,
+ * exitsyscall and exitsyscall0 (proc.go).
  *
  * A goroutine about to block its thread tells the scheduler:
  *
@@ -35,14 +39,10 @@
 #include "runtime.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <netdb.h>
-#include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <sys/wait.h>
 #include <time.h>
-#include <unistd.h>
 
 /* A stop-the-world is waiting for Ps: give it ours (Go's
  * entersyscall_gcwait). */
@@ -341,89 +341,6 @@ void gort_exitsyscall(void)
  * another thread, whose errno is another variable.
  * ------------------------------------------------------------------------- */
 
-#define SYSCALL_RETRY(type, call)                                              \
-    do {                                                                       \
-        for (;;) {                                                             \
-            gort_entersyscall();                                               \
-            type r_ = (call);                                                  \
-            int e_ = r_ < 0 ? GORT_ERRNO : 0;                                  \
-            gort_exitsyscall();                                                \
-            if (r_ >= 0)                                                       \
-                return r_;                                                     \
-            if (e_ != EINTR)                                                   \
-                return -e_;                                                    \
-        }                                                                      \
-    } while (0)
-
-long gort_read(int fd, void *buf, size_t n)
-{
-    GORT_SAN_SCOPE();
-    struct polldesc *pd = gort__fd_ref(fd);
-    if (pd) {
-        long r = gort__fd_read(pd, buf, n);
-        gort__fd_unref(pd);
-        return r;
-    }
-    SYSCALL_RETRY(ssize_t, read(fd, buf, n));
-}
-
-long gort_write(int fd, const void *buf, size_t n)
-{
-    GORT_SAN_SCOPE();
-    struct polldesc *pd = gort__fd_ref(fd);
-    if (pd) {
-        long r = gort__fd_write(pd, buf, n);
-        gort__fd_unref(pd);
-        return r;
-    }
-    SYSCALL_RETRY(ssize_t, GORT_NOSIGPIPE(fd, write(fd, buf, n)));
-}
-
-long gort_pread(int fd, void *buf, size_t n, int64_t off)
-{
-    GORT_SAN_SCOPE();
-    SYSCALL_RETRY(ssize_t, pread(fd, buf, n, (off_t)off));
-}
-
-long gort_pwrite(int fd, const void *buf, size_t n, int64_t off)
-{
-    GORT_SAN_SCOPE();
-    SYSCALL_RETRY(ssize_t, pwrite(fd, buf, n, (off_t)off));
-}
-
-int gort_open(const char *path, int flags, ...)
-{
-    GORT_SAN_SCOPE();
-    mode_t mode = 0;
-    if (flags & (O_CREAT | O_TMPFILE)) {
-        va_list ap;
-        va_start(ap, flags);
-        mode = (mode_t)va_arg(ap, int);
-        va_end(ap);
-    }
-    SYSCALL_RETRY(int, open(path, flags, mode));
-}
-
-int gort_close(int fd)
-{
-    GORT_SAN_SCOPE();
-    int pr = gort__fd_close(fd);
-    if (pr != 1)
-        return pr; /* it was the poller's */
-    /* Not retried on EINTR: on Linux the descriptor is gone either way. */
-    gort_entersyscall();
-    int r = close(fd);
-    int e = r < 0 ? errno : 0;
-    gort_exitsyscall();
-    return r < 0 && e != EINTR ? -e : 0;
-}
-
-int gort_fsync(int fd)
-{
-    GORT_SAN_SCOPE();
-    SYSCALL_RETRY(int, fsync(fd));
-}
-
 /* The monotonic clock now plus d. */
 static struct timespec deadline_after(const struct timespec *d)
 {
@@ -473,28 +390,5 @@ int gort_getaddrinfo(const char *node, const char *service,
 int gort_waitpid(int pid, int *status, int options)
 {
     GORT_SAN_SCOPE();
-    SYSCALL_RETRY(pid_t, waitpid(pid, status, options));
-}
-
-int gort_poll(struct pollfd *fds, unsigned long nfds, int timeout_ms)
-{
-    GORT_SAN_SCOPE();
-    /* Retried on EINTR with what is left of the timeout (rounded up to a
-     * millisecond, as poll rounds), so that it still ends on time. */
-    int64_t end = timeout_ms > 0 ? gort_nanotime() + timeout_ms * 1000000LL
-                                 : 0;
-    int r, e;
-    gort_entersyscall();
-    for (;;) {
-        r = poll(fds, (nfds_t)nfds, timeout_ms);
-        e = r < 0 ? GORT_ERRNO : 0;
-        if (e != EINTR)
-            break;
-        if (timeout_ms > 0) {
-            int64_t left = end - gort_nanotime();
-            timeout_ms = left <= 0 ? 0 : (int)((left + 999999) / 1000000);
-        }
-    }
-    gort_exitsyscall();
-    return r < 0 ? -e : r;
+    GORT_SYSCALL_RETRY(pid_t, waitpid(pid, status, options));
 }

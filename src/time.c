@@ -1,8 +1,7 @@
 /*
  * time.c - timers: per-P 4-ary heaps run by the scheduler, and
- * gort_sleep.  Mirrors time.go (the heap, check/run, wakeNetPoller).
- * The timers a program makes (channel and function timers) are
- * timerchan.c's.
+ * gort_sleep.  Mirrors time.go (the heap, check/run).  The timers a
+ * program makes (channel and function timers) are timerchan.c's.
  *
  * Every P has a heap of its timers, ordered by when, with the earliest
  * time mirrored in ts->minwhen so that schedulers can see without a lock
@@ -12,11 +11,12 @@
  *     and before a direct G-to-G hand-off (pick_fast, proc.c);
  *   - any M on its last steal pass (the P's M may be busy or idle);
  *   - the M that parks as the "poller" until the earliest timer of all
- *     Ps when it has nothing else to do (proc.c, findrunnable_drop).
+ *     Ps when it has nothing else to do (proc.c, findrunnable_drop; the
+ *     sleep is netpoll.c's).
  * Adding a timer earlier than what the poller sleeps for wakes it
- * (wakenetpoller), or, with no poller, wakes a P.  An internal timer moved
- * later keeps its heap key (a lower bound) and is re-sifted when the key
- * comes due: a heap key never exceeds its timer's when.
+ * (gort__netpoll_wake_by), or, with no poller, wakes a P.  An internal
+ * timer moved later keeps its heap key (a lower bound) and is re-sifted
+ * when the key comes due: a heap key never exceeds its timer's when.
  *
  * A timer's function runs with its heap's lock held, on an M that holds
  * a P (so readying a G or starting one works), and must not block.
@@ -94,7 +94,7 @@ static void siftdown(struct timers *ts, uint32_t i)
 static void update_minwhen(struct timers *ts)
 {
     /* Seq-cst: the adder's side of the handshake with the poller (see
-     * wakenetpoller); it also releases the heap to readers that then
+     * gort__netpoll_wake_by); it also releases the heap to readers that then
      * take the lock.  Readers outside the lock only use it as a hint. */
     store_seqcst(&ts->minwhen, ts->len ? ts->heap[0].when : 0);
 }
@@ -228,7 +228,7 @@ int64_t gort__timers_earliest(void)
     int32_t n = load_acq(&gort__gomaxprocs);
     for (int32_t i = 0; i < n; i++) {
         /* Seq-cst: after the poller's claim of sched.lastpoll (see
-         * wakenetpoller). */
+         * gort__netpoll_wake_by). */
         int64_t w = load_seqcst(&gort__allp_load()[i]->timers.minwhen);
         if (w != 0 && (min == 0 || w < min))
             min = w;
@@ -246,246 +246,8 @@ bool gort__timers_any(void)
 }
 
 /* ---------------------------------------------------------------------------
- * The poller: the one M that sleeps until the next timer.  Mirrors the
- * blocking netpoll of findRunnable with netpollBreak as the wake-up.
- * sched.lastpoll == 0 while an M sleeps there; sched.pollgen changes to
- * wake it.
+ * Internal timers.
  * ------------------------------------------------------------------------- */
-
-void gort__poller_wake_futex(void)
-{
-    /* Seq-cst: the sleeper compares pollgen in the futex call; a change
-     * before it sleeps makes the sleep return at once. */
-    xadd_seqcst(&gort__sched.pollgen, 1);
-    gort__futexwake(&gort__sched.pollgen, 1);
-}
-
-void gort__poller_wake(void)
-{
-    /* Once the network poller exists the poller sleeps in epoll; before,
-     * on the futex (netpoll.c switches it over when it starts). */
-    if (gort__netpoll_inited())
-        gort__netpoll_break();
-    else
-        gort__poller_wake_futex();
-}
-
-/* A timer at `when` was added: make sure some M will run it in time.
- * Mirrors wakeNetPoller. */
-void gort__wakenetpoller(int64_t when)
-{
-    /* Seq-cst: the added timer's minwhen store (update_minwhen) before
-     * this read of lastpoll, against the poller's lastpoll exchange
-     * before its read of minwhen (gort__timers_earliest): one of us sees
-     * the other. */
-    if (load_seqcst(&gort__sched.lastpoll) == 0) {
-        int64_t until = load_seqcst(&gort__sched.polluntil);
-        if (until == 0 || until > when)
-            gort__poller_wake();
-    } else {
-        gort__wakep();
-    }
-}
-
-/*
- * Before the poller sleeps in epoll_wait, it may poll without blocking for
- * up to GORTDEBUG=netpollspin microseconds (default 50), when goroutines
- * wait on descriptors, every P is idle and the sleep would be longer.  In
- * a request-reply exchange under heavy load the next request often comes
- * within that, and then neither does the poller's thread sleep nor does
- * the sender pay to wake it (a futex or epoll wake-up and the thread's
- * switch back in).  Every P idle: no thread of ours wants a CPU, and the
- * spin stops as soon as one does.
- *
- * The spin pays only when work comes within it.  Each idle spell ends
- * after a gap (until the first event or break); a spin of up to L would
- * have cost min(gap, L) of CPU and, when the gap was within L, saved a
- * sleep and a wake-up: the CPU the poller's thread spends to block in
- * epoll_wait and be woken, which the poller measures on every 16th spell
- * that sleeps (its thread's CPU clock around the call: far less than the
- * wake-up's latency).  spinpay keeps moving averages of the cost and the
- * gain (1/16 weight each) and the poller spins while the gain outweighs
- * the cost: by a quarter more to start spinning, a quarter less to stop,
- * so that it does not flap.  A spell spent asleep shows its gap only with
- * the wake-up's own latency added, so it counts only when it is plainly
- * beyond L (a miss either way); and while not spinning, a spell now and
- * then spins anyway, to see the gaps as they are, and counts for a quarter
- * (it stands for many).  A probe that misses costs L, so the probes back
- * off while they miss: the next comes twice as many spells later after a
- * miss, half as many after a hit, between 64 and 1,024.  At partial load,
- * where most probes miss, they cost about L/1,024 a request; when the
- * gaps shorten, the probes come every 64th spell again within a few
- * thousand spells (a few dozen milliseconds at the rates that need the
- * spin).  So the poller spins only where requests follow each other by
- * less than a sleep costs, under a client that never pauses; at partial
- * load it stops within a few dozen requests.  Only the poller M (one at a
- * time: sched.lastpoll's claim, which orders one poller's updates before
- * the next one's) touches spinpay.
- */
-/* The gain of a hit until a sleep has been measured. */
-#define SPIN_GAIN_NS (10 * 1000)
-/* A slept spell whose gap is this much beyond L was beyond it anyway. */
-#define SPIN_WAKE_SLACK_NS (200 * 1000)
-/* One slept spell in this many has its CPU measured. */
-#define SPIN_SAMPLE_EVERY 16
-/* Spells between probes while not spinning: doubled after a probe that
- * misses, halved after one that hits, within these bounds. */
-#define SPIN_PROBE_FIRST 64
-#define SPIN_PROBE_MOST 1024
-static struct {
-    int64_t cost, gain;   /* ns, moving averages over idle spells */
-    int64_t sleepcpu;     /* ns, a sleep's CPU (0: not measured yet) */
-    bool off;             /* not spinning: the gain fell behind */
-    uint32_t spells;      /* idle spells since the last probe, while off */
-    uint32_t probe_every; /* spells between probes (0: the first) */
-    uint32_t slept;       /* spells that slept, for the samples */
-} spinpay;
-
-void gort__spinpay_record(int64_t gap, int64_t spin, bool probe)
-{
-    int64_t saved = spinpay.sleepcpu ? spinpay.sleepcpu : SPIN_GAIN_NS;
-    bool hit = gap <= spin;
-    int64_t cost = hit ? gap : spin;
-    int64_t gain = hit ? saved : 0;
-    int shift = probe ? 2 : 4;
-    spinpay.cost += (cost - spinpay.cost) / (1 << shift);
-    spinpay.gain += (gain - spinpay.gain) / (1 << shift);
-    if (spinpay.off)
-        spinpay.off = 4 * spinpay.gain <= 5 * spinpay.cost;
-    else
-        spinpay.off = 4 * spinpay.gain < 3 * spinpay.cost;
-    uint32_t every = spinpay.probe_every ? spinpay.probe_every
-                                         : SPIN_PROBE_FIRST;
-    if (probe && hit && every > SPIN_PROBE_FIRST)
-        spinpay.probe_every = every / 2;
-    else if (probe && !hit && every < SPIN_PROBE_MOST)
-        spinpay.probe_every = every * 2;
-}
-
-void gort__spinpay_sleepcpu(int64_t cpu)
-{
-    if (spinpay.sleepcpu == 0)
-        spinpay.sleepcpu = cpu;
-    else
-        spinpay.sleepcpu += (cpu - spinpay.sleepcpu) / 8;
-}
-
-int gort__spinpay_spin(void)
-{
-    if (!spinpay.off)
-        return SPINPAY_SPIN;
-    uint32_t every = spinpay.probe_every ? spinpay.probe_every
-                                         : SPIN_PROBE_FIRST;
-    if (++spinpay.spells < every)
-        return SPINPAY_SLEEP;
-    spinpay.spells = 0;
-    return SPINPAY_PROBE;
-}
-
-bool gort__spinpay_counts(bool spun, int64_t gap, int64_t spin)
-{
-    return spun || gap > spin + SPIN_WAKE_SLACK_NS;
-}
-
-void gort__spinpay_reset(void)
-{
-    memset(&spinpay, 0, sizeof spinpay);
-}
-
-/* The spin limit in ns (0: none).  Relaxed: a setting that a test changes
- * while the runtime runs; a stale value costs one spin more or less. */
-static int64_t spin_limit(void)
-{
-    return (int64_t)load_relaxed(&gort__debug.netpollspin) * 1000;
-}
-
-/* Spin if it pays (*probe: a probe of the gaps).  Returns true when the
- * spin got an event (*n Gs readied, 0 for a break). */
-static bool netpoll_spin(int64_t until, struct gqueue *q, int32_t *n,
-                         bool *probe)
-{
-    /* gort__netpoll_spin checks that every P is idle. */
-    int64_t spin = spin_limit();
-    if (spin == 0 || gort__netpoll_waiters() == 0)
-        return false;
-    int how = gort__spinpay_spin();
-    *probe = how == SPINPAY_PROBE;
-    if (how == SPINPAY_SLEEP)
-        return false;
-    int64_t end = gort_nanotime() + spin;
-    if (until != 0 && until <= end)
-        return false;
-    int32_t r = gort__netpoll_spin(end, q);
-    if (r < 0)
-        return false;
-    *n = r;
-    return true;
-}
-
-/* Sleep as the poller until `until` or a break.  The caller holds no P
- * and has claimed sched.lastpoll. */
-int32_t gort__netpoll_sleep(int64_t until, struct gqueue *q)
-{
-    q->head = q->tail = NULL;
-    uint32_t gen = load_seqcst(&gort__sched.pollgen);
-    /* polluntil 0 would read as "unknown"; a poller with no timer sleeps
-     * until woken: publish a far deadline instead. */
-    store_seqcst(&gort__sched.polluntil, until ? until : INT64_MAX);
-    /* Timers added before we published polluntil may be earlier. */
-    int64_t again = gort__timers_earliest();
-    if (again != 0 && (until == 0 || again < until))
-        until = again;
-    int32_t n = 0;
-    if (gort__netpoll_inited()) {
-        int64_t began = gort_nanotime();
-        bool eligible = gort__netpoll_waiters() > 0, probe = false;
-        bool spun = netpoll_spin(until, q, &n, &probe);
-        if (!spun) {
-            /* -1: no timer, sleep until an event or a break.  A deadline
-             * that has already passed (a slow thread got here late) polls
-             * without sleeping: it must never read as "no deadline". */
-            int64_t delay = -1;
-            if (until != 0) {
-                delay = until - gort_nanotime();
-                if (delay < 0)
-                    delay = 0;
-            }
-            /* Every 16th sleep: what it costs this thread in CPU, the
-             * gain of a spin that would have avoided it.  Counted only
-             * when the thread was off the CPU for a while (it slept). */
-            bool sample = eligible && spin_limit() != 0 &&
-                          ++spinpay.slept % SPIN_SAMPLE_EVERY == 0;
-            int64_t c0 = sample ? (int64_t)gort__thread_cputime(0) : 0;
-            int64_t w0 = sample ? gort_nanotime() : 0;
-            n = gort__netpoll(delay, q);
-            if (c0 > 0) {
-                int64_t cpu = (int64_t)gort__thread_cputime(0) - c0;
-                int64_t wall = gort_nanotime() - w0;
-                if (cpu >= 0 && wall > 2 * cpu + 2000)
-                    gort__spinpay_sleepcpu(cpu);
-            }
-        }
-        /* The gap: until the event or the break (a break leaves no G but
-         * ends the wait early), or none when the sleep simply ran out. */
-        int64_t now = gort_nanotime(), gap = now - began, lim = spin_limit();
-        bool ended = spun || n > 0 || until == 0 || now < until;
-        if (!ended)
-            gap = INT64_MAX;
-        if (eligible && gort__spinpay_counts(spun, gap, lim))
-            gort__spinpay_record(gap, lim, probe);
-        if (spun)
-            goto done;
-    } else if (until != 0) {
-        int64_t delay = until - gort_nanotime();
-        if (delay > 0)
-            gort__futexsleep(&gort__sched.pollgen, gen, delay);
-    } else {
-        gort__futexsleep(&gort__sched.pollgen, gen, -1);
-    }
-done:
-    store_seqcst(&gort__sched.polluntil, 0);
-    return n;
-}
 
 /* Internal timers for other parts of the runtime (netpoll deadlines):
  * (re)start t at when on the current P, or stop it. */
@@ -546,7 +308,7 @@ void gort__timer_add(struct p *pp, struct gtimer *t)
     gort__lock(&ts->lock);
     heap_add(ts, t);
     gort__unlock(&ts->lock);
-    gort__wakenetpoller(when);
+    gort__netpoll_wake_by(when);
 }
 
 /* Take t off its heap if it is on one.  t->mu held.  True when it was
