@@ -70,6 +70,14 @@
 #define GORT_OBJ "test_dump"
 #endif
 
+/* A case of test_dump only: test_dump_shared keeps it hidden (no ctest
+ * entry there) and gives entries to the cases declared with TEST. */
+#ifdef GORT_TEST_SHARED
+#define TEST_STATIC_ONLY(name) TEST_HIDDEN(name)
+#else
+#define TEST_STATIC_ONLY(name) TEST(name)
+#endif
+
 /* True when asynchronous preemption works in this build; otherwise says
  * why what needs it is skipped. */
 static bool async_preempt_expected(const char *what)
@@ -380,7 +388,7 @@ static void locked_main(void *arg)
     free_chan(ch);
 }
 
-TEST(locked_to_thread)
+TEST_STATIC_ONLY(locked_to_thread)
 {
     run_main(locked_main, NULL);
 }
@@ -494,7 +502,7 @@ static void running_main(void *arg)
         gort_sleep(MS);
 }
 
-TEST(running_and_preempted)
+TEST_STATIC_ONLY(running_and_preempted)
 {
     run_main(running_main, NULL);
 }
@@ -675,7 +683,7 @@ static void sigquit_main(void *arg)
     say("survived\n");
 }
 
-TEST(sigquit_child)
+TEST_HIDDEN(sigquit_child)
 {
     gort_main(sigquit_main, NULL);
     say("returned\n");
@@ -733,18 +741,18 @@ static void raise_quit_main(void *arg)
     say("went on\n");
 }
 
-TEST(quit_before_child)
+TEST_HIDDEN(quit_before_child)
 {
     signal(SIGQUIT, program_quit);
     gort_main(raise_quit_main, NULL);
 }
 
-TEST(quit_during_child)
+TEST_HIDDEN(quit_during_child)
 {
     gort_main(raise_quit_main, (void *)1);
 }
 
-TEST(quit_ignored_child)
+TEST_HIDDEN(quit_ignored_child)
 {
     signal(SIGQUIT, SIG_IGN);
     gort_main(raise_quit_main, NULL);
@@ -759,7 +767,7 @@ static void quit_state_main(void *arg)
         signal(SIGQUIT, program_quit);
 }
 
-TEST(sigquit_program_handler)
+TEST_STATIC_ONLY(sigquit_program_handler)
 {
     static const char *const kids[] = {"quit_before_child",
                                        "quit_during_child"};
@@ -821,7 +829,7 @@ static void fatal_main(void *arg)
     say("survived\n");
 }
 
-TEST(fatal_child)
+TEST_HIDDEN(fatal_child)
 {
     gort_main(fatal_main, NULL);
 }
@@ -882,12 +890,12 @@ static void sigquit_none_main(void *arg)
     gort_sleep(60 * SEC);
 }
 
-TEST(sigquit_none_child)
+TEST_HIDDEN(sigquit_none_child)
 {
     gort_main(sigquit_none_main, NULL);
 }
 
-TEST(traceback_levels)
+TEST_STATIC_ONLY(traceback_levels)
 {
     struct fatal_run f;
     /* none: the message only. */
@@ -1081,7 +1089,7 @@ static void bad_fd_main(void *arg)
     CHECK_EQ(gort_dump_goroutines(ro), -EBADF); /* closed */
 }
 
-TEST(bad_fd)
+TEST_STATIC_ONLY(bad_fd)
 {
     run_main(bad_fd_main, NULL);
     /* Outside gort_main: no goroutine to show, no error. */

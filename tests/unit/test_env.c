@@ -668,7 +668,7 @@ TEST(affinity)
  * gort__read_env, in a child with its own environment.
  * ------------------------------------------------------------------------- */
 
-TEST(read_env_child)
+TEST_HIDDEN(read_env_child)
 {
     const char *mode = getenv("GORT_TEST_ENV_MODE");
     CHECK(mode != NULL);

@@ -55,7 +55,7 @@ static void child_main(void *arg)
            (long long)child_ran, gort__stack_size);
 }
 
-TEST(settings_child)
+TEST_HIDDEN(settings_child)
 {
     CHECK_EQ(gort_main(child_main, NULL), 0);
 }
@@ -214,7 +214,7 @@ static void trace_main(void *arg)
     gort_waitgroup_wait(&busy_wg);
 }
 
-TEST(trace_child)
+TEST_HIDDEN(trace_child)
 {
     CHECK_EQ(gort_main(trace_main, NULL), 0);
 }

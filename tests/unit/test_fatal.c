@@ -54,7 +54,7 @@ static void deadlock_main(void *arg)
     say("woke\n"); /* never */
 }
 
-TEST(deadlock_child)
+TEST_HIDDEN(deadlock_child)
 {
     gort_main(deadlock_main, NULL);
     say("returned\n");
@@ -89,7 +89,7 @@ static void negative_main(void *arg)
     say("negative\n"); /* never */
 }
 
-TEST(negative_waitgroup_child)
+TEST_HIDDEN(negative_waitgroup_child)
 {
     gort_main(negative_main, NULL);
 }
@@ -145,7 +145,7 @@ static void overflow_main(void *arg)
     gort_waitgroup_wait(&overflow_wg);
 }
 
-TEST(stack_overflow_child)
+TEST_HIDDEN(stack_overflow_child)
 {
     gort_main(overflow_main, NULL);
 }
@@ -302,7 +302,7 @@ static void canary_main(void *arg)
     gort_waitgroup_wait(&overflow_wg);
 }
 
-TEST(stack_overflow_canary_child)
+TEST_HIDDEN(stack_overflow_canary_child)
 {
     gort_main(canary_main, NULL);
 }
@@ -335,7 +335,7 @@ static void canary_spin_main(void *arg)
     gort_waitgroup_wait(&overflow_wg);
 }
 
-TEST(stack_overflow_canary_running_child)
+TEST_HIDDEN(stack_overflow_canary_running_child)
 {
     gort_main(canary_spin_main, NULL);
 }
@@ -404,7 +404,7 @@ static void limit_main(void *arg)
     say("all done\n"); /* never: the fourth thread is fatal */
 }
 
-TEST(thread_limit_child)
+TEST_HIDDEN(thread_limit_child)
 {
     CHECK_EQ(gort_set_max_threads(0), -EINVAL);
     CHECK_EQ(gort_set_max_threads(3), GORT_DEFAULT_MAX_THREADS);
@@ -511,17 +511,17 @@ static void send_closed_main(void *arg)
     say("after\n"); /* never */
 }
 
-TEST(send_closed_child)
+TEST_HIDDEN(send_closed_child)
 {
     gort_main(send_closed_main, (void *)0);
 }
 
-TEST(trysend_closed_child)
+TEST_HIDDEN(trysend_closed_child)
 {
     gort_main(send_closed_main, (void *)1);
 }
 
-TEST(select_send_closed_child)
+TEST_HIDDEN(select_send_closed_child)
 {
     gort_main(send_closed_main, (void *)2);
 }
@@ -562,7 +562,7 @@ static void close_closed_main(void *arg)
     say("after\n"); /* never */
 }
 
-TEST(close_closed_child)
+TEST_HIDDEN(close_closed_child)
 {
     gort_main(close_closed_main, NULL);
 }
@@ -583,7 +583,7 @@ static void close_nil_main(void *arg)
     say("after\n"); /* never */
 }
 
-TEST(close_nil_child)
+TEST_HIDDEN(close_nil_child)
 {
     gort_main(close_nil_main, NULL);
 }
@@ -628,7 +628,7 @@ static void woken_main(void *arg)
     say("after close\n"); /* never */
 }
 
-TEST(sender_woken_by_close_child)
+TEST_HIDDEN(sender_woken_by_close_child)
 {
     gort_main(woken_main, NULL);
 }
@@ -670,7 +670,7 @@ static void dl_chan_main(void *arg)
     say("after\n"); /* never */
 }
 
-TEST(deadlock_chan_recv_child)
+TEST_HIDDEN(deadlock_chan_recv_child)
 {
     gort_main(dl_chan_main, NULL);
 }
@@ -693,7 +693,7 @@ static void dl_nil_main(void *arg)
     say("after\n"); /* never */
 }
 
-TEST(deadlock_nil_chan_child)
+TEST_HIDDEN(deadlock_nil_chan_child)
 {
     gort_main(dl_nil_main, NULL);
 }
@@ -715,7 +715,7 @@ static void dl_select_main(void *arg)
     say("after\n"); /* never */
 }
 
-TEST(deadlock_select_no_cases_child)
+TEST_HIDDEN(deadlock_select_no_cases_child)
 {
     gort_main(dl_select_main, NULL);
 }
@@ -774,7 +774,7 @@ static void nd_main(void *arg)
     say("received\n");
 }
 
-TEST(no_deadlock_timer_child)
+TEST_HIDDEN(no_deadlock_timer_child)
 {
     CHECK_EQ(gort_main(nd_main, NULL), 0);
     say("returned\n");
@@ -814,7 +814,7 @@ TEST(no_deadlock_timer)
  *                            the dump; gort__fatal: not
  * ------------------------------------------------------------------------- */
 
-TEST(no_goroutine_sleep_child)
+TEST_HIDDEN(no_goroutine_sleep_child)
 {
     say("stage\n");
     gort_sleep(1000 * 1000);
@@ -829,7 +829,7 @@ TEST(no_goroutine_sleep)
     test_child_free(&r);
 }
 
-TEST(no_goroutine_send_child)
+TEST_HIDDEN(no_goroutine_send_child)
 {
     gort_chan *ch;
     CHECK_EQ(gort_chan_make(&ch, sizeof(int), 1), 0);
@@ -854,12 +854,12 @@ static GORT_NOINLINE void tr_fail(void *arg)
     gort__fatal("a misuse, on purpose");
 }
 
-TEST(throw_runtime_frames_child)
+TEST_HIDDEN(throw_runtime_frames_child)
 {
     gort_main(tr_fail, (void *)1);
 }
 
-TEST(fatal_program_frames_child)
+TEST_HIDDEN(fatal_program_frames_child)
 {
     gort_main(tr_fail, NULL);
 }

@@ -297,7 +297,7 @@ __attribute__((noinline)) static void gdbtarget_main(void *arg)
     _exit(0);
 }
 
-TEST(target)
+TEST_HIDDEN(target)
 {
     char size[32];
     snprintf(size, sizeof size, "%d", DEEP_STACK);

@@ -93,7 +93,7 @@ TEST(exclusion)
     run_exclusion();
 }
 
-TEST(exclusion_exchange_child)
+TEST_HIDDEN(exclusion_exchange_child)
 {
     CHECK(!gort__lock_fenced);
     run_exclusion();
@@ -113,7 +113,7 @@ TEST(exclusion_exchange)
     test_child_free(&r);
 }
 
-TEST(unlock_unlocked_child)
+TEST_HIDDEN(unlock_unlocked_child)
 {
     gort__unlock(&lk);
     say("survived\n");

@@ -242,7 +242,7 @@ static void em_main(void *arg)
     gort_sleep(10 * 1000 * 1000);
 }
 
-TEST(echo_many)
+TEST_WITH(echo_many, TEST_RESOURCE_LOCK("loopback_connections"))
 {
     /* Two descriptors a connection, plus room. */
     struct rlimit rl;
@@ -586,7 +586,7 @@ static void sp_stdout_main(void *arg)
     fprintf(stderr, "still alive after a write to a broken stdout\n");
 }
 
-TEST(sigpipe_stdout_child)
+TEST_HIDDEN(sigpipe_stdout_child)
 {
     run_main(sp_stdout_main, NULL);
 }
@@ -932,7 +932,7 @@ static void es_main(void *arg)
     CHECK(server_threads <= ES_PROCS + 5);
 }
 
-TEST(echo_server)
+TEST_WITH(echo_server, TEST_RESOURCE_LOCK("loopback_connections"))
 {
     const char *dir = getenv("GORT_EXAMPLES_DIR");
     if (!dir || getenv("GORT_TEST_EMULATOR")) {

@@ -269,7 +269,7 @@ static void sp_child_run(void)
     say("ok\n");
 }
 
-TEST(spin_preempted_child)
+TEST_HIDDEN(spin_preempted_child)
 {
     sp_child_run();
 }
@@ -318,7 +318,7 @@ TEST(spin_preempted)
     test_child_free(&r);
 }
 
-TEST(spin_asyncpreemptoff_child)
+TEST_HIDDEN(spin_asyncpreemptoff_child)
 {
     sp_child_run();
 }

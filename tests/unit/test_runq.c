@@ -672,7 +672,7 @@ TEST(global_segments)
  * ---------------------------------------------------------------------- */
 
 /* The thief's ring would overflow: fatal (run in a child). */
-TEST(steal_overflow_child)
+TEST_HIDDEN(steal_overflow_child)
 {
     reset(2);
     struct p *victim = newp(0), *thief = newp(1);

@@ -1008,7 +1008,7 @@ static void main_goexit_main(void *arg)
     gort_goexit();
 }
 
-TEST(main_goexit_child)
+TEST_HIDDEN(main_goexit_child)
 {
     gort_main(main_goexit_main, NULL);
     printf("gort_main returned\n"); /* must not happen */
@@ -1237,7 +1237,7 @@ static void scav_main(void *arg)
     say("ok\n");
 }
 
-TEST(stack_scavenge_child)
+TEST_HIDDEN(stack_scavenge_child)
 {
     CHECK_EQ(gort_main(scav_main, NULL), 0);
 }
@@ -1440,7 +1440,7 @@ static void sl_main(void *arg)
     sl_rounds = after - before;
 }
 
-TEST(sysmon_light_load)
+TEST_WITH(sysmon_light_load, TEST_SERIAL)
 {
     setenv("GORTMAXPROCS", "1", 1);
     run_main(sl_main, NULL);

@@ -458,7 +458,7 @@ static void unlock_unlocked_main(void *arg)
     say("unlocked twice\n"); /* never */
 }
 
-TEST(mutex_unlock_unlocked_fatal_child)
+TEST_HIDDEN(mutex_unlock_unlocked_fatal_child)
 {
     gort_main(unlock_unlocked_main, NULL);
 }
@@ -663,12 +663,12 @@ static void wunlock_unlocked_main(void *arg)
     say("unlocked twice\n"); /* never */
 }
 
-TEST(rwmutex_runlock_fatal_child)
+TEST_HIDDEN(rwmutex_runlock_fatal_child)
 {
     gort_main(runlock_unlocked_main, NULL);
 }
 
-TEST(rwmutex_unlock_fatal_child)
+TEST_HIDDEN(rwmutex_unlock_fatal_child)
 {
     gort_main(wunlock_unlocked_main, NULL);
 }

@@ -232,7 +232,7 @@ static void ho_main(void *arg)
     say("ok\n");
 }
 
-TEST(handoff_read_pipe_child)
+TEST_HIDDEN(handoff_read_pipe_child)
 {
     CHECK_EQ(gort_main(ho_main, (void *)(intptr_t)HO_GORT_READ), 0);
 }
@@ -243,7 +243,7 @@ TEST(handoff_read_pipe)
     run_child_ok("handoff_read_pipe_child", env);
 }
 
-TEST(handoff_entersyscallblock_child)
+TEST_HIDDEN(handoff_entersyscallblock_child)
 {
     CHECK_EQ(gort_main(ho_main, (void *)(intptr_t)HO_ENTERSYSCALLBLOCK), 0);
 }
@@ -546,7 +546,7 @@ static void tl_main(void *arg)
     say("all done\n"); /* never: the 21st thread is fatal */
 }
 
-TEST(thread_limit_child)
+TEST_HIDDEN(thread_limit_child)
 {
     CHECK_EQ(gort_set_max_threads(20), 10000);
     gort_main(tl_main, NULL);

@@ -1058,7 +1058,7 @@ static void wns_main(void *arg)
     wns_elapsed = gort_nanotime() - start;
 }
 
-TEST(woken_no_starve)
+TEST_WITH(woken_no_starve, TEST_SERIAL)
 {
     setenv("GORTMAXPROCS", "1", 1);
     run_main(wns_main, NULL);

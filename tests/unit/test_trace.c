@@ -460,7 +460,7 @@ static void trace_child_main(void *arg)
     say("child done\n");
 }
 
-TEST(gortdebug_child)
+TEST_HIDDEN(gortdebug_child)
 {
     run_main(trace_child_main, NULL);
 }
