@@ -6,8 +6,10 @@
  * own process and timeout: a deadlock fails the case instead of hanging the
  * suite.
  *
- * `./test_x --list` prints the cases, one a line, each name followed by
- * its ctest options (TEST_WITH); hidden cases (TEST_HIDDEN) are left out.
+ * The cases are written down once, here at their TEST().  `./test_x
+ * --list` prints them, one a line, each name followed by its ctest
+ * options (TEST_WITH); the build runs it after linking the binary and
+ * makes every line a ctest entry test_x.<name> (tests/CMakeLists.txt).
  *
  * Checks stop the case at the first failure with file, line and values.
  * Death tests re-run this binary on a hidden case (TEST_HIDDEN) in a child
@@ -52,7 +54,9 @@ void gort_test_register(const char *name, gort_test_fn fn, int hidden,
 
 /*
  * Options for TEST_WITH.  Each is a ctest property of the case's entry,
- * printed by --list as PROPERTY=value (value without spaces or ';').
+ * printed by --list as PROPERTY=value (value without spaces or ';'); the
+ * build accepts the properties named in tests/list_cases.cmake.  The
+ * binary's own settings (TIMEOUT, ENVIRONMENT) are in tests/tests.cmake.
  */
 /* Nothing else runs beside the case (a bound on wall-clock time that a
  * test running beside it would break). */

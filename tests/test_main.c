@@ -38,7 +38,7 @@ void gort_test_register(const char *name, gort_test_fn fn, int hidden,
 }
 
 /* The ctest cases, one a line: the name, then its options separated by
- * spaces; hidden cases left out. */
+ * spaces; hidden cases left out (tests/list_cases.cmake reads this). */
 static void list_cases(void)
 {
     for (int i = 0; i < ntests; i++) {

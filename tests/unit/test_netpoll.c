@@ -242,6 +242,8 @@ static void em_main(void *arg)
     gort_sleep(10 * 1000 * 1000);
 }
 
+/* It opens thousands of loopback connections, and so does echo_server: never
+ * both at once. */
 TEST_WITH(echo_many, TEST_RESOURCE_LOCK("loopback_connections"))
 {
     /* Two descriptors a connection, plus room. */
@@ -932,6 +934,8 @@ static void es_main(void *arg)
     CHECK(server_threads <= ES_PROCS + 5);
 }
 
+/* It opens thousands of loopback connections, and so does echo_many: never
+ * both at once. */
 TEST_WITH(echo_server, TEST_RESOURCE_LOCK("loopback_connections"))
 {
     const char *dir = getenv("GORT_EXAMPLES_DIR");

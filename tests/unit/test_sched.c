@@ -1440,6 +1440,8 @@ static void sl_main(void *arg)
     sl_rounds = after - before;
 }
 
+/* Serial: it counts sysmon's sleeps in 1 s of wall-clock time, and other
+ * jobs beside it make main's P look busy at more of sysmon's rounds. */
 TEST_WITH(sysmon_light_load, TEST_SERIAL)
 {
     setenv("GORTMAXPROCS", "1", 1);

@@ -1058,6 +1058,8 @@ static void wns_main(void *arg)
     wns_elapsed = gort_nanotime() - start;
 }
 
+/* Serial: it bounds main's wall-clock time on a P overloaded five times
+ * over, and a test running beside it would take half its CPU. */
 TEST_WITH(woken_no_starve, TEST_SERIAL)
 {
     setenv("GORTMAXPROCS", "1", 1);
