@@ -1,9 +1,10 @@
 /*
  * test.h - gort's small test harness.
  *
- * A test file defines cases with TEST(name).  The one binary per file runs
- * the case named on its command line, so that ctest gives every case its
- * own process and timeout: a deadlock fails the case instead of hanging the
+ * A test file defines cases with TEST(name), each with a comment right
+ * above it saying what it checks.  The one binary per file runs the case
+ * named on its command line, so that ctest gives every case its own
+ * process and timeout: a deadlock fails the case instead of hanging the
  * suite.
  *
  * The cases are written down once, here at their TEST().  `./test_x

@@ -7,31 +7,6 @@
  * resets gort__sched and sets gort__gomaxprocs (globrunqget divides by it).
  * Sizes derive from GORT_RUNQ_SIZE (RQ below), so the cases also hold for a
  * build with a shrunk ring (a power of two >= 4).
- *
- *   put_get_order       FIFO ring with inherit_time false; runnext first with
- *                       inherit_time true, its old G kicked to the ring tail
- *                       (put 1..10 with next: 10,1,2,...,9); a full ring does
- *                       not spill; order holds across counter wrap-around
- *   overflow_batch_129  a put on a full ring moves the oldest RQ/2 and the new
- *                       G (129 with 256 slots) to the global queue in one
- *                       FIFO batch appended after what is there; a kicked
- *                       runnext spills the same way; randomized spills keep
- *                       the same set; nothing lost or duplicated
- *   runqempty_and_len   length counts the ring only, emptiness also runnext,
- *                       across wrap-around
- *   globrunqget_batch   len/gomaxprocs+1 taken (one returned, the rest into
- *                       the ring in order), capped by max, by the queue
- *                       length and by half the ring
- *   steal_half          a steal takes ceil(len/2) oldest Gs, returns the
- *                       newest of them and appends the rest to the thief's
- *                       ring; runnext only with stealnext and an empty ring;
- *                       a steal that would overflow the thief is fatal
- *   steal_stress        an owner thread puts and gets millions of Gs while
- *                       3, then 4 thief threads steal from it and from each
- *                       other and take from the global queue: every G
- *                       produced is consumed exactly once (the second round
- *                       randomized, with runnext stolen without back-off);
- *                       GORT_TEST_SEED=n repeats a run's owner choices
  */
 #include "runtime.h"
 #include "test_util.h"
@@ -169,6 +144,9 @@ static struct g *global_pop(void)
  * put_get_order
  * ---------------------------------------------------------------------- */
 
+/* FIFO ring with inherit_time false; runnext first with inherit_time true, its
+ * old G kicked to the ring tail (put 1..10 with next: 10,1,2,...,9); a full
+ * ring does not spill; order holds across counter wrap-around. */
 TEST(put_get_order)
 {
     reset(1);
@@ -352,6 +330,10 @@ static void overflow_round(uint32_t start)
     free(pp);
 }
 
+/* A put on a full ring moves the oldest RQ/2 and the new G (129 with
+ * 256 slots) to the global queue in one FIFO batch appended after what is
+ * there; a kicked runnext spills the same way; randomized spills keep the same
+ * set; nothing lost or duplicated. */
 TEST(overflow_batch_129)
 {
     overflow_round(0);
@@ -399,6 +381,7 @@ TEST(overflow_batch_129)
  * runqempty_and_len
  * ---------------------------------------------------------------------- */
 
+/* Length counts the ring only, emptiness also runnext, across wrap-around. */
 TEST(runqempty_and_len)
 {
     reset(1);
@@ -456,6 +439,8 @@ static struct g *globget(struct p *pp, int32_t max)
     return gp;
 }
 
+/* len/gomaxprocs+1 taken (one returned, the rest into the ring in order),
+ * capped by max, by the queue length and by half the ring. */
 TEST(globrunqget_batch)
 {
     reset(4);
@@ -687,6 +672,9 @@ TEST_HIDDEN(steal_overflow_child)
     exit(0);
 }
 
+/* A steal takes ceil(len/2) oldest Gs, returns the newest of them and appends
+ * the rest to the thief's ring; runnext only with stealnext and an empty ring;
+ * a steal that would overflow the thief is fatal. */
 TEST(steal_half)
 {
     reset(2);
@@ -1078,6 +1066,10 @@ static void stress_round(int nthieves, uint64_t ops, bool randomized,
     free(st.consumed);
 }
 
+/* An owner thread puts and gets millions of Gs while 3, then 4 thief threads
+ * steal from it and from each other and take from the global queue: every G
+ * produced is consumed exactly once (the second round randomized, with runnext
+ * stolen without back-off); GORT_TEST_SEED=n repeats a run's owner choices. */
 TEST(steal_stress)
 {
 #ifdef GORT_TSAN
