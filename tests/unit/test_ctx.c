@@ -2,7 +2,7 @@
  * test_ctx.c - the context switch alone (src/arch/<arch>.S): no scheduler,
  * no threads, just gort__ctx_make and gort__ctx_switch on mmap'd stacks.
  */
-#include "runtime.h"
+#include "internal.h"
 #include "test.h"
 
 #include <fenv.h>

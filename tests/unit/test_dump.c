@@ -12,8 +12,7 @@
  * must name them from the executable's .symtab (dladdr would not).
  */
 #ifndef GORT_TEST_SHARED
-#include "runtime.h"
-#include "symbolize.h"
+#include "internal.h"
 #endif
 #include "test_util.h"
 
@@ -287,7 +286,7 @@ static struct g *find_g(int64_t goid)
 static void check_minutes(int64_t goid, int64_t ago, const char *what)
 {
     struct g *gp = find_g(goid);
-    gp->waitsince = ago ? gort_nanotime() - ago : 0;
+    rt_set_waitsince(gp, ago ? gort_nanotime() - ago : 0);
     char *d = dump_text();
     char *e = entry_of(d, goid);
     check_header(e, goid, what);
@@ -1023,7 +1022,6 @@ TEST(unwind_corrupt)
     uc->uc_mcontext.pc = 0x4242;
     uc->uc_mcontext.regs[29] = (uintptr_t)&stk[20];
 #endif
-    extern const char gort__async_preempt_ret[];
     stk[11] = (uintptr_t)gort__async_preempt_ret;
     s = (struct tbstart){.lo = (uintptr_t)&stk[0], .hi = (uintptr_t)&stk[STK],
                          .pc = 0x777, .fp = (uintptr_t)&stk[10],

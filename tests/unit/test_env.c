@@ -9,7 +9,7 @@
  * sys/fs/cgroup/...), using real mountinfo line formats.  gort__read_env
  * runs in a child process with its own environment.
  */
-#include "runtime.h"
+#include "internal.h"
 #include "test_util.h"
 
 #include <dirent.h>
@@ -715,8 +715,8 @@ TEST_HIDDEN(read_env_child)
     bool good = strcmp(mode, "good") == 0;
     if (!good)
         unsetenv("GORTSTACKSIZE");
-    gort__stack_size = 77 * 4096;
-    gort__debug.schedtrace = 99;
+    rt_set_stack_size(77 * 4096);
+    rt_set_schedtrace(99);
     gort__read_env();
     CHECK_EQ(gort__ncpu, gort__affinity_cpus());
     if (good) {

@@ -5,7 +5,7 @@
  * The parent clears GORTMAXPROCS, GORTDEBUG and GORTSTACKSIZE from its own
  * environment first, so that only what a case sets reaches the child.
  */
-#include "runtime.h"
+#include "internal.h"
 #include "test_util.h"
 
 #include <errno.h>

@@ -6,7 +6,7 @@
  * Child programs print progress on stdout (flushed at once: abort() does
  * not flush stdio buffers), so that the parent can tell how far they got.
  */
-#include "runtime.h"
+#include "internal.h"
 #include "test_util.h"
 
 #include <errno.h>

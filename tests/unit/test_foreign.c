@@ -6,7 +6,7 @@
  * main never waits in a way that only such a thread can end without
  * holding a system call (GORT_BLOCKING(pthread_join(...))) or a timer.
  */
-#include "chan.h" /* white box: foreign_no_deadlock peeks at a waitq */
+#include "internal.h" /* foreign_no_deadlock peeks at a waitq */
 #include "test_util.h"
 
 #include <errno.h>

@@ -3,7 +3,7 @@
  * threads without the scheduler (off the runtime gort__getm() is NULL,
  * which gort__lock accepts).
  */
-#include "runtime.h"
+#include "internal.h"
 #include "test_util.h"
 
 #include <linux/membarrier.h>
@@ -14,7 +14,6 @@
 #include <time.h>
 #include <unistd.h>
 
-GORT_HIDDEN extern uint64_t gort__lock_sleeps;
 
 #define NTHREADS 8
 #define ITERS 4000

@@ -2,7 +2,7 @@
  * test_netpoll.c - the network poller: goroutines wait for descriptors in
  * IO wait, not in threads.
  */
-#include "runtime.h"
+#include "internal.h"
 #include "test_util.h"
 
 #include <errno.h>
@@ -1196,8 +1196,7 @@ struct ps_counts {
  * the epoll_wait calls meanwhile. */
 static struct ps_counts ps_rounds(int spin_us, int64_t delay)
 {
-    /* Relaxed: the poller reads it at each sleep, atomically. */
-    __atomic_store_n(&gort__debug.netpollspin, spin_us, __ATOMIC_RELAXED);
+    rt_set_netpollspin(spin_us);
     __atomic_store_n(&ps_delay_ns, delay, __ATOMIC_RELAXED);
     int64_t b0 = __atomic_load_n(&ps_blocking, __ATOMIC_RELAXED);
     int64_t p0 = __atomic_load_n(&ps_polls, __ATOMIC_RELAXED);
@@ -1217,8 +1216,7 @@ static void ps_main(void *arg)
 {
     (void)arg;
     int procs = gort_gomaxprocs(1);
-    int32_t saved = __atomic_load_n(&gort__debug.netpollspin,
-                                    __ATOMIC_RELAXED);
+    int32_t saved = rt_set_netpollspin(0);
     CHECK_EQ(pipe2(ps_req, O_NONBLOCK), 0);
     CHECK_EQ(pipe(ps_rep), 0);
     CHECK_EQ(gort_fd_register(ps_req[1]), 0);
@@ -1254,7 +1252,7 @@ static void ps_main(void *arg)
         CHECK_LE(slow.polls, 10 * PS_ROUNDS);
     }
 
-    __atomic_store_n(&gort__debug.netpollspin, saved, __ATOMIC_RELAXED);
+    rt_set_netpollspin(saved);
     CHECK_EQ(gort_close(ps_req[1]), 0); /* the thread reads EOF */
     CHECK_EQ(pthread_join(th, NULL), 0);
     CHECK_EQ(close(ps_req[0]), 0);

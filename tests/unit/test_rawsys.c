@@ -11,7 +11,7 @@
  * skipped there, the rest holds.
  */
 #include "test_util.h"
-#include "runtime.h" /* the G's preemption stack (deep_dump) */
+#include "internal.h" /* the G's preemption stack (deep_dump) */
 
 #include <errno.h>
 #include <fcntl.h>

@@ -8,7 +8,7 @@
  * Sizes derive from GORT_RUNQ_SIZE (RQ below), so the cases also hold for a
  * build with a shrunk ring (a power of two >= 4).
  */
-#include "runtime.h"
+#include "internal.h"
 #include "test_util.h"
 
 #include <pthread.h>
@@ -72,10 +72,9 @@ static void reset(int32_t procs)
                         ">= 4, which runq.c needs\n", RQ);
         abort();
     }
-    gort__globrunq_fini(); /* the segments of the test before */
-    memset(&gort__sched, 0, sizeof gort__sched);
-    gort__gomaxprocs = procs;
-    gort__debug.randomize = 0;
+    rt_sched_reset(); /* also frees the segments of the test before */
+    rt_set_gomaxprocs(procs);
+    rt_set_randomize(false);
     check_layout();
 }
 
@@ -129,15 +128,6 @@ static bool global_empty(void)
 {
     struct g *none[1];
     return global_list(none, 0) == 0;
-}
-
-/* Pop the global queue's head as the scheduler does (woken part first). */
-static struct g *global_pop(void)
-{
-    if (gort__sched.runqsize == 0)
-        return NULL;
-    gort__sched.runqsize--;
-    return gort__globpop_locked();
 }
 
 /* ------------------------------------------------------------------------
@@ -247,14 +237,14 @@ static void drain_all_once(struct p *pp, struct g *gs, int n, char *seen)
 {
     bool inherit;
     struct g *gp;
-    while ((gp = get(pp, &inherit)) || (gp = global_pop())) {
+    while ((gp = get(pp, &inherit)) || (gp = rt_globrunq_pop_locked())) {
         CHECK(gp >= gs && gp < gs + n);
         CHECK_EQ(seen[gp - gs], 0);
         seen[gp - gs] = 1;
     }
     for (int i = 0; i < n; i++)
         CHECK_EQ(seen[i], 1);
-    gort__sched.runqsize = 0;
+    CHECK_EQ(gort__sched.runqsize, 0);
     memset(seen, 0, (size_t)n);
 }
 
@@ -304,8 +294,7 @@ static void overflow_round(uint32_t start)
 
     /* A put with next on a full ring kicks the old runnext, which spills
      * as the batch's last G; the new G stays in runnext. */
-    gort__globrunq_fini();
-    memset(&gort__sched, 0, sizeof gort__sched);
+    rt_sched_reset();
     gort__runqput(pp, &gs[0], true);
     for (int i = 1; i <= RQ; i++)
         gort__runqput(pp, &gs[i], false);
@@ -348,7 +337,7 @@ TEST(overflow_batch_129)
     fake_m.fastrand[0] = 0x9e3779b9u;
     fake_m.fastrand[1] = 0x7f4a7c15u;
     gort__setm(&fake_m);
-    gort__debug.randomize = 1;
+    rt_set_randomize(true);
     struct p *pp = newp(0);
     struct g *gs = newgs(RQ + 1, 1);
     for (int i = 0; i < RQ; i++)
@@ -367,7 +356,7 @@ TEST(overflow_batch_129)
         CHECK_EQ(inbatch[k], 0);
         inbatch[k] = 1;
     }
-    gort__debug.randomize = 0;
+    rt_set_randomize(false);
     gort__setm(NULL);
     CHECK_EQ(fake_m.locks, 0);
     char seen[RQ + 1];
@@ -492,7 +481,7 @@ TEST(globrunqget_batch)
     CHECK_EQ(gort__sched.runqsize, 100 - head);
 
     /* The batch never exceeds the queue (n/1+1 > n). */
-    gort__gomaxprocs = 1;
+    rt_set_gomaxprocs(1);
     CHECK(globget(p2, 0) == &gs[head]);
     CHECK_EQ(gort__runqlen(p2), imin(100 - head, RQ / 2) - 1);
     while (gort__runqlen(p2) > 0)
@@ -932,7 +921,7 @@ static void stress_round(int nthieves, uint64_t ops, bool randomized,
         owner_m.fastrand[0] = (uint32_t)seed | 1;
         owner_m.fastrand[1] = (uint32_t)(seed >> 32) | 1;
         gort__setm(&owner_m);
-        gort__debug.randomize = 1;
+        rt_set_randomize(true);
     }
 
     struct thief th[MAX_THIEVES];
@@ -1010,7 +999,7 @@ static void stress_round(int nthieves, uint64_t ops, bool randomized,
         thief_global += th[i].from_global;
     }
     if (randomized) {
-        gort__debug.randomize = 0;
+        rt_set_randomize(false);
         CHECK_EQ(owner_m.locks, 0);
         gort__setm(NULL);
     }
@@ -1019,11 +1008,11 @@ static void stress_round(int nthieves, uint64_t ops, bool randomized,
     uint64_t global_left = 0;
     gort__lock(&gort__sched.lock);
     int32_t left = gort__sched.runqsize;
-    while ((gp = global_pop())) {
+    while ((gp = rt_globrunq_pop_locked())) {
         consume(&st, gp);
         global_left++;
     }
-    gort__sched.runqsize = 0;
+    CHECK_EQ(gort__sched.runqsize, 0);
     gort__unlock(&gort__sched.lock);
     CHECK_EQ(left, (int64_t)global_left);
     for (int i = 0; i < st.nps; i++) {

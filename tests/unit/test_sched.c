@@ -10,7 +10,7 @@
  * of 8128 threads): there park_100k parks 5,000, gomaxprocs_change runs
  * 4,000, and million keeps at most ~2,000 unfinished.
  */
-#include "runtime.h"
+#include "internal.h"
 #include "test_util.h"
 
 #include <sys/resource.h>

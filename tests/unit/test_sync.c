@@ -5,7 +5,7 @@
  * Time bounds are for a loaded 2-core machine and are four times larger
  * under the sanitizers; loop counts shrink there.
  */
-#include "runtime.h"
+#include "internal.h"
 #include "test_util.h"
 
 /* Time bounds: generous for a loaded 2-core machine, more so under the

@@ -5,7 +5,7 @@
  * Lower bounds are exact (a timer never fires early).  Upper bounds hold
  * on a loaded 2-core machine and are doubled or more under sanitizers.
  */
-#include "runtime.h"
+#include "internal.h"
 #include "test_util.h"
 
 #include <errno.h>

@@ -11,7 +11,7 @@
  *
  * The checker needs python3; without it a case says so and skips.
  */
-#include "runtime.h"
+#include "internal.h"
 #include "test_util.h"
 
 #include <errno.h>
@@ -513,7 +513,7 @@ static void drops_main(void *arg)
 {
     (void)arg;
     CHECK_EQ(gort_trace_start(drops_path), 0);
-    store_relaxed(&gort__trace_stall, 1);
+    rt_set_trace_stall(true);
     /* Some 6 records a round trip: far more than the pool's 64+ buffers
      * of 1024 records. */
     struct pingpong pp = {make_chan(sizeof(int64_t), 0),
@@ -522,7 +522,7 @@ static void drops_main(void *arg)
     gort_go(trace_pinger, &pp);
     gort_go(trace_ponger, &pp);
     gort_waitgroup_wait(&wg);
-    store_relaxed(&gort__trace_stall, 0);
+    rt_set_trace_stall(false);
     CHECK_EQ(gort_trace_stop(), 0);
     free_chan(pp.ping);
     free_chan(pp.pong);
