@@ -17,11 +17,14 @@
 static struct {
     const char *name;
     gort_test_fn fn;
+    int hidden;
+    const char *const *opts;
 } tests[MAX_TESTS];
 static int ntests;
 static const char *self_path;
 
-void gort_test_register(const char *name, gort_test_fn fn)
+void gort_test_register(const char *name, gort_test_fn fn, int hidden,
+                        const char *const *opts)
 {
     if (ntests == MAX_TESTS) {
         fprintf(stderr, "test.h: more than %d cases\n", MAX_TESTS);
@@ -29,7 +32,23 @@ void gort_test_register(const char *name, gort_test_fn fn)
     }
     tests[ntests].name = name;
     tests[ntests].fn = fn;
+    tests[ntests].hidden = hidden;
+    tests[ntests].opts = opts;
     ntests++;
+}
+
+/* The ctest cases, one a line: the name, then its options separated by
+ * spaces; hidden cases left out (tests/list_cases.cmake reads this). */
+static void list_cases(void)
+{
+    for (int i = 0; i < ntests; i++) {
+        if (tests[i].hidden)
+            continue;
+        printf("%s", tests[i].name);
+        for (const char *const *o = tests[i].opts; o && *o; o++)
+            printf(" %s", *o);
+        printf("\n");
+    }
 }
 
 int64_t test_now_ns(void)
@@ -187,8 +206,7 @@ int main(int argc, char **argv)
     }
     const char *name = NULL;
     if (argc == 2 && strcmp(argv[1], "--list") == 0) {
-        for (int i = 0; i < ntests; i++)
-            printf("%s\n", tests[i].name);
+        list_cases();
         return 0;
     }
     if (argc == 2)

@@ -2,54 +2,6 @@
  * test_chan.c - channels against Go's semantics (the language spec and
  * chan.go): gort_chan_make/free/send/recv/trysend/tryrecv/close/len/cap.
  *
- *   fifo_buffered            values come out of a buffer in the order they
- *                            went in: filled and drained, across the ring's
- *                            wrap-around at every fill level, one producer
- *                            against one consumer, and several senders
- *                            blocked on a full buffer (each sender's own
- *                            order survives the hand-over into the buffer)
- *   fifo_unbuffered_single_sender  one sender, one or four receivers: each
- *                            receiver sees increasing values, every value
- *                            arrives exactly once
- *   handoff_unbuffered       a send on an unbuffered channel completes only
- *                            once a receiver has taken the value (and a
- *                            receive only once a sender has come); a parked
- *                            sender stays parked until then
- *   close_wakes_receivers    receivers parked in recv and in select are all
- *                            woken by close with ok == false and a zeroed
- *                            element; later receives do the same at once
- *   close_drains_buffer      a closed channel still yields its buffered
- *                            values, in order, then ok == false
- *   len_cap                  len and cap through sends, receives and close;
- *                            0 and 0 for NULL; a parked sender is not
- *                            counted in len
- *   large_elem               4 KiB, 65535-byte, 3-byte and 0-byte elements,
- *                            buffered and unbuffered: copied whole, nothing
- *                            written past the element
- *   nil_chan_blocks          a receive, a send and a select on NULL
- *                            channels block forever (the dump names them
- *                            "chan receive (nil chan)" and so on); the
- *                            non-blocking forms return false
- *   trysend_tryrecv          the non-blocking forms against empty, full,
- *                            parked-partner and closed channels
- *   chan_free_busy           gort_chan_free is -EBUSY while a goroutine is
- *                            blocked on the channel (recv, send, select),
- *                            0 after; a select that returned leaves no
- *                            trace on its other channels
- *   make_bad_args            -EINVAL for a NULL chp, elemsize 65536 and
- *                            sizes that overflow; make and free outside
- *                            gort_main and on a plain thread
- *   stress_mpmc              8 producers, 8 consumers and 2 forwarders over
- *                            16 channels of capacities 0, 1, 4 and 64,
- *                            mixing send, trysend and select at random at
- *                            GOMAXPROCS 4: every value received exactly
- *                            once, exact count and sum
- *   many_waiters             10,000 goroutines parked on one channel (half
- *                            in recv, half in a select that also waits on
- *                            a second channel), released one value at a
- *                            time: half the values release exactly half;
- *                            the second channel is left with no waiter
- *
  * Goroutines that must be parked before the next step are found in the
  * goroutine dump ("goroutine N [chan receive]:"), never guessed by
  * sleeping.  Under ThreadSanitizer, whose fibers count against its thread
@@ -190,6 +142,10 @@ static void fifo_buffered_main(void *arg)
     }
 }
 
+/* Values come out of a buffer in the order they went in: filled and drained,
+ * across the ring's wrap-around at every fill level, one producer against one
+ * consumer, and several senders blocked on a full buffer (each sender's own
+ * order survives the hand-over into the buffer). */
 TEST(fifo_buffered)
 {
     run_main(fifo_buffered_main, NULL);
@@ -284,6 +240,8 @@ static void fifo_unbuffered_main(void *arg)
     }
 }
 
+/* One sender, one or four receivers: each receiver sees increasing values,
+ * every value arrives exactly once. */
 TEST(fifo_unbuffered_single_sender)
 {
     run_main(fifo_unbuffered_main, NULL);
@@ -378,6 +336,9 @@ static void handoff_main(void *arg)
     free_chan(ho_ch);
 }
 
+/* A send on an unbuffered channel completes only once a receiver has taken the
+ * value (and a receive only once a sender has come); a parked sender stays
+ * parked until then. */
 TEST(handoff_unbuffered)
 {
     run_main(handoff_main, NULL);
@@ -469,6 +430,8 @@ static void close_wakes_main(void *arg)
     free_chan(cw_other);
 }
 
+/* Receivers parked in recv and in select are all woken by close with
+ * ok == false and a zeroed element; later receives do the same at once. */
 TEST(close_wakes_receivers)
 {
     run_main(close_wakes_main, NULL);
@@ -550,6 +513,8 @@ static void close_drains_main(void *arg)
     free_chan(cd_ch);
 }
 
+/* A closed channel still yields its buffered values, in order, then
+ * ok == false. */
 TEST(close_drains_buffer)
 {
     run_main(close_drains_main, NULL);
@@ -623,6 +588,8 @@ static void len_cap_main(void *arg)
     free_chan(lc_ch);
 }
 
+/* len and cap through sends, receives and close; 0 and 0 for NULL; a parked
+ * sender is not counted in len. */
 TEST(len_cap)
 {
     run_main(len_cap_main, NULL);
@@ -749,6 +716,8 @@ static void large_elem_main(void *arg)
     }
 }
 
+/* 4 KiB, 65535-byte, 3-byte and 0-byte elements, buffered and unbuffered:
+ * copied whole, nothing written past the element. */
 TEST(large_elem)
 {
     run_main(large_elem_main, NULL);
@@ -783,11 +752,6 @@ static void sized_sender_g(void *arg)
     gort_waitgroup_done(s->wg);
 }
 
-/* Sizes the buffered fast paths take (0, 4, 8, 16) and sizes they leave
- * to the general body, over several laps of small buffers: every value
- * arrives whole and in order, a receive into NULL drops exactly one, and
- * after the close the rest drains before ok turns false with a zeroed
- * element. */
 static void buffered_sizes_main(void *arg)
 {
     (void)arg;
@@ -826,6 +790,10 @@ static void buffered_sizes_main(void *arg)
     }
 }
 
+/* Sizes the buffered fast paths take (0, 4, 8, 16) and sizes they leave to the
+ * general body, over several laps of small buffers: every value arrives whole
+ * and in order, a receive into NULL drops exactly one, and after the close the
+ * rest drains before ok turns false with a zeroed element. */
 TEST(buffered_sizes)
 {
     run_main(buffered_sizes_main, NULL);
@@ -899,6 +867,9 @@ static void nil_chan_main(void *arg)
     /* Returning leaves the three blocked for good, as in Go. */
 }
 
+/* A receive, a send and a select on NULL channels block forever (the dump
+ * names them "chan receive (nil chan)" and so on); the non-blocking forms
+ * return false. */
 TEST(nil_chan_blocks)
 {
     run_main(nil_chan_main, NULL);
@@ -1008,6 +979,8 @@ static void trysend_tryrecv_main(void *arg)
     free_chan(tt_ch);
 }
 
+/* The non-blocking forms against empty, full, parked-partner and closed
+ * channels. */
 TEST(trysend_tryrecv)
 {
     run_main(trysend_tryrecv_main, NULL);
@@ -1103,6 +1076,9 @@ static void chan_free_busy_main(void *arg)
     free_chan(fb_a);
 }
 
+/* gort_chan_free is -EBUSY while a goroutine is blocked on the channel (recv,
+ * send, select), 0 after; a select that returned leaves no trace on its other
+ * channels. */
 TEST(chan_free_busy)
 {
     run_main(chan_free_busy_main, NULL);
@@ -1164,6 +1140,8 @@ static void make_bad_args_main(void *arg)
     CHECK_EQ(recv_i64(mb_thread_ch), 8);
 }
 
+/* -EINVAL for a NULL chp, elemsize 65536 and sizes that overflow; make and
+ * free outside gort_main and on a plain thread. */
 TEST(make_bad_args)
 {
     /* Outside gort_main and on a thread of its own: "May be called from
@@ -1402,6 +1380,9 @@ static void stress_mpmc_main(void *arg)
     free_chan(mp_stop);
 }
 
+/* 8 producers, 8 consumers and 2 forwarders over 16 channels of capacities 0,
+ * 1, 4 and 64, mixing send, trysend and select at random at GOMAXPROCS 4:
+ * every value received exactly once, exact count and sum. */
 TEST(stress_mpmc)
 {
     run_main(stress_mpmc_main, NULL);
@@ -1484,6 +1465,9 @@ static void many_waiters_main(void *arg)
     free_chan(mw_other);
 }
 
+/* 10,000 goroutines parked on one channel (half in recv, half in a select that
+ * also waits on a second channel), released one value at a time: half the
+ * values release exactly half; the second channel is left with no waiter. */
 TEST(many_waiters)
 {
     run_main(many_waiters_main, NULL);

@@ -1,21 +1,8 @@
 /*
  * test_ctx.c - the context switch alone (src/arch/<arch>.S): no scheduler,
  * no threads, just gort__ctx_make and gort__ctx_switch on mmap'd stacks.
- *
- *   pingpong         two made contexts switch back and forth, passing
- *                    incrementing values
- *   entry_arg        the first switch's arg reaches entry; later args are
- *                    the values of the switch calls
- *   callee_saved     every callee-saved register (loaded from assembly, and
- *                    as compiler-allocated live locals, integer and double)
- *                    survives a switch to a context that clobbers them all
- *   fp_control       rounding mode and flush-to-zero are per context, and a
- *                    new context inherits its creator's
- *   stack_alignment  entry runs on a 16-byte aligned stack with a frame
- *                    chain that ends, and ctx_make writes nothing at or
- *                    above stack_top
  */
-#include "runtime.h"
+#include "internal.h"
 #include "test.h"
 
 #include <fenv.h>
@@ -329,6 +316,7 @@ static void pp_b(void *arg)
     }
 }
 
+/* Two made contexts switch back and forth, passing incrementing values. */
 TEST(pingpong)
 {
     struct tstack sa, sb;
@@ -397,6 +385,8 @@ static void null_entry(void *arg)
     CHECK(!"null_entry resumed after it finished");
 }
 
+/* The first switch's arg reaches entry; later args are the values of the
+ * switch calls. */
 TEST(entry_arg)
 {
     struct tstack st[3];
@@ -545,6 +535,9 @@ static GORT_NOINLINE void cs_live_locals(void)
     CHECK(d9 == cs_vdin[9] * 1.25);
 }
 
+/* Every callee-saved register (loaded from assembly, and as compiler-allocated
+ * live locals, integer and double) survives a switch to a context that
+ * clobbers them all. */
 TEST(callee_saved)
 {
     struct tstack s;
@@ -729,6 +722,8 @@ static void fp_entry(void *arg)
     }
 }
 
+/* Rounding mode and flush-to-zero are per context, and a new context inherits
+ * its creator's. */
 TEST(fp_control)
 {
     fenv_t saved;
@@ -807,6 +802,8 @@ static void sa_entry(void *arg)
     CHECK(!"sa_entry resumed after it finished");
 }
 
+/* The entry function runs on a 16-byte aligned stack with a frame chain that
+ * ends, and ctx_make writes nothing at or above stack_top. */
 TEST(stack_alignment)
 {
     /* Every misalignment of stack_top; 64 canary bytes at and above it. */

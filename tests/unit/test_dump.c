@@ -2,57 +2,17 @@
  * test_dump.c - goroutine dumps: headers, backtraces, the grouped form,
  * SIGQUIT, fatal errors, GORTTRACEBACK, and the stack walker itself.
  *
- *   blocked_states        goroutines blocked on a channel, a gort mutex, a
- *                         sleep and a read(2) in the syscall path each show
- *                         their wait reason or status, the public gort call
- *                         and the (static) function that blocked, with
- *                         "created by ... in goroutine 1"; the dumping
- *                         goroutine comes first, [running], from its own
- *                         frames; gort's internal frames are hidden
- *   wait_minutes          ", N minutes" exactly as Go: only for waiting and
- *                         syscall goroutines that waited a minute or more
- *                         (white-box: waitsince faked)
- *   locked_to_thread      ", locked to thread" under gort_lock_os_thread
- *   not_started           a goroutine that has not run shows its start
- *                         function, without an offset
- *   running_and_preempted a goroutine spinning on another P is [running]
- *                         with "stack unavailable" (as Go); one preempted
- *                         by the signal shows the function it was
- *                         interrupted in (the walk crosses the preemption
- *                         stub into the copied signal context)
- *   internal_frames       GORTTRACEBACK=system shows gort's static
- *                         functions (gort__park, gostart), named from the
- *                         ELF symbol table; the default hides them
- *   grouped_leak          100 identical leaked goroutines are one entry of
- *                         100 in the grouped dump, groups sorted by count,
- *                         counts adding up to the total
- *   sigquit               SIGQUIT in a child: "SIGQUIT: quit", the PC line,
- *                         every goroutine with its backtrace, exit status 2
- *   sigquit_program_handler  a handler the program installs before or
- *                         during gort_main wins, SIG_IGN is kept, ours is
- *                         removed when gort_main returns
- *   fatal_backtrace       a fatal error's dump shows the failing
- *                         goroutine's frames and the others'
- *   traceback_levels      GORTTRACEBACK=none|single|all|system for a fatal
- *                         error and for SIGQUIT; a bad value is reported
- *   unwind_corrupt        the walker on fake stacks: exact frames of a good
- *                         chain, and loops, backward links, pointers out of
- *                         the stack, misalignment, the frame limit, the
- *                         preemption stub and random words never fault
- *   bad_fd                -EBADF for negative and unwritable descriptors;
- *                         dumps outside gort_main print no goroutine
- *
  * The same file is also built against the shared library (test_dump_shared,
- * GORT_TEST_SHARED): the cases that need no internal header run there, and
- * internal_frames then names static functions of libgort.so.
+ * GORT_TEST_SHARED): there the cases declared with TEST, which need no
+ * internal header, are its ctest entries, and internal_frames then names
+ * static functions of libgort.so.
  *
  * The functions that block are static and not inlined, and do work after
  * their blocking call, so that no tail call removes their frame: the dump
  * must name them from the executable's .symtab (dladdr would not).
  */
 #ifndef GORT_TEST_SHARED
-#include "runtime.h"
-#include "symbolize.h"
+#include "internal.h"
 #endif
 #include "test_util.h"
 
@@ -68,6 +28,14 @@
 #define GORT_OBJ "libgort.so"
 #else
 #define GORT_OBJ "test_dump"
+#endif
+
+/* A case of test_dump only: test_dump_shared keeps it hidden (no ctest
+ * entry there) and gives entries to the cases declared with TEST. */
+#ifdef GORT_TEST_SHARED
+#define TEST_STATIC_ONLY(name) TEST_HIDDEN(name)
+#else
+#define TEST_STATIC_ONLY(name) TEST(name)
 #endif
 
 /* True when asynchronous preemption works in this build; otherwise says
@@ -287,6 +255,11 @@ static void blocked_main(void *arg)
     blocked_release();
 }
 
+/* Goroutines blocked on a channel, a gort mutex, a sleep and a read(2) in the
+ * syscall path each show their wait reason or status, the public gort call and
+ * the (static) function that blocked, with "created by ... in goroutine 1";
+ * the dumping goroutine comes first, [running], from its own frames; gort's
+ * internal frames are hidden. */
 TEST(blocked_states)
 {
     run_main(blocked_main, NULL);
@@ -313,7 +286,7 @@ static struct g *find_g(int64_t goid)
 static void check_minutes(int64_t goid, int64_t ago, const char *what)
 {
     struct g *gp = find_g(goid);
-    gp->waitsince = ago ? gort_nanotime() - ago : 0;
+    rt_set_waitsince(gp, ago ? gort_nanotime() - ago : 0);
     char *d = dump_text();
     char *e = entry_of(d, goid);
     check_header(e, goid, what);
@@ -343,6 +316,8 @@ static void minutes_main(void *arg)
     blocked_release();
 }
 
+/* ", N minutes" exactly as Go: only for waiting and syscall goroutines that
+ * waited a minute or more (white-box: waitsince faked). */
 TEST(wait_minutes)
 {
     run_main(minutes_main, NULL);
@@ -380,7 +355,8 @@ static void locked_main(void *arg)
     free_chan(ch);
 }
 
-TEST(locked_to_thread)
+/* ", locked to thread" under gort_lock_os_thread. */
+TEST_STATIC_ONLY(locked_to_thread)
 {
     run_main(locked_main, NULL);
 }
@@ -428,6 +404,7 @@ static void not_started_main(void *arg)
     }
 }
 
+/* A goroutine that has not run shows its start function, without an offset. */
 TEST(not_started)
 {
     run_main(not_started_main, NULL);
@@ -494,7 +471,10 @@ static void running_main(void *arg)
         gort_sleep(MS);
 }
 
-TEST(running_and_preempted)
+/* A goroutine spinning on another P is [running] with "stack unavailable" (as
+ * Go); one preempted by the signal shows the function it was interrupted in
+ * (the walk crosses the preemption stub into the copied signal context). */
+TEST_STATIC_ONLY(running_and_preempted)
 {
     run_main(running_main, NULL);
 }
@@ -520,6 +500,8 @@ static void internal_main(void *arg)
     free_chan(bs_ch);
 }
 
+/* GORTTRACEBACK=system shows gort's static functions (gort__park, gostart),
+ * named from the ELF symbol table; the default hides them. */
 TEST(internal_frames)
 {
     /* GORTTRACEBACK is read by gort_main. */
@@ -642,6 +624,8 @@ static void leak_main(void *arg)
     free(t);
 }
 
+/* 100 identical leaked goroutines are one entry of 100 in the grouped dump,
+ * groups sorted by count, counts adding up to the total. */
 TEST(grouped_leak)
 {
     run_main(leak_main, NULL);
@@ -675,12 +659,14 @@ static void sigquit_main(void *arg)
     say("survived\n");
 }
 
-TEST(sigquit_child)
+TEST_HIDDEN(sigquit_child)
 {
     gort_main(sigquit_main, NULL);
     say("returned\n");
 }
 
+/* SIGQUIT in a child: "SIGQUIT: quit", the PC line, every goroutine with its
+ * backtrace, exit status 2. */
 TEST(sigquit)
 {
     struct test_child r;
@@ -733,18 +719,18 @@ static void raise_quit_main(void *arg)
     say("went on\n");
 }
 
-TEST(quit_before_child)
+TEST_HIDDEN(quit_before_child)
 {
     signal(SIGQUIT, program_quit);
     gort_main(raise_quit_main, NULL);
 }
 
-TEST(quit_during_child)
+TEST_HIDDEN(quit_during_child)
 {
     gort_main(raise_quit_main, (void *)1);
 }
 
-TEST(quit_ignored_child)
+TEST_HIDDEN(quit_ignored_child)
 {
     signal(SIGQUIT, SIG_IGN);
     gort_main(raise_quit_main, NULL);
@@ -759,7 +745,9 @@ static void quit_state_main(void *arg)
         signal(SIGQUIT, program_quit);
 }
 
-TEST(sigquit_program_handler)
+/* A handler the program installs before or during gort_main wins, SIG_IGN is
+ * kept, ours is removed when gort_main returns. */
+TEST_STATIC_ONLY(sigquit_program_handler)
 {
     static const char *const kids[] = {"quit_before_child",
                                        "quit_during_child"};
@@ -821,7 +809,7 @@ static void fatal_main(void *arg)
     say("survived\n");
 }
 
-TEST(fatal_child)
+TEST_HIDDEN(fatal_child)
 {
     gort_main(fatal_main, NULL);
 }
@@ -856,6 +844,8 @@ static void free_fatal(struct fatal_run *f)
     test_child_free(&f->r);
 }
 
+/* A fatal error's dump shows the failing goroutine's frames and the
+ * others'. */
 TEST(fatal_backtrace)
 {
     struct fatal_run f;
@@ -882,12 +872,14 @@ static void sigquit_none_main(void *arg)
     gort_sleep(60 * SEC);
 }
 
-TEST(sigquit_none_child)
+TEST_HIDDEN(sigquit_none_child)
 {
     gort_main(sigquit_none_main, NULL);
 }
 
-TEST(traceback_levels)
+/* GORTTRACEBACK=none|single|all|system for a fatal error and for SIGQUIT; a
+ * bad value is reported. */
+TEST_STATIC_ONLY(traceback_levels)
 {
     struct fatal_run f;
     /* none: the message only. */
@@ -961,6 +953,9 @@ static void chain(const size_t *idx, int n)
     }
 }
 
+/* The walker on fake stacks: exact frames of a good chain, and loops, backward
+ * links, pointers out of the stack, misalignment, the frame limit, the
+ * preemption stub and random words never fault. */
 TEST(unwind_corrupt)
 {
     uintptr_t pcs[GORT_TB_MAXFRAMES];
@@ -1027,7 +1022,6 @@ TEST(unwind_corrupt)
     uc->uc_mcontext.pc = 0x4242;
     uc->uc_mcontext.regs[29] = (uintptr_t)&stk[20];
 #endif
-    extern const char gort__async_preempt_ret[];
     stk[11] = (uintptr_t)gort__async_preempt_ret;
     s = (struct tbstart){.lo = (uintptr_t)&stk[0], .hi = (uintptr_t)&stk[STK],
                          .pc = 0x777, .fp = (uintptr_t)&stk[10],
@@ -1081,7 +1075,9 @@ static void bad_fd_main(void *arg)
     CHECK_EQ(gort_dump_goroutines(ro), -EBADF); /* closed */
 }
 
-TEST(bad_fd)
+/* -EBADF for negative and unwritable descriptors; dumps outside gort_main
+ * print no goroutine. */
+TEST_STATIC_ONLY(bad_fd)
 {
     run_main(bad_fd_main, NULL);
     /* Outside gort_main: no goroutine to show, no error. */

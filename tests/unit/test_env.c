@@ -9,7 +9,7 @@
  * sys/fs/cgroup/...), using real mountinfo line formats.  gort__read_env
  * runs in a child process with its own environment.
  */
-#include "runtime.h"
+#include "internal.h"
 #include "test_util.h"
 
 #include <dirent.h>
@@ -143,6 +143,9 @@ static const char *const MI_V1 =
  * GORTTRACEBACK.
  * ------------------------------------------------------------------------- */
 
+/* GORTTRACEBACK: none, single, all and system (blanks around them ignored) and
+ * unset parse silently; a bad value (empty, unknown, another case, a list) is
+ * one line naming it and what is expected, and the default is kept. */
 TEST(traceback)
 {
     cap_begin();
@@ -172,6 +175,8 @@ TEST(traceback)
  * GORTMAXPROCS.
  * ------------------------------------------------------------------------- */
 
+/* GORTMAXPROCS from 1 to 1024, with blanks and leading zeros, parses silently;
+ * unset gives the default. */
 TEST(maxprocs_valid)
 {
     cap_begin();
@@ -187,6 +192,10 @@ TEST(maxprocs_valid)
     free(out);
 }
 
+/* A bad GORTMAXPROCS (not a number, 0, negative, over 1024, a sign, blank, two
+ * numbers, an overflow) is one line naming it and the range, and the default
+ * is used; the message exactly, and a control character in the value printed
+ * as "?". */
 TEST(maxprocs_bad)
 {
     static const char *const bad[] = {"abc", "0",    "-3", "99999", "",
@@ -227,6 +236,10 @@ static struct gort_debugvars dv_default(void)
     return (struct gort_debugvars){.stackguard = -1};
 }
 
+/* Every GORTDEBUG key is parsed (schedtrace, scheddetail, asyncpreemptoff,
+ * randomize, stackguard in each policy, checkdeadoff, lockfence, netpollspin
+ * up to a second, trace=path taken whole with the last one winning); NULL, ""
+ * and "," change nothing; all silently. */
 TEST(debug_keys)
 {
     struct gort_debugvars dv = dv_default();
@@ -305,6 +318,11 @@ TEST(debug_many_bad)
     free(s);
 }
 
+/* A bad GORTDEBUG entry (a bad value, an unknown key, a key without a value, a
+ * trace path empty or too long, a number too large for an int32) is one line
+ * naming it and what is expected, and is ignored, the value before kept; good
+ * entries around bad ones still apply, and past the first five bad entries the
+ * rest are only counted. */
 TEST(debug_bad)
 {
     struct gort_debugvars dv = dv_default();
@@ -399,6 +417,9 @@ TEST(debug_bad)
  * GORTSTACKSIZE.
  * ------------------------------------------------------------------------- */
 
+/* GORTSTACKSIZE in bytes, k and m (either case, blanks trimmed): rounded up to
+ * whole pages from the 16 KiB minimum, up to 1 GiB; a bad or out-of-range
+ * value is one line naming it, and the default is kept. */
 TEST(stacksize)
 {
     const size_t d = GORT_DEFAULT_STACK_SIZE;
@@ -439,6 +460,9 @@ TEST(stacksize)
  * cgroup CPU limit.
  * ------------------------------------------------------------------------- */
 
+/* The cgroup v2 CPU limit from cpu.max on a fake tree: the tightest of the
+ * cgroup and its ancestors up to the mount point, "max" for none; the default
+ * GOMAXPROCS is the limit rounded up, capped by the CPUs. */
 TEST(cgroup_v2)
 {
     char *root = tree_new();
@@ -473,6 +497,9 @@ TEST(cgroup_v2)
     tree_free(root);
 }
 
+/* The cgroup v1 CPU limit from cpu.cfs_quota_us and cpu.cfs_period_us, -1 for
+ * none, the hierarchy root's files read too; on a hybrid host a v1 "cpu"
+ * hierarchy wins over the v2 line. */
 TEST(cgroup_v1)
 {
     char *root = tree_new();
@@ -508,6 +535,10 @@ TEST(cgroup_v1)
     tree_free(root);
 }
 
+/* A container that sees only its own sub-tree: paths are taken relative to the
+ * mount's root, a cgroup outside it (or "..") has no limit, an escaped space
+ * in the mount point is decoded, and of two mounts the one whose root covers
+ * the cgroup is used. */
 TEST(cgroup_mount_root)
 {
     char *root = tree_new();
@@ -549,6 +580,8 @@ TEST(cgroup_mount_root)
     tree_free(root);
 }
 
+/* A 256 KiB mountinfo line, a 1000-byte cgroup path and files without a final
+ * newline are read correctly. */
 TEST(cgroup_long_lines)
 {
     char *root = tree_new();
@@ -577,6 +610,9 @@ TEST(cgroup_long_lines)
     tree_free(root);
 }
 
+/* Missing trees, garbage in every file, limits too large or with a zero
+ * period: no crash, no limit (the default is the CPU count), no descriptor
+ * left open. */
 TEST(cgroup_missing)
 {
     int fds = count_fds();
@@ -632,6 +668,8 @@ TEST(cgroup_missing)
     CHECK_EQ(count_fds(), fds);
 }
 
+/* The default GOMAXPROCS: at least 1, at most GORT_MAX_PROCS, the cgroup limit
+ * rounded up without overflowing for huge limits. */
 TEST(default_procs)
 {
     char *root = tree_new();
@@ -653,6 +691,8 @@ TEST(default_procs)
     tree_free(root);
 }
 
+/* The CPUs of this process's affinity mask, between 1 and the configured
+ * count; the real machine's default GOMAXPROCS lies between 1 and them. */
 TEST(affinity)
 {
     int n = gort__affinity_cpus();
@@ -668,15 +708,15 @@ TEST(affinity)
  * gort__read_env, in a child with its own environment.
  * ------------------------------------------------------------------------- */
 
-TEST(read_env_child)
+TEST_HIDDEN(read_env_child)
 {
     const char *mode = getenv("GORT_TEST_ENV_MODE");
     CHECK(mode != NULL);
     bool good = strcmp(mode, "good") == 0;
     if (!good)
         unsetenv("GORTSTACKSIZE");
-    gort__stack_size = 77 * 4096;
-    gort__debug.schedtrace = 99;
+    rt_set_stack_size(77 * 4096);
+    rt_set_schedtrace(99);
     gort__read_env();
     CHECK_EQ(gort__ncpu, gort__affinity_cpus());
     if (good) {
@@ -694,6 +734,10 @@ TEST(read_env_child)
     CHECK_EQ(gort__debug.randomize, 0);
 }
 
+/* gort__read_env in a child: valid GORTMAXPROCS, GORTDEBUG and
+ * GORTSTACKSIZE are applied silently; a bad GORTMAXPROCS is one line and
+ * the default, an empty GORTDEBUG resets the knobs and an unset
+ * GORTSTACKSIZE keeps the size. */
 TEST(read_env)
 {
     static const char *const good[] = {

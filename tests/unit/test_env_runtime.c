@@ -2,21 +2,10 @@
  * test_env_runtime.c - settings and schedtrace through the real
  * gort_main, in child processes with their own environment.
  *
- *   maxprocs_abc, maxprocs_zero, maxprocs_negative, maxprocs_huge
- *                         a bad GORTMAXPROCS is reported on one stderr line
- *                         naming the value, and the program runs with the
- *                         default (affinity CPUs capped by the cgroup)
- *   debug_bad_schedtrace  GORTDEBUG=schedtrace=x: reported, program runs
- *   stacksize_too_small   GORTSTACKSIZE=1k: reported, default size kept
- *   set_stack_size        gort_set_stack_size bounds and -EBUSY
- *   schedtrace_format     GORTDEBUG=schedtrace=10: Go's SCHED line format
- *   schedtrace_many_procs the same with 300 Ps: lines of some 2 KB whole
- *   scheddetail_format    ...,scheddetail=1: Go's SCHED, P, M and G lines
- *
  * The parent clears GORTMAXPROCS, GORTDEBUG and GORTSTACKSIZE from its own
  * environment first, so that only what a case sets reaches the child.
  */
-#include "runtime.h"
+#include "internal.h"
 #include "test_util.h"
 
 #include <errno.h>
@@ -55,7 +44,7 @@ static void child_main(void *arg)
            (long long)child_ran, gort__stack_size);
 }
 
-TEST(settings_child)
+TEST_HIDDEN(settings_child)
 {
     CHECK_EQ(gort_main(child_main, NULL), 0);
 }
@@ -104,35 +93,41 @@ static void check_bad_maxprocs(const char *value)
     free(err);
 }
 
+/* GORTMAXPROCS=abc is reported on one stderr line naming the value, and the
+ * program runs with the default (affinity CPUs capped by the cgroup). */
 TEST(maxprocs_abc)
 {
     check_bad_maxprocs("abc");
 }
 
+/* GORTMAXPROCS=0: reported, the default used, as for abc. */
 TEST(maxprocs_zero)
 {
     check_bad_maxprocs("0");
 }
 
+/* GORTMAXPROCS=-3: reported, the default used, as for abc. */
 TEST(maxprocs_negative)
 {
     check_bad_maxprocs("-3");
 }
 
+/* GORTMAXPROCS=99999: reported, the default used, as for abc. */
 TEST(maxprocs_huge)
 {
     check_bad_maxprocs("99999");
 }
 
+/* The control: GORTMAXPROCS=3 is used, silently. */
 TEST(maxprocs_good)
 {
-    /* The control: a valid value is used, silently. */
     static const char *const env[] = {"GORTMAXPROCS=3", NULL};
     char *err = run_settings(env, 3);
     CHECK_EQ(strlen(err), 0);
     free(err);
 }
 
+/* GORTDEBUG=schedtrace=x: reported, program runs. */
 TEST(debug_bad_schedtrace)
 {
     static const char *const env[] = {"GORTDEBUG=schedtrace=x", NULL};
@@ -144,6 +139,7 @@ TEST(debug_bad_schedtrace)
     free(err);
 }
 
+/* GORTSTACKSIZE=1k: reported, default size kept. */
 TEST(stacksize_too_small)
 {
     static const char *const env[] = {"GORTSTACKSIZE=1k", NULL};
@@ -166,6 +162,7 @@ static void set_stack_size_main(void *arg)
     busy_err = gort_set_stack_size(128 * 1024);
 }
 
+/* gort_set_stack_size bounds and -EBUSY. */
 TEST(set_stack_size)
 {
     CHECK_EQ(gort_set_stack_size(1024), -EINVAL);
@@ -214,7 +211,7 @@ static void trace_main(void *arg)
     gort_waitgroup_wait(&busy_wg);
 }
 
-TEST(trace_child)
+TEST_HIDDEN(trace_child)
 {
     CHECK_EQ(gort_main(trace_main, NULL), 0);
 }
@@ -279,6 +276,7 @@ static void check_sched_line(regex_t *re, const char *line, int i)
     CHECK(matches(re, line));
 }
 
+/* GORTDEBUG=schedtrace=10: Go's SCHED line format. */
 TEST(schedtrace_format)
 {
     struct test_child r;
@@ -321,7 +319,8 @@ static int list_len(const char *line, const char *key)
     return n;
 }
 
-/* Long SCHED lines (300 Ps: some 2 KB) stay whole, one per line. */
+/* GORTDEBUG=schedtrace=10 with 300 Ps: the SCHED lines, of some 2 KB, stay
+ * whole, one per line. */
 TEST(schedtrace_many_procs)
 {
     struct test_child r;
@@ -341,6 +340,7 @@ TEST(schedtrace_many_procs)
     test_child_free(&r);
 }
 
+/* GORTDEBUG=schedtrace=10,scheddetail=1: Go's SCHED, P, M and G lines. */
 TEST(scheddetail_format)
 {
     struct test_child r;

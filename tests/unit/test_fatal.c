@@ -3,38 +3,10 @@
  * in a child process (test_run_child) and checks the exact message on its
  * stderr and that it died by SIGABRT.
  *
- *   deadlock                 main waits on a WaitGroup nobody will Done:
- *                            "all goroutines are asleep - deadlock!" and a
- *                            dump naming goroutine 1 [sync.WaitGroup.Wait]
- *   negative_waitgroup       "sync: negative WaitGroup counter"
- *   stack_overflow           unbounded recursion in a goroutine, default
- *                            guard: "stack overflow in goroutine N" and a
- *                            backtrace from the faulting frame
- *   stack_overflow_canary    GORTDEBUG=stackguard=canary: a small overflow
- *                            into the guard region is caught at the next
- *                            switch
- *   stack_overflow_mprotect  GORTDEBUG=stackguard=mprotect: the fault in
- *                            the guard is reported
- *   stack_overflow_madvise   the same with GORTDEBUG=stackguard=madvise
- *   stack_overflow_canary_unbounded  GORTDEBUG=stackguard=canary and
- *                            unbounded recursion: the fault at the arena's
- *                            guard, far below the stack, is reported as
- *                            this goroutine's overflow
- *   stack_overflow_canary_running  canary, a small overflow and then a
- *                            loop without gort calls: reported while the
- *                            goroutine runs (sysmon checks the canaries of
- *                            running goroutines)
- *   thread_limit             gort_set_max_threads(3) with four busy Ps:
- *                            "thread exhaustion"
- *   send_closed ... no_deadlock_timer  channels, select and timers (their
- *                            section below lists them)
- *   no_goroutine_* ... throw_runtime_frames  misuse against broken
- *                            invariants (the last section lists them)
- *
  * Child programs print progress on stdout (flushed at once: abort() does
  * not flush stdio buffers), so that the parent can tell how far they got.
  */
-#include "runtime.h"
+#include "internal.h"
 #include "test_util.h"
 
 #include <errno.h>
@@ -54,12 +26,14 @@ static void deadlock_main(void *arg)
     say("woke\n"); /* never */
 }
 
-TEST(deadlock_child)
+TEST_HIDDEN(deadlock_child)
 {
     gort_main(deadlock_main, NULL);
     say("returned\n");
 }
 
+/* main waits on a WaitGroup nobody will Done: "all goroutines are asleep -
+ * deadlock!" and a dump naming goroutine 1 [sync.WaitGroup.Wait]. */
 TEST(deadlock)
 {
     struct test_child r;
@@ -89,11 +63,12 @@ static void negative_main(void *arg)
     say("negative\n"); /* never */
 }
 
-TEST(negative_waitgroup_child)
+TEST_HIDDEN(negative_waitgroup_child)
 {
     gort_main(negative_main, NULL);
 }
 
+/* "sync: negative WaitGroup counter". */
 TEST(negative_waitgroup)
 {
     struct test_child r;
@@ -145,7 +120,7 @@ static void overflow_main(void *arg)
     gort_waitgroup_wait(&overflow_wg);
 }
 
-TEST(stack_overflow_child)
+TEST_HIDDEN(stack_overflow_child)
 {
     gort_main(overflow_main, NULL);
 }
@@ -197,18 +172,23 @@ static void check_overflow(const char *const *env, const char *detail)
  * only be chained for faults outside a guard).  Should a future ASan keep
  * the signal for itself, these cases fail rather than pass silently.
  */
+
+/* Unbounded recursion in a goroutine, default guard: "stack overflow in
+ * goroutine N" and a backtrace from the faulting frame. */
 TEST(stack_overflow)
 {
     static const char *const env[] = {"GORTDEBUG=", NULL};
     check_overflow(env, "fault at ");
 }
 
+/* GORTDEBUG=stackguard=mprotect: the fault in the guard is reported. */
 TEST(stack_overflow_mprotect)
 {
     static const char *const env[] = {"GORTDEBUG=stackguard=mprotect", NULL};
     check_overflow(env, "fault at ");
 }
 
+/* GORTDEBUG=stackguard=madvise: the fault in the guard is reported. */
 TEST(stack_overflow_madvise)
 {
     /* Where the kernel has no MADV_GUARD_INSTALL, gort falls back to
@@ -217,9 +197,9 @@ TEST(stack_overflow_madvise)
     check_overflow(env, "fault at ");
 }
 
-/* Unbounded recursion on a canary-guarded stack: nothing faults at the
- * stack's end, so the recursion runs down through the stacks below it in
- * its arena to the arena's own guard; the fault there is reported as this
+/* GORTDEBUG=stackguard=canary and unbounded recursion: nothing faults at the
+ * stack's end, so the recursion runs down through the stacks below it in its
+ * arena to the arena's own guard; the fault there is reported as this
  * goroutine's overflow (its stack pointer is far below its stack). */
 TEST(stack_overflow_canary_unbounded)
 {
@@ -302,7 +282,7 @@ static void canary_main(void *arg)
     gort_waitgroup_wait(&overflow_wg);
 }
 
-TEST(stack_overflow_canary_child)
+TEST_HIDDEN(stack_overflow_canary_child)
 {
     gort_main(canary_main, NULL);
 }
@@ -335,11 +315,14 @@ static void canary_spin_main(void *arg)
     gort_waitgroup_wait(&overflow_wg);
 }
 
-TEST(stack_overflow_canary_running_child)
+TEST_HIDDEN(stack_overflow_canary_running_child)
 {
     gort_main(canary_spin_main, NULL);
 }
 
+/* GORTDEBUG=stackguard=canary, a small overflow and then a loop without gort
+ * calls: reported while the goroutine runs (sysmon checks the canaries of
+ * running goroutines). */
 TEST(stack_overflow_canary_running)
 {
     static const char *const env[] = {"GORTDEBUG=stackguard=canary",
@@ -356,6 +339,8 @@ TEST(stack_overflow_canary_running)
     test_child_free(&r);
 }
 
+/* GORTDEBUG=stackguard=canary: a small overflow into the guard region is
+ * caught at the next switch. */
 TEST(stack_overflow_canary)
 {
     static const char *const env[] = {"GORTDEBUG=stackguard=canary", NULL};
@@ -404,7 +389,7 @@ static void limit_main(void *arg)
     say("all done\n"); /* never: the fourth thread is fatal */
 }
 
-TEST(thread_limit_child)
+TEST_HIDDEN(thread_limit_child)
 {
     CHECK_EQ(gort_set_max_threads(0), -EINVAL);
     CHECK_EQ(gort_set_max_threads(3), GORT_DEFAULT_MAX_THREADS);
@@ -412,6 +397,7 @@ TEST(thread_limit_child)
     say("returned\n");
 }
 
+/* gort_set_max_threads(3) with four busy Ps: "thread exhaustion". */
 TEST(thread_limit)
 {
     static const char *const env[] = {"GORTMAXPROCS=4", NULL};
@@ -426,27 +412,6 @@ TEST(thread_limit)
 
 /* ---------------------------------------------------------------------------
  * Channels, select and timers
- *
- *   send_closed              "send on closed channel", the sender named
- *                            [running] in the dump
- *   trysend_closed           the same through gort_chan_trysend (a select
- *                            with a default still panics in Go)
- *   select_send_closed       the same through a select send case
- *   close_closed             "close of closed channel"
- *   close_nil                "close of nil channel"
- *   sender_woken_by_close    a sender parked on a channel that is then
- *                            closed dies with "send on closed channel"
- *   deadlock_chan_recv       main receives on a channel nobody sends on:
- *                            deadlock, goroutine 1 [chan receive] (and a
- *                            parked sender [chan send])
- *   deadlock_nil_chan        main receives from a NULL channel: deadlock,
- *                            goroutine 1 [chan receive (nil chan)]
- *   deadlock_select_no_cases gort_select(NULL, 0) in main: deadlock,
- *                            goroutine 1 [select (no cases)]
- *   no_deadlock_timer        main sleeps 200 ms, then waits on a
- *                            gort_after channel, with every other goroutine
- *                            parked for good: a pending timer is no
- *                            deadlock; the program ends normally
  * ------------------------------------------------------------------------- */
 
 static gort_chan *chan_or_die(size_t elemsize, size_t cap)
@@ -511,21 +476,22 @@ static void send_closed_main(void *arg)
     say("after\n"); /* never */
 }
 
-TEST(send_closed_child)
+TEST_HIDDEN(send_closed_child)
 {
     gort_main(send_closed_main, (void *)0);
 }
 
-TEST(trysend_closed_child)
+TEST_HIDDEN(trysend_closed_child)
 {
     gort_main(send_closed_main, (void *)1);
 }
 
-TEST(select_send_closed_child)
+TEST_HIDDEN(select_send_closed_child)
 {
     gort_main(send_closed_main, (void *)2);
 }
 
+/* "send on closed channel", the sender named [running] in the dump. */
 TEST(send_closed)
 {
     struct test_child r;
@@ -534,6 +500,8 @@ TEST(send_closed)
     test_child_free(&r);
 }
 
+/* "send on closed channel" through gort_chan_trysend (a select with a default
+ * still panics in Go). */
 TEST(trysend_closed)
 {
     struct test_child r;
@@ -542,6 +510,7 @@ TEST(trysend_closed)
     test_child_free(&r);
 }
 
+/* "send on closed channel" through a select send case. */
 TEST(select_send_closed)
 {
     struct test_child r;
@@ -562,11 +531,12 @@ static void close_closed_main(void *arg)
     say("after\n"); /* never */
 }
 
-TEST(close_closed_child)
+TEST_HIDDEN(close_closed_child)
 {
     gort_main(close_closed_main, NULL);
 }
 
+/* "close of closed channel". */
 TEST(close_closed)
 {
     struct test_child r;
@@ -583,11 +553,12 @@ static void close_nil_main(void *arg)
     say("after\n"); /* never */
 }
 
-TEST(close_nil_child)
+TEST_HIDDEN(close_nil_child)
 {
     gort_main(close_nil_main, NULL);
 }
 
+/* "close of nil channel". */
 TEST(close_nil)
 {
     struct test_child r;
@@ -628,11 +599,13 @@ static void woken_main(void *arg)
     say("after close\n"); /* never */
 }
 
-TEST(sender_woken_by_close_child)
+TEST_HIDDEN(sender_woken_by_close_child)
 {
     gort_main(woken_main, NULL);
 }
 
+/* A sender parked on a channel that is then closed dies with "send on closed
+ * channel". */
 TEST(sender_woken_by_close)
 {
     struct test_child r;
@@ -670,11 +643,13 @@ static void dl_chan_main(void *arg)
     say("after\n"); /* never */
 }
 
-TEST(deadlock_chan_recv_child)
+TEST_HIDDEN(deadlock_chan_recv_child)
 {
     gort_main(dl_chan_main, NULL);
 }
 
+/* main receives on a channel nobody sends on: deadlock, goroutine 1 [chan
+ * receive] (and a parked sender [chan send]). */
 TEST(deadlock_chan_recv)
 {
     struct test_child r;
@@ -693,11 +668,13 @@ static void dl_nil_main(void *arg)
     say("after\n"); /* never */
 }
 
-TEST(deadlock_nil_chan_child)
+TEST_HIDDEN(deadlock_nil_chan_child)
 {
     gort_main(dl_nil_main, NULL);
 }
 
+/* main receives from a NULL channel: deadlock, goroutine 1 [chan receive (nil
+ * chan)]. */
 TEST(deadlock_nil_chan)
 {
     struct test_child r;
@@ -715,11 +692,12 @@ static void dl_select_main(void *arg)
     say("after\n"); /* never */
 }
 
-TEST(deadlock_select_no_cases_child)
+TEST_HIDDEN(deadlock_select_no_cases_child)
 {
     gort_main(dl_select_main, NULL);
 }
 
+/* gort_select(NULL, 0) in main: deadlock, goroutine 1 [select (no cases)]. */
 TEST(deadlock_select_no_cases)
 {
     struct test_child r;
@@ -774,12 +752,15 @@ static void nd_main(void *arg)
     say("received\n");
 }
 
-TEST(no_deadlock_timer_child)
+TEST_HIDDEN(no_deadlock_timer_child)
 {
     CHECK_EQ(gort_main(nd_main, NULL), 0);
     say("returned\n");
 }
 
+/* main sleeps 200 ms, then waits on a gort_after channel, with every other
+ * goroutine parked for good: a pending timer is no deadlock; the program ends
+ * normally. */
 TEST(no_deadlock_timer)
 {
     struct test_child r;
@@ -806,21 +787,16 @@ TEST(no_deadlock_timer)
  * goroutine runs is the program's error (its message names the call); a
  * runtime invariant that fails (gort__throw) shows gort's own frames in
  * the dump, which a misuse (gort__fatal) leaves out.
- *
- *   no_goroutine_sleep, no_goroutine_send  gort_sleep and gort_chan_send
- *                            before gort_main: "<call>: not called from a
- *                            goroutine"
- *   throw_runtime_frames     gort__throw in a goroutine: its own frame in
- *                            the dump; gort__fatal: not
  * ------------------------------------------------------------------------- */
 
-TEST(no_goroutine_sleep_child)
+TEST_HIDDEN(no_goroutine_sleep_child)
 {
     say("stage\n");
     gort_sleep(1000 * 1000);
     say("after\n"); /* never */
 }
 
+/* gort_sleep before gort_main: "gort_sleep: not called from a goroutine". */
 TEST(no_goroutine_sleep)
 {
     struct test_child r;
@@ -829,7 +805,7 @@ TEST(no_goroutine_sleep)
     test_child_free(&r);
 }
 
-TEST(no_goroutine_send_child)
+TEST_HIDDEN(no_goroutine_send_child)
 {
     gort_chan *ch;
     CHECK_EQ(gort_chan_make(&ch, sizeof(int), 1), 0);
@@ -838,6 +814,8 @@ TEST(no_goroutine_send_child)
     say("after\n"); /* never */
 }
 
+/* gort_chan_send before gort_main: "gort_chan_send: not called from a
+ * goroutine". */
 TEST(no_goroutine_send)
 {
     struct test_child r;
@@ -854,16 +832,17 @@ static GORT_NOINLINE void tr_fail(void *arg)
     gort__fatal("a misuse, on purpose");
 }
 
-TEST(throw_runtime_frames_child)
+TEST_HIDDEN(throw_runtime_frames_child)
 {
     gort_main(tr_fail, (void *)1);
 }
 
-TEST(fatal_program_frames_child)
+TEST_HIDDEN(fatal_program_frames_child)
 {
     gort_main(tr_fail, NULL);
 }
 
+/* gort__throw in a goroutine: its own frame in the dump; gort__fatal: not. */
 TEST(throw_runtime_frames)
 {
     struct test_child r;

@@ -2,27 +2,11 @@
  * test_foreign.c - threads gort did not create (plain pthreads) calling
  * into it while gort_main runs: channels, select, gort_go and sync.
  *
- *   foreign_send         4 pthreads each send 100,000 int64 values into a
- *                        channel drained by 2 goroutines, buffered and then
- *                        unbuffered: count and sum exact
- *   foreign_go           4 pthreads each start 1000 goroutines that count
- *                        and call gort_waitgroup_done: counts exact
- *   foreign_mutex_select 2 pthreads and 4 goroutines increment a counter
- *                        under one gort_mutex (never two inside, exact
- *                        total); a pthread selects over two channels fed
- *                        by goroutines until both close: exact sums
- *   foreign_no_deadlock  main blocks in a receive that only a pthread
- *                        sleeping outside gort will satisfy, while another
- *                        pthread is parked inside gort on a channel: a
- *                        foreign thread parked inside gort counts as
- *                        running, so this is no deadlock; then a goroutine
- *                        wakes a parked pthread in turn
- *
  * A foreign thread outside gort does not count for deadlock detection, so
  * main never waits in a way that only such a thread can end without
  * holding a system call (GORT_BLOCKING(pthread_join(...))) or a timer.
  */
-#include "chan.h" /* white box: foreign_no_deadlock peeks at a waitq */
+#include "internal.h" /* foreign_no_deadlock peeks at a waitq */
 #include "test_util.h"
 
 #include <errno.h>
@@ -99,6 +83,8 @@ static void fs_main(void *arg)
     free_chan(fs_ch);
 }
 
+/* 4 pthreads each send 100,000 int64 values into a channel drained by
+ * 2 goroutines, buffered and then unbuffered: count and sum exact. */
 TEST(foreign_send)
 {
     run_main(fs_main, (void *)(intptr_t)64);
@@ -151,6 +137,8 @@ static void fg_main(void *arg)
     CHECK_EQ(fg_sum, total * (total + 1) / 2);
 }
 
+/* 4 pthreads each start 1000 goroutines that count and call
+ * gort_waitgroup_done: counts exact. */
 TEST(foreign_go)
 {
     run_main(fg_main, NULL);
@@ -278,6 +266,9 @@ static void fm_main(void *arg)
     free_chan(fsel_b);
 }
 
+/* 2 pthreads and 4 goroutines increment a counter under one gort_mutex (never
+ * two inside, exact total); a pthread selects over two channels fed by
+ * goroutines until both close: exact sums. */
 TEST(foreign_mutex_select)
 {
     run_main(fm_main, NULL);
@@ -362,15 +353,17 @@ static void nd_main(void *arg)
     free_chan(nd_z);
 }
 
+/* main blocks in a receive that only a pthread sleeping outside gort will
+ * satisfy, while another pthread is parked inside gort on a channel: a foreign
+ * thread parked inside gort counts as running, so this is no deadlock; then a
+ * goroutine wakes a parked pthread in turn. */
 TEST(foreign_no_deadlock)
 {
     run_main(nd_main, NULL);
 }
 
 /* ---------------------------------------------------------------------------
- * foreign_read_only: a thread gort did not create that only reads
- * (gort_metrics_read, gort_numgoroutine) gets no M of its own, so it is
- * not counted or shown as a goroutine afterwards.
+ * foreign_read_only
  * ------------------------------------------------------------------------- */
 
 static int ro_done, ro_quit;
@@ -419,6 +412,9 @@ static void ro_main(void *arg)
     CHECK_EQ(pthread_join(th, NULL), 0);
 }
 
+/* A thread gort did not create that only reads (gort_metrics_read,
+ * gort_numgoroutine) gets no M of its own, so it is not counted or shown as a
+ * goroutine afterwards. */
 TEST(foreign_read_only)
 {
     run_main(ro_main, NULL);

@@ -297,7 +297,9 @@ __attribute__((noinline)) static void gdbtarget_main(void *arg)
     _exit(0);
 }
 
-TEST(target)
+/* The program gdb_test.sh debugs (see the top of this file); hidden, so no
+ * ctest entry of its own. */
+TEST_HIDDEN(target)
 {
     char size[32];
     snprintf(size, sizeof size, "%d", DEEP_STACK);

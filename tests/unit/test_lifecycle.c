@@ -3,12 +3,6 @@
  * process, for Valgrind (ctest entry valgrind.lifecycle runs this case
  * under memcheck with leak checking, and any error or leak fails it).
  *
- *   lifecycle   gort_main with GOMAXPROCS 2: 10,000 goroutines with
- *               defers (some ending by gort_goexit), nested wait groups, a
- *               GOMAXPROCS change while they run, goroutines still parked
- *               when main returns (discarded, as in Go); then gort_main
- *               again, which must start from a clean slate.
- *
  * Under Valgrind every thread runs serialised and each instruction is
  * interpreted, so the sizes stay modest.
  */
@@ -94,6 +88,10 @@ static void lifecycle_main(void *arg)
     CHECK_GE(gort_numgoroutine(), 11);
 }
 
+/* gort_main with GOMAXPROCS 2: 10,000 goroutines with defers (some ending by
+ * gort_goexit), nested wait groups, a GOMAXPROCS change while they run,
+ * goroutines still parked when main returns (discarded, as in Go); then
+ * gort_main again, which must start from a clean slate. */
 TEST(lifecycle)
 {
     /* Outside gort_main nothing is set (gort.h). */

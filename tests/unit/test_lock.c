@@ -2,22 +2,8 @@
  * test_lock.c - the runtime mutexes alone (lock_futex.c), on plain
  * threads without the scheduler (off the runtime gort__getm() is NULL,
  * which gort__lock accepts).
- *
- *   exclusion           8 threads take one lock 4,000 times each; some
- *                       holders keep it for 200 us, so waiters use up
- *                       their spinning and sleep in the kernel: the
- *                       critical sections never overlap, none is lost,
- *                       every sleeper is woken (a lost wake-up hangs the
- *                       case until its timeout), and sleeps did happen.
- *                       Runs in the protocol the library chose at load:
- *                       the fenced one where membarrier(2) works (checked
- *                       against the kernel here), else the exchange one
- *   exclusion_exchange  the same in a child run with GORTDEBUG=
- *                       lockfence=0: the exchange protocol, whatever the
- *                       kernel offers
- *   unlock_unlocked     unlocking a free lock is a fatal error naming it
  */
-#include "runtime.h"
+#include "internal.h"
 #include "test_util.h"
 
 #include <linux/membarrier.h>
@@ -28,7 +14,6 @@
 #include <time.h>
 #include <unistd.h>
 
-GORT_HIDDEN extern uint64_t gort__lock_sleeps;
 
 #define NTHREADS 8
 #define ITERS 4000
@@ -81,6 +66,12 @@ static void run_exclusion(void)
     CHECK_GT(sleeps, 0);
 }
 
+/* 8 threads take one lock 4,000 times each; some holders keep it for 200 us,
+ * so waiters use up their spinning and sleep in the kernel: the critical
+ * sections never overlap, none is lost, every sleeper is woken (a lost wake-up
+ * hangs the case until its timeout), and sleeps did happen.  Runs in the
+ * protocol the library chose at load: the fenced one where membarrier(2) works
+ * (checked against the kernel here), else the exchange one. */
 TEST(exclusion)
 {
     /* The library uses the fenced protocol exactly where the kernel
@@ -93,12 +84,14 @@ TEST(exclusion)
     run_exclusion();
 }
 
-TEST(exclusion_exchange_child)
+TEST_HIDDEN(exclusion_exchange_child)
 {
     CHECK(!gort__lock_fenced);
     run_exclusion();
 }
 
+/* The same as exclusion in a child run with GORTDEBUG=lockfence=0: the
+ * exchange protocol, whatever the kernel offers. */
 TEST(exclusion_exchange)
 {
     static const char *const env[] = {"GORTDEBUG= lockfence = 0 ", NULL};
@@ -113,12 +106,13 @@ TEST(exclusion_exchange)
     test_child_free(&r);
 }
 
-TEST(unlock_unlocked_child)
+TEST_HIDDEN(unlock_unlocked_child)
 {
     gort__unlock(&lk);
     say("survived\n");
 }
 
+/* Unlocking a free lock is a fatal error naming it. */
 TEST(unlock_unlocked)
 {
     struct test_child r;

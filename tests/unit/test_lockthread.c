@@ -2,28 +2,6 @@
  * test_lockthread.c - gort_lock_os_thread / gort_unlock_os_thread (Go's
  * LockOSThread): a locked goroutine runs only on its thread, and nothing
  * else runs there.
- *
- *   tid_stable                 a locked goroutine keeps its thread id over
- *                              200 rounds of gosched, sleep and channel
- *                              send/receive with a partner, while 8 other
- *                              goroutines yielding on 2 Ps record the
- *                              thread ids they run on: none of them ever
- *                              runs on the locked thread while it is locked
- *   nesting                    lock twice, unlock once: still locked (the
- *                              thread id holds with busy goroutines around);
- *                              unlocks past zero are harmless: a later
- *                              lock/unlock pair works as one level and the
- *                              goroutine ends unlocked (its thread lives on)
- *   exit_locked_ends_thread    a goroutine that returns while locked takes
- *                              its thread with it: the thread id leaves
- *                              /proc/self/task within 1 s (three times), and
- *                              the runtime keeps working (main is locked to
- *                              the main thread meanwhile, which must survive)
- *   main_locked_on_main_thread the main goroutine, after sleeps and yields
- *                              that may move it, locks: it is then on the
- *                              thread that called gort_main (tid == pid) and
- *                              stays there over sleeps and channel
- *                              operations
  */
 #include "test_util.h"
 
@@ -174,6 +152,10 @@ static void tid_stable_main(void *arg)
     free_chan(pong);
 }
 
+/* A locked goroutine keeps its thread id over 200 rounds of gosched, sleep and
+ * channel send/receive with a partner, while 8 other goroutines yielding on
+ * 2 Ps record the thread ids they run on: none of them ever runs on the locked
+ * thread while it is locked. */
 TEST(tid_stable)
 {
     run_main(tid_stable_main, NULL);
@@ -247,6 +229,9 @@ static void nesting_main(void *arg)
     free_chan(pong);
 }
 
+/* Lock twice, unlock once: still locked (the thread id holds with busy
+ * goroutines around); unlocks past zero are harmless: a later lock/unlock pair
+ * works as one level and the goroutine ends unlocked (its thread lives on). */
 TEST(nesting)
 {
     /* Outside the runtime: harmless no-ops. */
@@ -331,6 +316,10 @@ static void exit_locked_main(void *arg)
     gort_unlock_os_thread();
 }
 
+/* A goroutine that returns while locked takes its thread with it: the
+ * thread id leaves /proc/self/task within 1 s (three times), and the
+ * runtime keeps working (main is locked to the main thread meanwhile, which
+ * must survive). */
 TEST(exit_locked_ends_thread)
 {
     run_main(exit_locked_main, NULL);
@@ -379,6 +368,9 @@ static void main_locked_main(void *arg)
     free_chan(pong);
 }
 
+/* The main goroutine, after sleeps and yields that may move it, locks: it is
+ * then on the thread that called gort_main (tid == pid) and stays there over
+ * sleeps and channel operations. */
 TEST(main_locked_on_main_thread)
 {
     CHECK_EQ(tid(), getpid()); /* the test's main thread calls gort_main */

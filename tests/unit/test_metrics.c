@@ -1,43 +1,6 @@
 /*
  * test_metrics.c - the metrics against ground truth in controlled
  * programs.
- *
- *   table             the description table: sorted, Go's name syntax,
- *                     every Go scheduler metric present with its kind
- *   bad_input         unknown and NULL names read as GORT_METRIC_BAD
- *                     without disturbing the others; -EINVAL, -ENOENT,
- *                     -EPERM outside gort_main; histogram counts written
- *                     only up to the caller's capacity
- *   waiting           1000 goroutines parked on a channel: waiting=1000,
- *                     goroutines=1001, running=1, runnable=0, exactly;
- *                     back to 1 goroutine when they end
- *   running_runnable  one P busy with main: running=1 and the 8 other
- *                     spinning goroutines runnable=8, exactly; with 4 Ps,
- *                     4 running
- *   created           goroutines-created grows by exactly what was
- *                     started, from goroutines and from a foreign thread
- *   threads           /sched/threads/total:threads equals the entries of
- *                     /proc/self/task (less the threads that were there
- *                     before gort_main), also with 10 goroutines blocked
- *                     in read(2), which show as not-in-go=10 and make
- *                     syscall hand-offs
- *   latencies         8 goroutines taking turns on one P, 1 ms each: the
- *                     latency histogram gains about one sample in 8
- *                     rounds, most of them over 1 ms; Go's boundaries
- *   pauses            a GOMAXPROCS change adds one sample to each "other"
- *                     pause histogram; the gc ones stay empty
- *   counters          netpoll wake-ups exact for 20 pipe readers; steals
- *                     grow when a P idles beside a busy one; 5 wake-ups
- *                     of a sleeper on a P shared with goroutines that
- *                     never block take 5 preemptions: synchronous for
- *                     callers of gort, asynchronous (where signals are
- *                     on) for a loop without calls
- *   prometheus        the text format parsed line by line: HELP and TYPE
- *                     before samples, names, counters' _total, cumulative
- *                     buckets ending in +Inf equal to _count, values equal
- *                     to the read API's; the fd writer writes the same
- *   read_cost         reading every metric with 100,000 goroutines parked
- *                     costs about what it costs with none
  */
 #include "test_util.h"
 
@@ -123,6 +86,8 @@ static bool name_ok(const char *n)
     return true;
 }
 
+/* The description table: sorted, Go's name syntax, every Go scheduler metric
+ * present with its kind. */
 TEST(table)
 {
     static const struct {
@@ -227,6 +192,9 @@ static void bad_main(void *arg)
     CHECK_EQ(gort_metrics_write_prometheus(-1), -EBADF);
 }
 
+/* Unknown and NULL names read as GORT_METRIC_BAD without disturbing the
+ * others; -EINVAL, -ENOENT, -EPERM outside gort_main; histogram counts written
+ * only up to the caller's capacity. */
 TEST(bad_input)
 {
     /* Outside gort_main: -EPERM, and every kind BAD. */
@@ -307,6 +275,8 @@ static void waiting_main(void *arg)
     free_chan(w_stop);
 }
 
+/* 1000 goroutines parked on a channel: waiting=1000, goroutines=1001,
+ * running=1, runnable=0, exactly; back to 1 goroutine when they end. */
 TEST(waiting)
 {
     run_main(waiting_main, NULL);
@@ -374,6 +344,8 @@ static void rr_main(void *arg)
     gort_gomaxprocs(old);
 }
 
+/* One P busy with main: running=1 and the 8 other spinning goroutines
+ * runnable=8, exactly; with 4 Ps, 4 running. */
 TEST(running_runnable)
 {
     run_main(rr_main, NULL);
@@ -424,6 +396,8 @@ static void created_main(void *arg)
     }
 }
 
+/* goroutines-created grows by exactly what was started, from goroutines and
+ * from a foreign thread. */
 TEST(created)
 {
     run_main(created_main, NULL);
@@ -509,6 +483,9 @@ static void *th_nothing(void *arg)
     return arg;
 }
 
+/* /sched/threads/total:threads equals the entries of /proc/self/task (less the
+ * threads that were there before gort_main), also with 10 goroutines blocked
+ * in read(2), which show as not-in-go=10 and make syscall hand-offs. */
 TEST(threads)
 {
     /* Threads that are not the runtime's: ThreadSanitizer's own, which it
@@ -591,6 +568,8 @@ static void latencies_main(void *arg)
     gort_gomaxprocs(old);
 }
 
+/* 8 goroutines taking turns on one P, 1 ms each: the latency histogram gains
+ * about one sample in 8 rounds, most of them over 1 ms; Go's boundaries. */
 TEST(latencies)
 {
     run_main(latencies_main, NULL);
@@ -641,6 +620,8 @@ static void pauses_main(void *arg)
     CHECK_EQ(mhist("/sched/pauses/total/gc:seconds", gc), 0);
 }
 
+/* A GOMAXPROCS change adds one sample to each "other" pause histogram; the gc
+ * ones stay empty. */
 TEST(pauses)
 {
     run_main(pauses_main, NULL);
@@ -770,6 +751,10 @@ static void counters_main(void *arg)
     gort_gomaxprocs(old);
 }
 
+/* Netpoll wake-ups exact for 20 pipe readers; steals grow when a P idles
+ * beside a busy one; 5 wake-ups of a sleeper on a P shared with goroutines
+ * that never block take 5 preemptions: synchronous for callers of gort,
+ * asynchronous (where signals are on) for a loop without calls. */
 TEST(counters)
 {
     run_main(counters_main, NULL);
@@ -965,6 +950,9 @@ static void prom_main(void *arg)
     close(fd);
 }
 
+/* The text format parsed line by line: HELP and TYPE before samples, names,
+ * counters' _total, cumulative buckets ending in +Inf equal to _count, values
+ * equal to the read API's; the fd writer writes the same. */
 TEST(prometheus)
 {
     run_main(prom_main, NULL);
@@ -1044,6 +1032,8 @@ static void rc_main(void *arg)
     free_chan(rc_stop);
 }
 
+/* Reading every metric with 100,000 goroutines parked costs about what it
+ * costs with none. */
 TEST(read_cost)
 {
     /* ThreadSanitizer allows a few thousand fibers. */

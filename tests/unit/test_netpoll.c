@@ -1,72 +1,8 @@
 /*
  * test_netpoll.c - the network poller: goroutines wait for descriptors in
  * IO wait, not in threads.
- *
- *   pipe_readers           100 goroutines reading empty pipes add at most 2
- *                          threads; each gets what is written to it
- *   echo_many              a loopback TCP echo server with a goroutine per
- *                          connection and many clients doing round trips:
- *                          every byte right, threads <= GOMAXPROCS + 5
- *   read_deadline          a read on a silent connection ends with
- *                          -ETIMEDOUT within twice its deadline; a later
- *                          deadline re-arms reads
- *   deadline_moved         a read deadline moved later ten times ends the
- *                          read at the last one (the timer's first place in
- *                          the heap comes due first); moved earlier, at the
- *                          earlier one
- *   close_wakes_reader     gort_close from another goroutine wakes a parked
- *                          reader with -EBADF
- *   close_in_flight        on 1 P, a closed descriptor's number stays
- *                          taken until its woken reader has left the call,
- *                          which then closes it
- *   close_race             readers, writers and deadlines racing closes
- *                          20,000 times on every P: only data, -EBADF or
- *                          -ETIMEDOUT, no hang, no descriptor leaked
- *   sigpipe                a write to a broken pipe or socket fails with
- *                          -EPIPE (fd > 2) and the process lives; one to a
- *                          broken stdout ends it with SIGPIPE; a program
- *                          that ignores SIGPIPE keeps it ignored
- *   sigpipe_after_park     a writer parked in a full pipe that comes
- *                          back on another thread and then hits the closed
- *                          read end gets -EPIPE or its count, not SIGPIPE
- *   echo_server            examples/echo in its own process, 10,000
- *                          concurrent connections from this one: every
- *                          byte right, server threads <= GOMAXPROCS + 5,
- *                          exit 0 on SIGTERM
- *   io_wait_dump           a parked reader shows "[IO wait" in the dump
- *   bad_input              errors for unregistered and bad descriptors
- *   tcp_inq                on TCP sockets gort made, a read that takes
- *                          exactly what it asked for and empties the
- *                          socket makes the next read wait first: 2,000
- *                          exact round trips on 1 P, at most 200 reads
- *                          that find nothing; a message already queued
- *                          behind an exact read is read at once; EOF
- *                          after an exact read of the last bytes
- *   short_reads            after a short read of a stream the next read
- *                          waits for readiness first: data sent in two
- *                          pieces (the second after the reader's short
- *                          read) always arrives, over a pipe and a stream
- *                          socketpair, every byte in order; on a datagram
- *                          socketpair (where a short read does not empty
- *                          it) two datagrams sent at once are both read
- *   poll_spin              on 1 P, round trips with a thread that answers
- *                          after 1 ms: without the poller's spin
- *                          (GORTDEBUG=netpollspin=0) at least half of them
- *                          put the poller to sleep in epoll_wait; with the
- *                          spin it stops spinning (it does not pay: at most
- *                          10 polls a round, where spinning would make 40
- *                          or more); every byte echoed
- *   spin_policy            the spin's economics, fed gaps and the CPU a
- *                          sleep costs directly: with sleeps of 20 us it
- *                          keeps spinning for gaps of 5 us, stops for gaps
- *                          of 1 ms within 64 spells, probes every 64th
- *                          spell meanwhile, starts again when the gaps are
- *                          short again, and does not flap when they
- *                          alternate; with sleeps of 6 us it spins for
- *                          gaps of 2 us but not of 20 us; unmeasured, the
- *                          gain is 10 us
  */
-#include "runtime.h"
+#include "internal.h"
 #include "test_util.h"
 
 #include <errno.h>
@@ -125,6 +61,8 @@ static void pr_main(void *arg)
     }
 }
 
+/* 100 goroutines reading empty pipes add at most 2 threads; each gets what is
+ * written to it. */
 TEST(pipe_readers)
 {
     run_main(pr_main, NULL);
@@ -242,7 +180,11 @@ static void em_main(void *arg)
     gort_sleep(10 * 1000 * 1000);
 }
 
-TEST(echo_many)
+/* A loopback TCP echo server with a goroutine per connection and many clients
+ * doing round trips: every byte right, threads <= GOMAXPROCS + 5.  It opens
+ * thousands of loopback connections, and so does echo_server: never both at
+ * once. */
+TEST_WITH(echo_many, TEST_RESOURCE_LOCK("loopback_connections"))
 {
     /* Two descriptors a connection, plus room. */
     struct rlimit rl;
@@ -300,6 +242,8 @@ static void rd_main(void *arg)
     CHECK_EQ(gort_close(sv[1]), 0);
 }
 
+/* A read on a silent connection ends with -ETIMEDOUT within twice its
+ * deadline; a later deadline re-arms reads. */
 TEST(read_deadline)
 {
     run_main(rd_main, NULL);
@@ -361,6 +305,9 @@ static void dm_main(void *arg)
     CHECK_EQ(gort_close(sv[1]), 0);
 }
 
+/* A read deadline moved later ten times ends the read at the last one (the
+ * timer's first place in the heap comes due first); moved earlier, at the
+ * earlier one. */
 TEST(deadline_moved)
 {
     run_main(dm_main, NULL);
@@ -391,6 +338,7 @@ static void cw_main(void *arg)
     CHECK_EQ(gort_close(rd_fds[1]), 0);
 }
 
+/* gort_close from another goroutine wakes a parked reader with -EBADF. */
 TEST(close_wakes_reader)
 {
     run_main(cw_main, NULL);
@@ -442,6 +390,8 @@ static void cf_main(void *arg)
     CHECK_EQ(gort_close(cf_fds[1]), 0);
 }
 
+/* On 1 P, a closed descriptor's number stays taken until its woken reader has
+ * left the call, which then closes it. */
 TEST(close_in_flight)
 {
     run_main(cf_main, NULL);
@@ -537,6 +487,8 @@ static void cr_main(void *arg)
     CHECK_EQ(cr_count_fds(), before);
 }
 
+/* Readers, writers and deadlines racing closes 20,000 times on every P: only
+ * data, -EBADF or -ETIMEDOUT, no hang, no descriptor leaked. */
 TEST(close_race)
 {
     run_main(cr_main, NULL);
@@ -586,7 +538,7 @@ static void sp_stdout_main(void *arg)
     fprintf(stderr, "still alive after a write to a broken stdout\n");
 }
 
-TEST(sigpipe_stdout_child)
+TEST_HIDDEN(sigpipe_stdout_child)
 {
     run_main(sp_stdout_main, NULL);
 }
@@ -605,6 +557,9 @@ static void sp_ignored_main(void *arg)
     close(p[1]);
 }
 
+/* A write to a broken pipe or socket fails with -EPIPE (fd > 2) and the
+ * process lives; one to a broken stdout ends it with SIGPIPE; a program that
+ * ignores SIGPIPE keeps it ignored. */
 TEST(sigpipe)
 {
     run_main(sp_main, NULL);
@@ -701,6 +656,8 @@ static void spp_main(void *arg)
     CHECK(moved > 0);
 }
 
+/* A writer parked in a full pipe that comes back on another thread and then
+ * hits the closed read end gets -EPIPE or its count, not SIGPIPE. */
 TEST(sigpipe_after_park)
 {
     run_main(spp_main, NULL);
@@ -723,6 +680,7 @@ static void dump_main(void *arg)
     gort_close(rd_fds[1]);
 }
 
+/* A parked reader shows "[IO wait" in the dump. */
 TEST(io_wait_dump)
 {
     run_main(dump_main, NULL);
@@ -743,6 +701,7 @@ static void bad_main(void *arg)
     CHECK_EQ(gort_close(fds[1]), -EBADF); /* closed already */
 }
 
+/* Errors for unregistered and bad descriptors. */
 TEST(bad_input)
 {
     run_main(bad_main, NULL);
@@ -858,6 +817,11 @@ static void sr_main(void *arg)
     free_chan(sr_ack);
 }
 
+/* After a short read of a stream the next read waits for readiness first: data
+ * sent in two pieces (the second after the reader's short read) always
+ * arrives, over a pipe and a stream socketpair, every byte in order; on a
+ * datagram socketpair (where a short read does not empty it) two datagrams
+ * sent at once are both read. */
 TEST(short_reads)
 {
     run_main(sr_main, NULL);
@@ -932,7 +896,11 @@ static void es_main(void *arg)
     CHECK(server_threads <= ES_PROCS + 5);
 }
 
-TEST(echo_server)
+/* examples/echo in its own process, 10,000 concurrent connections from this
+ * one: every byte right, server threads <= GOMAXPROCS + 5, exit 0 on SIGTERM.
+ * It opens thousands of loopback connections, and so does echo_many: never
+ * both at once. */
+TEST_WITH(echo_server, TEST_RESOURCE_LOCK("loopback_connections"))
 {
     const char *dir = getenv("GORT_EXAMPLES_DIR");
     if (!dir || getenv("GORT_TEST_EMULATOR")) {
@@ -1161,6 +1129,10 @@ static void ti_main(void *arg)
     CHECK_EQ(gort_close(ti_lfd), 0);
 }
 
+/* On TCP sockets gort made, a read that takes exactly what it asked for and
+ * empties the socket makes the next read wait first: 2,000 exact round trips
+ * on 1 P, at most 200 reads that find nothing; a message already queued behind
+ * an exact read is read at once; EOF after an exact read of the last bytes. */
 TEST(tcp_inq)
 {
     run_main(ti_main, NULL);
@@ -1224,8 +1196,7 @@ struct ps_counts {
  * the epoll_wait calls meanwhile. */
 static struct ps_counts ps_rounds(int spin_us, int64_t delay)
 {
-    /* Relaxed: the poller reads it at each sleep, atomically. */
-    __atomic_store_n(&gort__debug.netpollspin, spin_us, __ATOMIC_RELAXED);
+    rt_set_netpollspin(spin_us);
     __atomic_store_n(&ps_delay_ns, delay, __ATOMIC_RELAXED);
     int64_t b0 = __atomic_load_n(&ps_blocking, __ATOMIC_RELAXED);
     int64_t p0 = __atomic_load_n(&ps_polls, __ATOMIC_RELAXED);
@@ -1245,8 +1216,7 @@ static void ps_main(void *arg)
 {
     (void)arg;
     int procs = gort_gomaxprocs(1);
-    int32_t saved = __atomic_load_n(&gort__debug.netpollspin,
-                                    __ATOMIC_RELAXED);
+    int32_t saved = rt_set_netpollspin(0);
     CHECK_EQ(pipe2(ps_req, O_NONBLOCK), 0);
     CHECK_EQ(pipe(ps_rep), 0);
     CHECK_EQ(gort_fd_register(ps_req[1]), 0);
@@ -1282,7 +1252,7 @@ static void ps_main(void *arg)
         CHECK_LE(slow.polls, 10 * PS_ROUNDS);
     }
 
-    __atomic_store_n(&gort__debug.netpollspin, saved, __ATOMIC_RELAXED);
+    rt_set_netpollspin(saved);
     CHECK_EQ(gort_close(ps_req[1]), 0); /* the thread reads EOF */
     CHECK_EQ(pthread_join(th, NULL), 0);
     CHECK_EQ(close(ps_req[0]), 0);
@@ -1291,6 +1261,11 @@ static void ps_main(void *arg)
     gort_gomaxprocs(procs);
 }
 
+/* On 1 P, round trips with a thread that answers after 1 ms: without the
+ * poller's spin (GORTDEBUG=netpollspin=0) at least half of them put the poller
+ * to sleep in epoll_wait; with the spin it stops spinning (it does not pay: at
+ * most 10 polls a round, where spinning would make 40 or more); every byte
+ * echoed. */
 TEST(poll_spin)
 {
     run_main(ps_main, NULL);
@@ -1331,6 +1306,12 @@ static int sp_run(int n, int64_t gap)
     return spun;
 }
 
+/* The spin's economics, fed gaps and the CPU a sleep costs directly: with
+ * sleeps of 20 us it keeps spinning for gaps of 5 us, stops for gaps of 1 ms
+ * within 64 spells, probes every 64th spell meanwhile, starts again when the
+ * gaps are short again, and does not flap when they alternate; with sleeps of
+ * 6 us it spins for gaps of 2 us but not of 20 us; unmeasured, the gain is
+ * 10 us. */
 TEST(spin_policy)
 {
     /* Where a sleep costs 20 us of CPU. */

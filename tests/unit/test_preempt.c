@@ -3,46 +3,6 @@
  * calling gort is interrupted (SIGURG) and made to yield at a safe point,
  * with every register intact.
  *
- *   spin_preempted        GORTMAXPROCS=1 (child): a goroutine spins 400 ms
- *                         in plain code (a relaxed load and a volatile
- *                         counter, no call at all) while main sleeps 1 ms
- *                         over and over: main wakes many times during the
- *                         spin, the median wake-up within 50 ms
- *   spin_asyncpreemptoff  the same with GORTDEBUG=asyncpreemptoff=1: main
- *                         wakes only after the spin has ended
- *   vector_state          4 goroutines on 2 Ps (then 2 on 1 P) run assembly
- *                         loops that keep every vector register live (AVX2
- *                         ymm0-15; AVX-512 zmm0-31 and k1-k7; SSE xmm0-15,
- *                         the x87 stack, MXCSR, the x87 control word and 13
- *                         general registers; on aarch64 v0-v31, x8-x17,
- *                         x19-x28 and FPCR) for about a second each round
- *                         while sysmon preempts them; every chunk's result
- *                         is checked against a closed form computed in C,
- *                         every spinner progressed before the stop (they
- *                         were interleaved) and main woke meanwhile
- *   malloc_printf_loop    1 P: a goroutine spends 2 s in malloc/free,
- *                         snprintf and fprintf to a FILE shared with a
- *                         second goroutine that sleeps 1 ms at a time and
- *                         writes the same FILE: preemption must never
- *                         happen inside libc (a preempted malloc or fprintf
- *                         would deadlock or interleave lines): no deadlock
- *                         (a watchdog reports one), every line intact, all
- *                         snprintf output exact, and the sleeper woke >= 20
- *                         times during those 2 s (>= 2 under a sanitizer,
- *                         whose runtime the loop hardly leaves)
- *   preempt_disable       1 P: between gort_preempt_disable() and
- *                         gort_preempt_enable() (nested twice, enabled
- *                         once) a goroutine spinning 300 ms keeps the P
- *                         (main, sleeping 1 ms at a time, never runs while
- *                         it is inside); after the last enable it is
- *                         preempted again (main runs >= 3 times in 300 ms)
- *   idle_then_spin        1 P, five times: 150 ms with every P idle (sysmon
- *                         sleeps deeply), then a goroutine spins while main
- *                         sleeps 1 ms: the median of main's lateness is at
- *                         most 16 ms (one 10 ms preemption period and
- *                         slack; sysmon coming back on its long rounds
- *                         would make it about 20)
- *
  * ThreadSanitizer defers asynchronous signals to its own safe points and
  * passes handlers a copy of the context, so gort turns asynchronous
  * preemption off there; Valgrind cannot deliver it either.  There (and
@@ -269,7 +229,7 @@ static void sp_child_run(void)
     say("ok\n");
 }
 
-TEST(spin_preempted_child)
+TEST_HIDDEN(spin_preempted_child)
 {
     sp_child_run();
 }
@@ -302,6 +262,10 @@ static void run_child_ok(const char *name, const char *const *env,
     CHECK_STR_CONTAINS(r->out, "\nok\n");
 }
 
+/* GORTMAXPROCS=1 (child): a goroutine spins 400 ms in plain code (a relaxed
+ * load and a volatile counter, no call at all) while main sleeps 1 ms over and
+ * over: main wakes many times during the spin, the median wake-up within
+ * 50 ms. */
 TEST(spin_preempted)
 {
     if (!async_preempt_expected("spin_preempted"))
@@ -318,11 +282,13 @@ TEST(spin_preempted)
     test_child_free(&r);
 }
 
-TEST(spin_asyncpreemptoff_child)
+TEST_HIDDEN(spin_asyncpreemptoff_child)
 {
     sp_child_run();
 }
 
+/* spin_preempted with GORTDEBUG=asyncpreemptoff=1: main wakes only after the
+ * spin has ended. */
 TEST(spin_asyncpreemptoff)
 {
     static const char *const env[] = {"GORTMAXPROCS=1",
@@ -1073,6 +1039,13 @@ static void pv_round_main(void *arg)
     }
 }
 
+/* 4 goroutines on 2 Ps (then 2 on 1 P) run assembly loops that keep every
+ * vector register live (AVX2 ymm0-15; AVX-512 zmm0-31 and k1-k7; SSE xmm0-15,
+ * the x87 stack, MXCSR, the x87 control word and 13 general registers; on
+ * aarch64 v0-v31, x8-x17, x19-x28 and FPCR) for about a second each round
+ * while sysmon preempts them; every chunk's result is checked against a closed
+ * form computed in C, every spinner progressed before the stop (they were
+ * interleaved) and main woke meanwhile. */
 TEST(vector_state)
 {
 #if defined(__x86_64__)
@@ -1264,6 +1237,13 @@ static void mp_verify(void)
     CHECK_EQ(next[1], mp_blines);
 }
 
+/* 1 P: a goroutine spends 2 s in malloc/free, snprintf and fprintf to a FILE
+ * shared with a second goroutine that sleeps 1 ms at a time and writes the
+ * same FILE: preemption must never happen inside libc (a preempted malloc or
+ * fprintf would deadlock or interleave lines): no deadlock (a watchdog reports
+ * one), every line intact, all snprintf output exact, and the sleeper
+ * woke >= 20 times during those 2 s (>= 2 under a sanitizer, whose runtime the
+ * loop hardly leaves). */
 TEST(malloc_printf_loop)
 {
     mp_file = open_memstream(&mp_buf, &mp_len);
@@ -1351,17 +1331,17 @@ static void pd_main(void *arg)
         CHECK_GE(enabled, 3);
 }
 
+/* 1 P: between gort_preempt_disable() and gort_preempt_enable() (nested twice,
+ * enabled once) a goroutine spinning 300 ms keeps the P (main, sleeping 1 ms
+ * at a time, never runs while it is inside); after the last enable it is
+ * preempted again (main runs >= 3 times in 300 ms). */
 TEST(preempt_disable)
 {
     run_main(pd_main, NULL);
 }
 
 /* ---------------------------------------------------------------------------
- * user_signals: the program's own signal handlers keep working while gort
- * preempts with SIGURG.  A SIGURG handler installed before gort_main is
- * still called for a SIGURG the program sends itself (it may also see
- * gort's own); a SIGUSR1 handler runs while goroutines spin and are
- * preempted; a read(2) interrupted by the preemption signal restarts.
+ * user_signals
  * ------------------------------------------------------------------------- */
 
 #include <signal.h>
@@ -1436,6 +1416,11 @@ static void us_main(void *arg)
     say("usr1 %d urg %d\n", usr1, urg);
 }
 
+/* The program's own signal handlers keep working while gort preempts with
+ * SIGURG. A SIGURG handler installed before gort_main is still called for a
+ * SIGURG the program sends itself (it may also see gort's own); a
+ * SIGUSR1 handler runs while goroutines spin and are preempted; a read(2)
+ * interrupted by the preemption signal restarts. */
 TEST(user_signals)
 {
     struct sigaction sa;
@@ -1454,8 +1439,7 @@ TEST(user_signals)
 }
 
 /* ---------------------------------------------------------------------------
- * allow_object: declaring a shared object safe for preemption finds the
- * object that holds the address, and refuses an address in none.
+ * allow_object
  * ------------------------------------------------------------------------- */
 
 #include <math.h>
@@ -1473,6 +1457,8 @@ static void ao_main(void *arg)
     CHECK(f(0.0) == 1.0);
 }
 
+/* Declaring a shared object safe for preemption finds the object that holds
+ * the address, and refuses an address in none. */
 TEST(allow_object)
 {
     CHECK_EQ(gort_main(ao_main, NULL), 0);
@@ -1520,6 +1506,10 @@ static void its_main(void *arg)
     gort_gomaxprocs(procs);
 }
 
+/* 1 P, five times: 150 ms with every P idle (sysmon sleeps deeply), then a
+ * goroutine spins while main sleeps 1 ms: the median of main's lateness is at
+ * most 16 ms (one 10 ms preemption period and slack; sysmon coming back on its
+ * long rounds would make it about 20). */
 TEST(idle_then_spin)
 {
     if (!async_preempt_expected("idle_then_spin"))

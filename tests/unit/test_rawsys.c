@@ -2,37 +2,6 @@
  * test_rawsys.c - system calls nobody wrapped, and goroutines deep in
  * their stacks: never interrupted by gort, found at any depth.
  *
- *   raw_calls_p1, raw_calls_p4
- *       GOMAXPROCS 1 and 4, CPU hogs on every P, main sleeping 1 ms in a
- *       loop: goroutines make thousands of raw blocking calls between them
- *       (nanosleep, poll, select, epoll_wait, sem_wait, sem_timedwait,
- *       read on a pipe, accept on a blocking socket; helper threads post,
- *       write and connect).  No call returns EINTR, every sleep lasts its
- *       time, every count is exact, and main keeps running: the Ps of the
- *       sleeping calls go to other threads.
- *   raw_long_sleep
- *       2 idle Ps: a raw nanosleep(600 ms) returns 0 after 600 ms; and on
- *       1 P beside a hog, a raw nanosleep(300 ms) returns 0 while main,
- *       sleeping 1 ms at a time, is not held up for 300 ms.
- *   blocking_no_eintr
- *       4 Ps with hogs: 3,000 GORT_BLOCKING(nanosleep(...)) calls, none
- *       interrupted (no signal lands in a wrapped call).
- *   raw_after_slice
- *       2 Ps, two goroutines each that compute for 10-12 ms (just past
- *       their time slice, when the preemption signal is asked for) and
- *       then make a raw 1 ms poll or nanosleep, for 3 s: no EINTR.
- *   deep_preempt
- *       1 P: a goroutine loops with 90% of its stack in use; main's 1 ms
- *       sleeps still end (it is preempted at that depth), and the values
- *       its loop keeps in registers come through intact.
- *   deep_raw_read
- *       1 P: a raw read(2) on an empty pipe with 90% of the stack in use:
- *       another goroutine runs within 100 ms (found and handed off at that
- *       depth), then the reader gets its data.
- *   deep_dump
- *       a goroutine preempted deep in its stack shows its deep function in
- *       gort_dump_goroutines.
- *
  * Under ThreadSanitizer and Valgrind there are no preemption signals and
  * nothing takes the P of a thread in a raw call: the deep cases are
  * skipped there, and the others run without hogs and without checking
@@ -42,7 +11,7 @@
  * skipped there, the rest holds.
  */
 #include "test_util.h"
-#include "runtime.h" /* the G's preemption stack (deep_dump) */
+#include "internal.h" /* the G's preemption stack (deep_dump) */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -375,11 +344,18 @@ static void raw_calls(int procs)
         CHECK_LE(p50, 50 * MS);
 }
 
+/* GOMAXPROCS 1, CPU hogs on every P, main sleeping 1 ms in a loop: goroutines
+ * make thousands of raw blocking calls between them (nanosleep, poll, select,
+ * epoll_wait, sem_wait, sem_timedwait, read on a pipe, accept on a blocking
+ * socket; helper threads post, write and connect).  No call returns EINTR,
+ * every sleep lasts its time, every count is exact, and main keeps running:
+ * the Ps of the sleeping calls go to other threads. */
 TEST(raw_calls_p1)
 {
     raw_calls(1);
 }
 
+/* raw_calls_p1 at GOMAXPROCS 4. */
 TEST(raw_calls_p4)
 {
     raw_calls(4);
@@ -432,6 +408,9 @@ static void ls_main_busy(void *arg)
     ATOMIC_STORE(&stop_hogs, 1);
 }
 
+/* 2 idle Ps: a raw nanosleep(600 ms) returns 0 after 600 ms; and on 1 P beside
+ * a hog, a raw nanosleep(300 ms) returns 0 while main, sleeping 1 ms at a
+ * time, is not held up for 300 ms. */
 TEST(raw_long_sleep)
 {
     setenv("GORTMAXPROCS", "2", 1);
@@ -497,6 +476,8 @@ static void bn_main(void *arg)
     ATOMIC_STORE(&stop_hogs, 1);
 }
 
+/* 4 Ps with hogs: 3,000 GORT_BLOCKING(nanosleep(...)) calls, none interrupted
+ * (no signal lands in a wrapped call). */
 TEST(blocking_no_eintr)
 {
     setenv("GORTMAXPROCS", "4", 1);
@@ -553,6 +534,9 @@ static void rs_main(void *arg)
     gort_waitgroup_wait(&rs_wg);
 }
 
+/* 2 Ps, two goroutines each that compute for 10-12 ms (just past their time
+ * slice, when the preemption signal is asked for) and then make a raw 1 ms
+ * poll or nanosleep, for 3 s: no EINTR. */
 TEST(raw_after_slice)
 {
     if (!async_expected("raw_after_slice"))
@@ -684,6 +668,9 @@ static void dp_main(void *arg)
     gort_waitgroup_wait(&dp_wg);
 }
 
+/* 1 P: a goroutine loops with 90% of its stack in use; main's 1 ms sleeps
+ * still end (it is preempted at that depth), and the values its loop keeps in
+ * registers come through intact. */
 TEST(deep_preempt)
 {
     if (!async_expected("deep_preempt"))
@@ -744,6 +731,9 @@ static void dr_main(void *arg)
     CHECK_EQ(dr_got, 'z');
 }
 
+/* 1 P: a raw read(2) on an empty pipe with 90% of the stack in use: another
+ * goroutine runs within 100 ms (found and handed off at that depth), then the
+ * reader gets its data. */
 TEST(deep_raw_read)
 {
     if (!hogs_possible()) {
@@ -813,6 +803,8 @@ static void dd_main(void *arg)
     }
 }
 
+/* A goroutine preempted deep in its stack shows its deep function in
+ * gort_dump_goroutines. */
 TEST(deep_dump)
 {
     if (!async_expected("deep_dump"))

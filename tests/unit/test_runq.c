@@ -7,33 +7,8 @@
  * resets gort__sched and sets gort__gomaxprocs (globrunqget divides by it).
  * Sizes derive from GORT_RUNQ_SIZE (RQ below), so the cases also hold for a
  * build with a shrunk ring (a power of two >= 4).
- *
- *   put_get_order       FIFO ring with inherit_time false; runnext first with
- *                       inherit_time true, its old G kicked to the ring tail
- *                       (put 1..10 with next: 10,1,2,...,9); a full ring does
- *                       not spill; order holds across counter wrap-around
- *   overflow_batch_129  a put on a full ring moves the oldest RQ/2 and the new
- *                       G (129 with 256 slots) to the global queue in one
- *                       FIFO batch appended after what is there; a kicked
- *                       runnext spills the same way; randomized spills keep
- *                       the same set; nothing lost or duplicated
- *   runqempty_and_len   length counts the ring only, emptiness also runnext,
- *                       across wrap-around
- *   globrunqget_batch   len/gomaxprocs+1 taken (one returned, the rest into
- *                       the ring in order), capped by max, by the queue
- *                       length and by half the ring
- *   steal_half          a steal takes ceil(len/2) oldest Gs, returns the
- *                       newest of them and appends the rest to the thief's
- *                       ring; runnext only with stealnext and an empty ring;
- *                       a steal that would overflow the thief is fatal
- *   steal_stress        an owner thread puts and gets millions of Gs while
- *                       3, then 4 thief threads steal from it and from each
- *                       other and take from the global queue: every G
- *                       produced is consumed exactly once (the second round
- *                       randomized, with runnext stolen without back-off);
- *                       GORT_TEST_SEED=n repeats a run's owner choices
  */
-#include "runtime.h"
+#include "internal.h"
 #include "test_util.h"
 
 #include <pthread.h>
@@ -97,10 +72,9 @@ static void reset(int32_t procs)
                         ">= 4, which runq.c needs\n", RQ);
         abort();
     }
-    gort__globrunq_fini(); /* the segments of the test before */
-    memset(&gort__sched, 0, sizeof gort__sched);
-    gort__gomaxprocs = procs;
-    gort__debug.randomize = 0;
+    rt_sched_reset(); /* also frees the segments of the test before */
+    rt_set_gomaxprocs(procs);
+    rt_set_randomize(false);
     check_layout();
 }
 
@@ -156,19 +130,13 @@ static bool global_empty(void)
     return global_list(none, 0) == 0;
 }
 
-/* Pop the global queue's head as the scheduler does (woken part first). */
-static struct g *global_pop(void)
-{
-    if (gort__sched.runqsize == 0)
-        return NULL;
-    gort__sched.runqsize--;
-    return gort__globpop_locked();
-}
-
 /* ------------------------------------------------------------------------
  * put_get_order
  * ---------------------------------------------------------------------- */
 
+/* FIFO ring with inherit_time false; runnext first with inherit_time true, its
+ * old G kicked to the ring tail (put 1..10 with next: 10,1,2,...,9); a full
+ * ring does not spill; order holds across counter wrap-around. */
 TEST(put_get_order)
 {
     reset(1);
@@ -269,14 +237,14 @@ static void drain_all_once(struct p *pp, struct g *gs, int n, char *seen)
 {
     bool inherit;
     struct g *gp;
-    while ((gp = get(pp, &inherit)) || (gp = global_pop())) {
+    while ((gp = get(pp, &inherit)) || (gp = rt_globrunq_pop_locked())) {
         CHECK(gp >= gs && gp < gs + n);
         CHECK_EQ(seen[gp - gs], 0);
         seen[gp - gs] = 1;
     }
     for (int i = 0; i < n; i++)
         CHECK_EQ(seen[i], 1);
-    gort__sched.runqsize = 0;
+    CHECK_EQ(gort__sched.runqsize, 0);
     memset(seen, 0, (size_t)n);
 }
 
@@ -326,8 +294,7 @@ static void overflow_round(uint32_t start)
 
     /* A put with next on a full ring kicks the old runnext, which spills
      * as the batch's last G; the new G stays in runnext. */
-    gort__globrunq_fini();
-    memset(&gort__sched, 0, sizeof gort__sched);
+    rt_sched_reset();
     gort__runqput(pp, &gs[0], true);
     for (int i = 1; i <= RQ; i++)
         gort__runqput(pp, &gs[i], false);
@@ -352,6 +319,10 @@ static void overflow_round(uint32_t start)
     free(pp);
 }
 
+/* A put on a full ring moves the oldest RQ/2 and the new G (129 with
+ * 256 slots) to the global queue in one FIFO batch appended after what is
+ * there; a kicked runnext spills the same way; randomized spills keep the same
+ * set; nothing lost or duplicated. */
 TEST(overflow_batch_129)
 {
     overflow_round(0);
@@ -366,7 +337,7 @@ TEST(overflow_batch_129)
     fake_m.fastrand[0] = 0x9e3779b9u;
     fake_m.fastrand[1] = 0x7f4a7c15u;
     gort__setm(&fake_m);
-    gort__debug.randomize = 1;
+    rt_set_randomize(true);
     struct p *pp = newp(0);
     struct g *gs = newgs(RQ + 1, 1);
     for (int i = 0; i < RQ; i++)
@@ -385,7 +356,7 @@ TEST(overflow_batch_129)
         CHECK_EQ(inbatch[k], 0);
         inbatch[k] = 1;
     }
-    gort__debug.randomize = 0;
+    rt_set_randomize(false);
     gort__setm(NULL);
     CHECK_EQ(fake_m.locks, 0);
     char seen[RQ + 1];
@@ -399,6 +370,7 @@ TEST(overflow_batch_129)
  * runqempty_and_len
  * ---------------------------------------------------------------------- */
 
+/* Length counts the ring only, emptiness also runnext, across wrap-around. */
 TEST(runqempty_and_len)
 {
     reset(1);
@@ -456,6 +428,8 @@ static struct g *globget(struct p *pp, int32_t max)
     return gp;
 }
 
+/* len/gomaxprocs+1 taken (one returned, the rest into the ring in order),
+ * capped by max, by the queue length and by half the ring. */
 TEST(globrunqget_batch)
 {
     reset(4);
@@ -507,7 +481,7 @@ TEST(globrunqget_batch)
     CHECK_EQ(gort__sched.runqsize, 100 - head);
 
     /* The batch never exceeds the queue (n/1+1 > n). */
-    gort__gomaxprocs = 1;
+    rt_set_gomaxprocs(1);
     CHECK(globget(p2, 0) == &gs[head]);
     CHECK_EQ(gort__runqlen(p2), imin(100 - head, RQ / 2) - 1);
     while (gort__runqlen(p2) > 0)
@@ -672,7 +646,7 @@ TEST(global_segments)
  * ---------------------------------------------------------------------- */
 
 /* The thief's ring would overflow: fatal (run in a child). */
-TEST(steal_overflow_child)
+TEST_HIDDEN(steal_overflow_child)
 {
     reset(2);
     struct p *victim = newp(0), *thief = newp(1);
@@ -687,6 +661,9 @@ TEST(steal_overflow_child)
     exit(0);
 }
 
+/* A steal takes ceil(len/2) oldest Gs, returns the newest of them and appends
+ * the rest to the thief's ring; runnext only with stealnext and an empty ring;
+ * a steal that would overflow the thief is fatal. */
 TEST(steal_half)
 {
     reset(2);
@@ -944,7 +921,7 @@ static void stress_round(int nthieves, uint64_t ops, bool randomized,
         owner_m.fastrand[0] = (uint32_t)seed | 1;
         owner_m.fastrand[1] = (uint32_t)(seed >> 32) | 1;
         gort__setm(&owner_m);
-        gort__debug.randomize = 1;
+        rt_set_randomize(true);
     }
 
     struct thief th[MAX_THIEVES];
@@ -1022,7 +999,7 @@ static void stress_round(int nthieves, uint64_t ops, bool randomized,
         thief_global += th[i].from_global;
     }
     if (randomized) {
-        gort__debug.randomize = 0;
+        rt_set_randomize(false);
         CHECK_EQ(owner_m.locks, 0);
         gort__setm(NULL);
     }
@@ -1031,11 +1008,11 @@ static void stress_round(int nthieves, uint64_t ops, bool randomized,
     uint64_t global_left = 0;
     gort__lock(&gort__sched.lock);
     int32_t left = gort__sched.runqsize;
-    while ((gp = global_pop())) {
+    while ((gp = rt_globrunq_pop_locked())) {
         consume(&st, gp);
         global_left++;
     }
-    gort__sched.runqsize = 0;
+    CHECK_EQ(gort__sched.runqsize, 0);
     gort__unlock(&gort__sched.lock);
     CHECK_EQ(left, (int64_t)global_left);
     for (int i = 0; i < st.nps; i++) {
@@ -1078,6 +1055,10 @@ static void stress_round(int nthieves, uint64_t ops, bool randomized,
     free(st.consumed);
 }
 
+/* An owner thread puts and gets millions of Gs while 3, then 4 thief threads
+ * steal from it and from each other and take from the global queue: every G
+ * produced is consumed exactly once (the second round randomized, with runnext
+ * stolen without back-off); GORT_TEST_SEED=n repeats a run's owner choices. */
 TEST(steal_stress)
 {
 #ifdef GORT_TSAN

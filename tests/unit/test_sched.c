@@ -3,40 +3,6 @@
  * distribution, fairness, scale, GOMAXPROCS changes, goexit and defers,
  * and the lifecycle of gort_main.
  *
- *   runnext_order            one P: goroutines 1..10 run as [10 1 2 ... 9]
- *                            (the newest in runnext, the rest FIFO), 20
- *                            times in a row
- *   no_early_preempt         sysmon does not ask main to yield before it has
- *                            run 10 ms
- *   distribution             GOMAXPROCS=4, one creator of 1000 CPU-bound
- *                            goroutines: every P schedules >= 15% of them
- *   fairness                 two goroutines handing the P to each other
- *                            through runnext cannot starve one on the
- *                            global queue for more than sysmon's bound
- *   fairness_waitgroup       the same with gort_waitgroups
- *   million                  1,000,000 goroutines at procs 1, 2, 4, ...
- *   park_100k                100,000 goroutines parked at once
- *   gomaxprocs_change        GOMAXPROCS 1 -> 2 -> 1 -> 2 with 20,000
- *                            goroutines in flight, from main and from
- *                            another goroutine; each runs exactly once
- *   gomaxprocs_no_self_preempt  changing GOMAXPROCS does not make the
- *                            caller yield
- *   goexit_lifo              defers run LIFO on return and on goexit from
- *                            nested calls; a handler may defer another
- *   main_goexit_others_run   main's goexit lets the others finish, then
- *                            "no goroutines (main called runtime.Goexit)"
- *   twice                    gort_main twice in a process; nested -EBUSY
- *   gomaxprocs_query_outside queries outside gort_main do not crash
- *   fp_modes                 a goroutine starts with its creator's rounding
- *                            mode (x87 and SSE on x86-64, FPCR on aarch64),
- *                            keeps it across a yield, and does not pass it
- *                            on to goroutines it switches to
- *   idle_cost                an idle runtime uses at most 2 ms of CPU and
- *                            20 context switches in 2 s
- *   sysmon_light_load        with every P idle at nearly every round but
- *                            work every 2 ms, sysmon (thread gort-sysmon)
- *                            sleeps 30-70 times a second, not 100
- *
  * Sizes shrink under AddressSanitizer and ThreadSanitizer, which make
  * every goroutine and switch many times more expensive: million runs
  * 100,000, park_100k parks 20,000.  ThreadSanitizer also caps the Gs that
@@ -44,7 +10,7 @@
  * of 8128 threads): there park_100k parks 5,000, gomaxprocs_change runs
  * 4,000, and million keeps at most ~2,000 unfinished.
  */
-#include "runtime.h"
+#include "internal.h"
 #include "test_util.h"
 
 #include <sys/resource.h>
@@ -140,6 +106,8 @@ static void runnext_order_main(void *arg)
     }
 }
 
+/* One P: goroutines 1..10 run as [10 1 2 ... 9] (the newest in runnext, the
+ * rest FIFO), 20 times in a row. */
 TEST(runnext_order)
 {
     run_main(runnext_order_main, NULL);
@@ -182,6 +150,7 @@ static void no_early_preempt_main(void *arg)
     CHECK_EQ(req, 0);
 }
 
+/* sysmon does not ask main to yield before it has run 10 ms. */
 TEST(no_early_preempt)
 {
     /* Runs whose boot took the 9 ms (a loaded machine) are not judged:
@@ -252,6 +221,8 @@ static void distribution_main(void *arg)
         CHECK_GE((uint64_t)ticks[i] * 100, total * 15);
 }
 
+/* GOMAXPROCS=4, one creator of 1000 CPU-bound goroutines: every P
+ * schedules >= 15% of them. */
 TEST(distribution)
 {
     run_main(distribution_main, NULL);
@@ -413,24 +384,22 @@ static void fairness_run(int mode)
     CHECK_EQ(pthread_join(wd, NULL), 0);
 }
 
+/* Two goroutines handing the P to each other through runnext cannot starve one
+ * on the global queue for more than sysmon's bound. */
 TEST(fairness)
 {
     fairness_run(FAIR_SEMA);
 }
 
+/* fairness with the two goroutines handing the P over through
+ * gort_waitgroups. */
 TEST(fairness_waitgroup)
 {
     fairness_run(FAIR_WAITGROUP);
 }
 
 /* ---------------------------------------------------------------------------
- * yield_one_p: on 1 P, a yield gives the global queue its turn and goes to
- * the tail of the P's own queue.  Three goroutines yield in a loop (so the
- * P's queue never empties) while thousands of new goroutines wait in the
- * global queue.  A fourth yielder must not wait behind all of them at each
- * yield (as it would at the global queue's tail, served one schedule in
- * 61), and the yields must not starve the global queue either: each lets
- * one of its goroutines run.
+ * yield_one_p
  * ------------------------------------------------------------------------- */
 
 #define YOP_WAITERS (SANITIZED ? 500 : 3000)
@@ -520,6 +489,12 @@ static void yop_main(void *arg)
         CHECK_LT(tries, 10);
 }
 
+/* On 1 P, a yield gives the global queue its turn and goes to the tail of the
+ * P's own queue.  Three goroutines yield in a loop (so the P's queue never
+ * empties) while thousands of new goroutines wait in the global queue.  A
+ * fourth yielder must not wait behind all of them at each yield (as it would
+ * at the global queue's tail, served one schedule in 61), and the yields must
+ * not starve the global queue either: each lets one of its goroutines run. */
 TEST(yield_one_p)
 {
     setenv("GORTMAXPROCS", "1", 1);
@@ -563,6 +538,7 @@ static void million_main(void *arg)
     CHECK_EQ(ATOMIC_LOAD(&million_count), MILLION);
 }
 
+/* 1,000,000 goroutines at procs 1, 2, 4, ... */
 TEST(million)
 {
     int procs[4];
@@ -580,7 +556,7 @@ TEST(million)
 }
 
 /* ---------------------------------------------------------------------------
- * g_reuse: dead Gs are reused whichever P they ended on
+ * g_reuse
  * ------------------------------------------------------------------------- */
 
 #define REUSE_WAVE 1000
@@ -614,6 +590,8 @@ static void reuse_main(void *arg)
     CHECK_LE(allocated, REUSE_WAVE + 2 * GORT_GFREE_MAX + 16);
 }
 
+/* Dead Gs are reused whichever P they ended on: 200 waves of 1000 goroutines
+ * on 2 Ps allocate G structures for about one wave. */
 TEST(g_reuse)
 {
     run_main(reuse_main, NULL);
@@ -698,6 +676,7 @@ static void park_main(void *arg)
     CHECK_EQ(ATOMIC_LOAD(&park_finished), npark);
 }
 
+/* 100,000 goroutines parked at once. */
 TEST(park_100k)
 {
     run_main(park_main, (void *)(intptr_t)NPARK);
@@ -789,6 +768,8 @@ static void gomaxprocs_change_main(void *arg)
              0);
 }
 
+/* GOMAXPROCS 1 -> 2 -> 1 -> 2 with 20,000 goroutines in flight, from main and
+ * from another goroutine; each runs exactly once. */
 TEST(gomaxprocs_change)
 {
     run_main(gomaxprocs_change_main, NULL);
@@ -860,6 +841,7 @@ static void no_self_preempt_main(void *arg)
     CHECK_EQ(yields, 0);
 }
 
+/* Changing GOMAXPROCS does not make the caller yield. */
 TEST(gomaxprocs_no_self_preempt)
 {
     run_main(no_self_preempt_main, NULL);
@@ -977,6 +959,8 @@ static void goexit_lifo_main(void *arg)
     CHECK_EQ(gort_defer(NULL, NULL), -EINVAL);
 }
 
+/* Defers run LIFO on return and on goexit from nested calls; a handler may
+ * defer another. */
 TEST(goexit_lifo)
 {
     CHECK_EQ(gort_defer(mark, NULL), -EPERM);
@@ -1008,13 +992,15 @@ static void main_goexit_main(void *arg)
     gort_goexit();
 }
 
-TEST(main_goexit_child)
+TEST_HIDDEN(main_goexit_child)
 {
     gort_main(main_goexit_main, NULL);
     printf("gort_main returned\n"); /* must not happen */
     fflush(stdout);
 }
 
+/* main's goexit lets the others finish, then "no goroutines (main called
+ * runtime.Goexit)". */
 TEST(main_goexit_others_run)
 {
     struct test_child r;
@@ -1068,6 +1054,7 @@ static void twice_main(void *arg)
         twice_nested_err = gort_main(twice_nested, NULL);
 }
 
+/* gort_main twice in a process; nested -EBUSY. */
 TEST(twice)
 {
     run_main(twice_main, (void *)0);
@@ -1086,6 +1073,7 @@ static void noop_main(void *arg)
     CHECK_GT(gort_gomaxprocs(0), 0);
 }
 
+/* Queries outside gort_main do not crash. */
 TEST(gomaxprocs_query_outside)
 {
     CHECK_GE(gort_gomaxprocs(0), 0);
@@ -1103,10 +1091,6 @@ TEST(gomaxprocs_query_outside)
 
 /* ---------------------------------------------------------------------------
  * gomaxprocs_concurrent
- *
- * Several goroutines change GOMAXPROCS at the same time while others keep
- * yielding: stop-the-world must serialise (a second stopper waits for the
- * first to restart the world), and nothing may hang or be lost.
  * ------------------------------------------------------------------------- */
 
 #define NCHANGERS 4
@@ -1164,17 +1148,16 @@ static void conc_main(void *arg)
     CHECK_LE(procs, 4);
 }
 
+/* Several goroutines change GOMAXPROCS at the same time while others keep
+ * yielding: stop-the-world must serialise (a second stopper waits for the
+ * first to restart the world), and nothing may hang or be lost. */
 TEST(gomaxprocs_concurrent)
 {
     run_main(conc_main, NULL);
 }
 
 /* ---------------------------------------------------------------------------
- * stack_scavenge (child, GORTDEBUG=stackidle=100): stacks left idle in
- * the pool have their pages returned to the OS by sysmon.  2000 goroutines
- * each dirty 48 KiB of their stack and exit; the per-P caches keep at most
- * 64 stacks each, the rest go to the pool.  A second later the resident
- * set must have dropped by most of what they dirtied.
+ * stack_scavenge
  * ------------------------------------------------------------------------- */
 
 #define SCAV_N 2000
@@ -1237,11 +1220,16 @@ static void scav_main(void *arg)
     say("ok\n");
 }
 
-TEST(stack_scavenge_child)
+TEST_HIDDEN(stack_scavenge_child)
 {
     CHECK_EQ(gort_main(scav_main, NULL), 0);
 }
 
+/* In a child with GORTDEBUG=stackidle=100, stacks left idle in the pool have
+ * their pages returned to the OS by sysmon.  2000 goroutines each dirty 48 KiB
+ * of their stack and exit; the per-P caches keep at most 64 stacks each, the
+ * rest go to the pool.  A second later the resident set must have dropped by
+ * most of what they dirtied. */
 TEST(stack_scavenge)
 {
     const char *env[] = {"GORTDEBUG=stackidle=100", NULL};
@@ -1310,6 +1298,9 @@ static void fm_main(void *arg)
     CHECK_EQ(fm_bad, 0);
 }
 
+/* A goroutine starts with its creator's rounding mode (x87 and SSE on x86-64,
+ * FPCR on aarch64), keeps it across a yield, and does not pass it on to
+ * goroutines it switches to. */
 TEST(fp_modes)
 {
     run_main(fm_main, NULL);
@@ -1367,6 +1358,7 @@ static int64_t tv_us(struct timeval t)
     return (int64_t)t.tv_sec * 1000000 + t.tv_usec;
 }
 
+/* An idle runtime uses at most 2 ms of CPU and 20 context switches in 2 s. */
 TEST(idle_cost)
 {
     if (SANITIZED) {
@@ -1440,7 +1432,11 @@ static void sl_main(void *arg)
     sl_rounds = after - before;
 }
 
-TEST(sysmon_light_load)
+/* With every P idle at nearly every round but work every 2 ms, sysmon (thread
+ * gort-sysmon) sleeps 30-70 times a second, not 100.  Serial: it counts
+ * sysmon's sleeps in 1 s of wall-clock time, and other jobs beside it make
+ * main's P look busy at more of sysmon's rounds. */
+TEST_WITH(sysmon_light_load, TEST_SERIAL)
 {
     setenv("GORTMAXPROCS", "1", 1);
     run_main(sl_main, NULL);

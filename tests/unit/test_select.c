@@ -2,51 +2,6 @@
  * test_select.c - gort_select against Go's select statement (the language
  * spec and select.go).
  *
- *   fairness                 two always-ready receive cases: each wins
- *                            45-55% of 100,000 selects, whatever its
- *                            position; three ready cases (one a send): each
- *                            wins 30-36.7%; a default beside ready cases is
- *                            never taken
- *   default_only_when_nothing_ready  the default is taken exactly when no
- *                            case can proceed: empty or full buffers,
- *                            unbuffered channels without a partner; not
- *                            when a buffered value, a parked sender or
- *                            receiver, or a closed channel is there
- *   nil_channels             NULL channels are never ready: with a default
- *                            the default is taken; beside one ready case
- *                            that case always wins; alone they block
- *   woken_exactly_once       a goroutine parked in a select over four
- *                            channels, four partners racing to complete it
- *                            at GOMAXPROCS 4: the select takes exactly one,
- *                            the other three stay blocked until main
- *                            completes them, and every value arrives once;
- *                            with receive cases and with send cases
- *   timeout_loop             a select loop with a gort_after timeout case
- *                            times out on schedule when nothing is sent and
- *                            receives every value, in order, when values
- *                            come between timeouts
- *   send_and_recv_cases      send cases and receive cases in one select:
- *                            the one that can proceed is taken and its
- *                            value moved; a parked select completed by a
- *                            receiver; two goroutines each offering both
- *                            directions on one unbuffered channel pair up
- *                            (a select never matches itself)
- *   closed_channel_case      a receive case on a closed channel proceeds at
- *                            once with ok == false and a zeroed element,
- *                            ahead of the default; a parked select is
- *                            woken by close
- *   bad_args                 -EINVAL for ncases < 0 or > 65536, NULL cases,
- *                            an unknown dir, two defaults, touching
- *                            nothing; 65536 cases are accepted
- *   select_stress            32 goroutines move 64 tokens among 8 channels
- *                            with selects mixing send and receive cases on
- *                            every channel (and sometimes a default), at
- *                            GOMAXPROCS 4, until a stop channel is closed:
- *                            every token is found exactly once afterwards,
- *                            sends minus receives equals what is buffered,
- *                            and every channel can be freed (no select left
- *                            a waiter behind)
- *
  * Goroutines that must be parked before the next step are found in the
  * goroutine dump ("goroutine N [select]:"), never guessed by sleeping.
  */
@@ -147,6 +102,9 @@ static void fairness_main(void *arg)
     free_chan(c);
 }
 
+/* Two always-ready receive cases: each wins 45-55% of 100,000 selects,
+ * whatever its position; three ready cases (one a send): each wins 30-36.7%; a
+ * default beside ready cases is never taken. */
 TEST(fairness)
 {
     run_main(fairness_main, NULL);
@@ -265,6 +223,9 @@ static void default_main(void *arg)
     CHECK_EQ(gort_select(&only, 1), 0);
 }
 
+/* The default is taken exactly when no case can proceed: empty or full
+ * buffers, unbuffered channels without a partner; not when a buffered value, a
+ * parked sender or receiver, or a closed channel is there. */
 TEST(default_only_when_nothing_ready)
 {
     run_main(default_main, NULL);
@@ -338,6 +299,8 @@ static void nil_channels_main(void *arg)
     CHECK_EQ(ATOMIC_LOAD(&nc_returned), 0);
 }
 
+/* NULL channels are never ready: with a default the default is taken; beside
+ * one ready case that case always wins; alone they block. */
 TEST(nil_channels)
 {
     run_main(nil_channels_main, NULL);
@@ -521,6 +484,10 @@ static void woken_once_main(void *arg)
             wins[2], wins[3]);
 }
 
+/* A goroutine parked in a select over four channels, four partners racing to
+ * complete it at GOMAXPROCS 4: the select takes exactly one, the other three
+ * stay blocked until main completes them, and every value arrives once; with
+ * receive cases and with send cases. */
 TEST(woken_exactly_once)
 {
     run_main(woken_once_main, NULL);
@@ -599,6 +566,9 @@ static void timeout_loop_main(void *arg)
     free_chan(tl_ch);
 }
 
+/* A select loop with a gort_after timeout case times out on schedule when
+ * nothing is sent and receives every value, in order, when values come between
+ * timeouts. */
 TEST(timeout_loop)
 {
     run_main(timeout_loop_main, NULL);
@@ -698,6 +668,10 @@ static void send_recv_main(void *arg)
     free_chan(never);
 }
 
+/* Send cases and receive cases in one select: the one that can proceed is
+ * taken and its value moved; a parked select completed by a receiver; two
+ * goroutines each offering both directions on one unbuffered channel pair up
+ * (a select never matches itself). */
 TEST(send_and_recv_cases)
 {
     run_main(send_recv_main, NULL);
@@ -782,6 +756,8 @@ static void closed_case_main(void *arg)
     free_chan(cc_b);
 }
 
+/* A receive case on a closed channel proceeds at once with ok == false and a
+ * zeroed element, ahead of the default; a parked select is woken by close. */
 TEST(closed_channel_case)
 {
     run_main(closed_case_main, NULL);
@@ -860,6 +836,8 @@ static void bad_args_main(void *arg)
     free_chan(ch);
 }
 
+/* -EINVAL for ncases < 0 or > 65536, NULL cases, an unknown dir, two defaults,
+ * touching nothing; 65536 cases are accepted. */
 TEST(bad_args)
 {
     run_main(bad_args_main, NULL);
@@ -1017,6 +995,11 @@ static void select_stress_main(void *arg)
     free_chan(ss_stop);
 }
 
+/* 32 goroutines move 64 tokens among 8 channels with selects mixing send and
+ * receive cases on every channel (and sometimes a default), at GOMAXPROCS 4,
+ * until a stop channel is closed: every token is found exactly once
+ * afterwards, sends minus receives equals what is buffered, and every channel
+ * can be freed (no select left a waiter behind). */
 TEST(select_stress)
 {
     run_main(select_stress_main, NULL);

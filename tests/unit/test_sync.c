@@ -2,48 +2,10 @@
  * test_sync.c - the sync package (Mutex, RWMutex, Once, Cond) and the
  * semaphores under it.
  *
- *   mutex_exclusion          8 goroutines x 100,000 lock / increment a
- *                            plain counter / unlock, at the default
- *                            GOMAXPROCS and at 4: exact total, never two
- *                            inside at once
- *   mutex_trylock            trylock on free, held and released mutexes;
- *                            goroutines counting only through trylock
- *   mutex_starvation         (a) hogs re-lock in tight loops while a
- *                            victim keeps arriving: the mutex turns
- *                            starving and the victim always gets in within
- *                            the bound; (b) scripted: once starving, the
- *                            mutex goes to the queued waiters in FIFO
- *                            order and a goroutine polling trylock cannot
- *                            barge in until the queue has drained
- *   mutex_unlock_unlocked_fatal   "sync: unlock of unlocked mutex"
- *   rwmutex_readers_parallel readers all hold the read lock at once;
- *                            try forms against readers and a writer
- *   rwmutex_writer_not_starved    readers arrive without pause on every
- *                            P; a writer gets in within the bound each
- *                            time, and a reader that arrived while a
- *                            writer was pending enters only after that
- *                            writer has left
- *   rwmutex_runlock_fatal    "sync: RUnlock of unlocked RWMutex" and
- *                            "sync: Unlock of unlocked RWMutex"
- *   once_exactly_once        100 goroutines call once_do at once: fn runs
- *                            once and every caller returns after it ended
- *   cond_signal_fifo         waiters wake one per signal, in wait order; a
- *                            signal with no waiter is not kept
- *   cond_broadcast           every waiter wakes; a later waiter does not
- *   sema_many_addresses      thousands of goroutines parked on distinct
- *                            addresses of one semaphore root (251 * 8
- *                            bytes apart), released in random order: each
- *                            wakes exactly once, when its own address is
- *                            released; then three waiters per address
- *                            (two FIFO, one LIFO) wake in queue order
- *   sema_stress              heavy acquire/release traffic (with and
- *                            without hand-off and LIFO) on four
- *                            semaphores: counts exact, capacity respected
- *
  * Time bounds are for a loaded 2-core machine and are four times larger
  * under the sanitizers; loop counts shrink there.
  */
-#include "runtime.h"
+#include "internal.h"
 #include "test_util.h"
 
 /* Time bounds: generous for a loaded 2-core machine, more so under the
@@ -173,6 +135,8 @@ static void mutex_exclusion_main(void *arg)
     excl_round(4);
 }
 
+/* 8 goroutines x 100,000 lock / increment a plain counter / unlock, at the
+ * default GOMAXPROCS and at 4: exact total, never two inside at once. */
 TEST(mutex_exclusion)
 {
     run_main(mutex_exclusion_main, NULL);
@@ -250,6 +214,8 @@ static void mutex_trylock_main(void *arg)
     CHECK_EQ(mstate(&try_mu), 0);
 }
 
+/* Trylock on free, held and released mutexes; goroutines counting only through
+ * trylock. */
 TEST(mutex_trylock)
 {
     run_main(mutex_trylock_main, NULL);
@@ -438,6 +404,11 @@ static void mutex_starvation_main(void *arg)
     starvation_fifo();
 }
 
+/* In two parts: (a) hogs re-lock in tight loops while a victim keeps
+ * arriving: the mutex turns starving and the victim always gets in within
+ * the bound; (b) scripted: once starving, the mutex goes to the queued
+ * waiters in FIFO order and a goroutine polling trylock cannot barge in
+ * until the queue has drained. */
 TEST(mutex_starvation)
 {
     run_main(mutex_starvation_main, NULL);
@@ -458,11 +429,12 @@ static void unlock_unlocked_main(void *arg)
     say("unlocked twice\n"); /* never */
 }
 
-TEST(mutex_unlock_unlocked_fatal_child)
+TEST_HIDDEN(mutex_unlock_unlocked_fatal_child)
 {
     gort_main(unlock_unlocked_main, NULL);
 }
 
+/* "sync: unlock of unlocked mutex". */
 TEST(mutex_unlock_unlocked_fatal)
 {
     struct test_child r;
@@ -542,6 +514,8 @@ static void rwmutex_readers_parallel_main(void *arg)
     CHECK_EQ(rw.w.state, 0);
 }
 
+/* Readers all hold the read lock at once; try forms against readers and a
+ * writer. */
 TEST(rwmutex_readers_parallel)
 {
     run_main(rwmutex_readers_parallel_main, NULL);
@@ -632,6 +606,9 @@ static void rwmutex_writer_not_starved_main(void *arg)
     CHECK_EQ(ws_rw.w.state, 0);
 }
 
+/* Readers arrive without pause on every P; a writer gets in within the bound
+ * each time, and a reader that arrived while a writer was pending enters only
+ * after that writer has left. */
 TEST(rwmutex_writer_not_starved)
 {
     run_main(rwmutex_writer_not_starved_main, NULL);
@@ -663,16 +640,18 @@ static void wunlock_unlocked_main(void *arg)
     say("unlocked twice\n"); /* never */
 }
 
-TEST(rwmutex_runlock_fatal_child)
+TEST_HIDDEN(rwmutex_runlock_fatal_child)
 {
     gort_main(runlock_unlocked_main, NULL);
 }
 
-TEST(rwmutex_unlock_fatal_child)
+TEST_HIDDEN(rwmutex_unlock_fatal_child)
 {
     gort_main(wunlock_unlocked_main, NULL);
 }
 
+/* "sync: RUnlock of unlocked RWMutex" and "sync: Unlock of unlocked
+ * RWMutex". */
 TEST(rwmutex_runlock_fatal)
 {
     struct test_child r;
@@ -746,6 +725,8 @@ static void once_exactly_once_main(void *arg)
     }
 }
 
+/* 100 goroutines call once_do at once: fn runs once and every caller returns
+ * after it ended. */
 TEST(once_exactly_once)
 {
     run_main(once_exactly_once_main, NULL);
@@ -823,6 +804,8 @@ static void cond_signal_fifo_main(void *arg)
     }
 }
 
+/* Waiters wake one per signal, in wait order; a signal with no waiter is not
+ * kept. */
 TEST(cond_signal_fifo)
 {
     run_main(cond_signal_fifo_main, NULL);
@@ -862,6 +845,7 @@ static void cond_broadcast_main(void *arg)
     }
 }
 
+/* Every waiter wakes; a later waiter does not. */
 TEST(cond_broadcast)
 {
     run_main(cond_broadcast_main, NULL);
@@ -998,6 +982,10 @@ static void sema_many_addresses_main(void *arg)
             (double)(gort_nanotime() - t1) / 1e6);
 }
 
+/* Thousands of goroutines parked on distinct addresses of one semaphore root
+ * (251 * 8 bytes apart), released in random order: each wakes exactly once,
+ * when its own address is released; then three waiters per address (two FIFO,
+ * one LIFO) wake in queue order. */
 TEST(sema_many_addresses)
 {
     run_main(sema_many_addresses_main, NULL);
@@ -1059,6 +1047,8 @@ static void sema_stress_main(void *arg)
     }
 }
 
+/* Heavy acquire/release traffic (with and without hand-off and LIFO) on four
+ * semaphores: counts exact, capacity respected. */
 TEST(sema_stress)
 {
     run_main(sema_stress_main, NULL);

@@ -2,38 +2,6 @@
  * test_syscall.c - goroutines in blocking system calls: the P is handed to
  * another thread so that the other goroutines keep running.
  *
- *   handoff_read_pipe         GORTMAXPROCS=1 (child): goroutine A blocks in
- *                             gort_read on an empty pipe; goroutine B,
- *                             queued behind it, runs within 5 ms (median of
- *                             7 rounds, measured from just before A's
- *                             read); then B writes and A gets the data.
- *                             Also with B on the global queue (behind
- *                             sysmon's lazy hand-off: median within 50 ms)
- *   handoff_entersyscallblock the same with gort_entersyscallblock(); raw
- *                             read(); gort_exitsyscall(): 5 ms either way
- *   blocking_macro            GORT_BLOCKING(expr) has expr's value and type,
- *                             evaluates it once, keeps errno, works outside
- *                             goroutines, and on 1 P a GORT_BLOCKING(read())
- *                             on an empty pipe lets the writer run
- *   unwrapped_raw_read        1 P: a goroutine blocks in a raw read(2) that
- *                             nobody wrapped; another goroutine still runs
- *                             within 100 ms (the preemption signal finds the
- *                             thread in the kernel); then the reader gets
- *                             its data and goes on with channel operations
- *                             and sleeps
- *   threads_100_blocking      100 goroutines in gort_read on 100 empty pipes
- *                             make about 100 threads (90 .. 100 + procs +
- *                             10); 100 more after those finished reuse them
- *                             (at most 10 more threads)
- *   thread_limit              gort_set_max_threads(20) and 50 goroutines in
- *                             blocking reads: "thread exhaustion" (child)
- *   wrappers                  every gort_* wrapper: values and data, and
- *                             -errno for failures
- *   syscall_on_many_ps        2 Ps: 8 goroutines doing 2000 gort_write +
- *                             gort_read on their own pipes, 4 writer/reader
- *                             pairs across pipes, 4 channel ping-pong pairs:
- *                             everything completes, sums exact
- *
  * The unwrapped call is found through /proc (rawsys.c), except under
  * ThreadSanitizer and Valgrind, where gort falls back to the preemption
  * signal, which is off there too: unwrapped_raw_read is skipped there (it
@@ -232,22 +200,29 @@ static void ho_main(void *arg)
     say("ok\n");
 }
 
-TEST(handoff_read_pipe_child)
+TEST_HIDDEN(handoff_read_pipe_child)
 {
     CHECK_EQ(gort_main(ho_main, (void *)(intptr_t)HO_GORT_READ), 0);
 }
 
+/* GORTMAXPROCS=1 (child): goroutine A blocks in gort_read on an empty pipe;
+ * goroutine B, queued behind it, runs within 5 ms (median of 7 rounds,
+ * measured from just before A's read); then B writes and A gets the data.
+ * Also with B on the global queue (behind sysmon's lazy hand-off: median
+ * within 50 ms). */
 TEST(handoff_read_pipe)
 {
     static const char *const env[] = {"GORTMAXPROCS=1", "GORTDEBUG=", NULL};
     run_child_ok("handoff_read_pipe_child", env);
 }
 
-TEST(handoff_entersyscallblock_child)
+TEST_HIDDEN(handoff_entersyscallblock_child)
 {
     CHECK_EQ(gort_main(ho_main, (void *)(intptr_t)HO_ENTERSYSCALLBLOCK), 0);
 }
 
+/* handoff_read_pipe with gort_entersyscallblock(), a raw read(),
+ * gort_exitsyscall(): 5 ms either way. */
 TEST(handoff_entersyscallblock)
 {
     static const char *const env[] = {"GORTMAXPROCS=1", "GORTDEBUG=", NULL};
@@ -346,6 +321,9 @@ static void bm_main(void *arg)
             (double)waited / 1e6);
 }
 
+/* GORT_BLOCKING(expr) has expr's value and type, evaluates it once, keeps
+ * errno, works outside goroutines, and on 1 P a GORT_BLOCKING(read()) on an
+ * empty pipe lets the writer run. */
 TEST(blocking_macro)
 {
     bm_basics(); /* before gort_main: a no-op bracket */
@@ -422,6 +400,10 @@ static void ur_main(void *arg)
     close_pipe(ur_fds);
 }
 
+/* 1 P: a goroutine blocks in a raw read(2) that nobody wrapped; another
+ * goroutine still runs within 100 ms (the preemption signal finds the thread
+ * in the kernel); then the reader gets its data and goes on with channel
+ * operations and sleeps. */
 TEST(unwrapped_raw_read)
 {
     if (SC_TSAN || ON_VALGRIND()) {
@@ -514,6 +496,9 @@ static void tb_main(void *arg)
     CHECK_LE(peak2, peak1 + 10);
 }
 
+/* 100 goroutines in gort_read on 100 empty pipes make about 100 threads
+ * (90 .. 100 + procs + 10); 100 more after those finished reuse them (at
+ * most 10 more threads). */
 TEST(threads_100_blocking)
 {
     struct watchdog wd;
@@ -546,13 +531,15 @@ static void tl_main(void *arg)
     say("all done\n"); /* never: the 21st thread is fatal */
 }
 
-TEST(thread_limit_child)
+TEST_HIDDEN(thread_limit_child)
 {
     CHECK_EQ(gort_set_max_threads(20), 10000);
     gort_main(tl_main, NULL);
     say("returned\n");
 }
 
+/* gort_set_max_threads(20) and 50 goroutines in blocking reads: "thread
+ * exhaustion" (child). */
 TEST(thread_limit)
 {
     struct test_child r;
@@ -742,6 +729,7 @@ static void wr_main(void *arg)
     wr_getaddrinfo();
 }
 
+/* Every gort_* wrapper: values and data, and -errno for failures. */
 TEST(wrappers)
 {
     struct watchdog wd;
@@ -751,9 +739,7 @@ TEST(wrappers)
 }
 
 /* ---------------------------------------------------------------------------
- * wrappers_eintr: gort_nanosleep and gort_poll retry a call a signal of the
- * program's own interrupted (a SIGUSR1 every millisecond from a plain
- * thread, with a handler), and still end on time.
+ * wrappers_eintr
  * ------------------------------------------------------------------------- */
 
 static int we_stop;
@@ -805,6 +791,9 @@ static void we_main(void *arg)
     gort_unlock_os_thread();
 }
 
+/* gort_nanosleep and gort_poll retry a call a signal of the program's own
+ * interrupted (a SIGUSR1 every millisecond from a plain thread, with a
+ * handler), and still end on time. */
 TEST(wrappers_eintr)
 {
     struct sigaction sa;
@@ -936,6 +925,9 @@ static void sm_main(void *arg)
     }
 }
 
+/* 2 Ps: 8 goroutines doing 2000 gort_write + gort_read on their own pipes,
+ * 4 writer/reader pairs across pipes, 4 channel ping-pong pairs: everything
+ * completes, sums exact. */
 TEST(syscall_on_many_ps)
 {
     struct watchdog wd;

@@ -2,58 +2,10 @@
  * test_timer.c - sleeps and timers against Go's time.Sleep, time.After,
  * time.NewTimer and time.AfterFunc (sleep.go, runtime/time.go).
  *
- *   sleep_many               10,000 goroutines each sleep 1 ms twenty
- *                            times: every sleep lasts at least 1 ms, all
- *                            wake, the whole run takes a sane time
- *   sleep_duration           sleeps of 1, 20 and 50 ms last at least that
- *                            long and less than a generous bound; 0 and
- *                            negative return at once; a sleeping goroutine
- *                            parks (another runs on the only P meanwhile)
- *   after_fires              gort_after's channel yields the firing time
- *                            (between the deadline and the receive), once;
- *                            nothing before the deadline; 0 and negative
- *                            fire at once; several pending at once
- *   timer_stop_before        stop of a pending timer returns true and
- *                            nothing ever arrives (checked with tryrecv
- *                            well after the deadline); a function timer's
- *                            function never runs; a second stop is false
- *   timer_stop_after         stop after the value was received, or after
- *                            the function started, returns false; stop (or
- *                            reset) of a fired timer whose value was not
- *                            received drains it and returns true, as in
- *                            Go 1.23, so no stale value is left and the
- *                            `if (!stop) recv` idiom cannot block
- *   timer_reset              reset of a pending timer to later fires at the
- *                            new time only, to earlier fires early (also
- *                            with every M idle); reset of a fired or
- *                            stopped timer returns false and fires again;
- *                            reset discards an unreceived stale value
- *   afterfunc_runs_in_goroutine  the function runs in a new goroutine (goid
- *                            not the caller's), may block, and runs again
- *                            after a reset
- *   stop_from_other_p        GOMAXPROCS 2: timers made on one goroutine and
- *                            stopped from another, mostly on the other P,
- *                            racing their deadlines: for function timers
- *                            stop true <=> the function never runs, and it
- *                            runs at most once; for channel timers with a
- *                            receiver, stop true <=> nothing is received
- *   lateness_bound           100 goroutines sleeping 1 ms 50 times: never
- *                            early; p99 lateness below 20 ms in one of at
- *                            most three runs (p50, p99 and max printed)
- *   idle_m_wakes_for_timer   with every goroutine blocked and only a timer
- *                            pending (made on another goroutine, at
- *                            GOMAXPROCS 1, 2 and 4), the timer fires on
- *                            time: the idle Ms sleep only until the next
- *                            timer.  A watchdog thread reports a hang.
- *   timer_free_pending       freeing pending timers (channel and function)
- *                            and gort_after channels stops them: nothing
- *                            fires into freed memory, no function runs;
- *                            -EBUSY while a goroutine waits on the channel
- *
  * Lower bounds are exact (a timer never fires early).  Upper bounds hold
  * on a loaded 2-core machine and are doubled or more under sanitizers.
  */
-#include "runtime.h"
+#include "internal.h"
 #include "test_util.h"
 
 #include <errno.h>
@@ -173,6 +125,8 @@ static void sleep_many_main(void *arg)
     CHECK_LT(el, (SANITIZED ? 60000 : 20000) * MS);
 }
 
+/* 10,000 goroutines each sleep 1 ms twenty times: every sleep lasts at least
+ * 1 ms, all wake, the whole run takes a sane time. */
 TEST(sleep_many)
 {
     run_main(sleep_many_main, NULL);
@@ -238,6 +192,9 @@ static void sleep_duration_main(void *arg)
     CHECK_GT(sd_spins, 10);
 }
 
+/* Sleeps of 1, 20 and 50 ms last at least that long and less than a generous
+ * bound; 0 and negative return at once; a sleeping goroutine parks (another
+ * runs on the only P meanwhile). */
 TEST(sleep_duration)
 {
     run_main(sleep_duration_main, NULL);
@@ -307,6 +264,9 @@ static void after_fires_main(void *arg)
     }
 }
 
+/* gort_after's channel yields the firing time (between the deadline and the
+ * receive), once; nothing before the deadline; 0 and negative fire at once;
+ * several pending at once. */
 TEST(after_fires)
 {
     run_main(after_fires_main, NULL);
@@ -362,6 +322,9 @@ static void stop_before_main(void *arg)
     }
 }
 
+/* Stop of a pending timer returns true and nothing ever arrives (checked with
+ * tryrecv well after the deadline); a function timer's function never runs; a
+ * second stop is false. */
 TEST(timer_stop_before)
 {
     run_main(stop_before_main, NULL);
@@ -431,6 +394,10 @@ static void stop_after_main(void *arg)
     free_timer(t);
 }
 
+/* Stop after the value was received, or after the function started,
+ * returns false; stop (or reset) of a fired timer whose value was not
+ * received drains it and returns true, as in Go 1.23, so no stale value is
+ * left and the `if (!stop) recv` idiom cannot block. */
 TEST(timer_stop_after)
 {
     run_main(stop_after_main, NULL);
@@ -548,6 +515,9 @@ static void timer_reset_main(void *arg)
     free_timer(f);
 }
 
+/* Reset of a pending timer to later fires at the new time only, to earlier
+ * fires early (also with every M idle); reset of a fired or stopped timer
+ * returns false and fires again; reset discards an unreceived stale value. */
 TEST(timer_reset)
 {
     run_main(timer_reset_main, NULL);
@@ -601,6 +571,8 @@ static void afterfunc_main(void *arg)
     free_chan(af_release);
 }
 
+/* A function timer's function runs in a new goroutine (goid not the caller's),
+ * may block, and runs again after a reset. */
 TEST(afterfunc_runs_in_goroutine)
 {
     run_main(afterfunc_main, NULL);
@@ -786,6 +758,10 @@ static void stop_other_p_main(void *arg)
     }
 }
 
+/* GOMAXPROCS 2: timers made on one goroutine and stopped from another, mostly
+ * on the other P, racing their deadlines: for function timers stop
+ * true <=> the function never runs, and it runs at most once; for channel
+ * timers with a receiver, stop true <=> nothing is received. */
 TEST(stop_from_other_p)
 {
     run_main(stop_other_p_main, NULL);
@@ -854,6 +830,8 @@ static void lateness_main(void *arg)
     CHECK_LT(best, bound);
 }
 
+/* 100 goroutines sleeping 1 ms 50 times: never early; p99 lateness below 20 ms
+ * in one of at most three runs (p50, p99 and max printed). */
 TEST(lateness_bound)
 {
     run_main(lateness_main, NULL);
@@ -928,6 +906,9 @@ static void idle_wake_main(void *arg)
     free_chan(iw_handoff);
 }
 
+/* With every goroutine blocked and only a timer pending (made on another
+ * goroutine, at GOMAXPROCS 1, 2 and 4), the timer fires on time: the idle Ms
+ * sleep only until the next timer.  A watchdog thread reports a hang. */
 TEST(idle_m_wakes_for_timer)
 {
     run_main(idle_wake_main, NULL);
@@ -999,18 +980,16 @@ static void free_pending_main(void *arg)
     CHECK_EQ(gort_timer_make(NULL, MS, count_run, NULL), -EINVAL);
 }
 
+/* Freeing pending timers (channel and function) and gort_after channels stops
+ * them: nothing fires into freed memory, no function runs; -EBUSY while a
+ * goroutine waits on the channel. */
 TEST(timer_free_pending)
 {
     run_main(free_pending_main, NULL);
 }
 
 /* ---------------------------------------------------------------------------
- * woken_no_starve: timer-woken goroutines come ahead of the rest, but not
- * for ever.  On 1 P, 1000 goroutines sleep 1 ms and then compute 5 us,
- * five times more work than the P can do, so that timer-woken goroutines
- * are always queued; a goroutine that calls gort_gosched in a loop must
- * still run (it gets the 61-tick fairness turn and, from its own queue,
- * every other turn).
+ * woken_no_starve
  * ------------------------------------------------------------------------- */
 
 static int wns_stop;
@@ -1058,7 +1037,14 @@ static void wns_main(void *arg)
     wns_elapsed = gort_nanotime() - start;
 }
 
-TEST(woken_no_starve)
+/* Timer-woken goroutines come ahead of the rest, but not for ever.  On 1 P,
+ * 1000 goroutines sleep 1 ms and then compute 5 us, five times more work than
+ * the P can do, so that timer-woken goroutines are always queued; a goroutine
+ * that calls gort_gosched in a loop must still run (it gets the 61-tick
+ * fairness turn and, from its own queue, every other turn).  Serial: it bounds
+ * main's wall-clock time on a P overloaded five times over, and a test running
+ * beside it would take half its CPU. */
+TEST_WITH(woken_no_starve, TEST_SERIAL)
 {
     setenv("GORTMAXPROCS", "1", 1);
     run_main(wns_main, NULL);

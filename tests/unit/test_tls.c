@@ -8,24 +8,6 @@
  * and the value checked are read together with preemption disabled, so
  * that both are of one thread (the preemption signal may move a
  * goroutine anywhere in its own code).
- *
- *   errno_follows       errno = v; gort_gosched(); errno == v, for every
- *                       migration (gort.h reads errno through a function
- *                       the compiler cannot assume constant)
- *   errno_kept_by_gort_calls  no gort call that switches, parks or blocks
- *                       changes errno (GORT_BLOCKING leaves the call's)
- *   errno_address_stale the address of errno taken before the call names
- *                       another thread's errno after a migration
- *   tls_address_stale   the address of a __thread variable taken before
- *                       the call is the old thread's after a migration
- *   pthread_self_changes pthread_self() differs after a migration (read
- *                       through a function of our own: glibc declares
- *                       pthread_self const, and the compiler may move a
- *                       plain call across gort_gosched either way)
- *   thread_bound_lock   an error-checking pthread mutex locked before the
- *                       call cannot be unlocked after a migration (EPERM)
- *   locked_keeps_thread under gort_lock_os_thread nothing changes: the
- *                       thread id, pthread_self(), the __thread address
  */
 #include "test_util.h"
 
@@ -119,6 +101,8 @@ static void errno_body(struct counts *c, int iter)
     }
 }
 
+/* errno = v; gort_gosched(); errno == v, for every migration (gort.h reads
+ * errno through a function the compiler cannot assume constant). */
 TEST(errno_follows)
 {
     struct counts s = run_case(errno_body);
@@ -188,6 +172,8 @@ static void run_kept(void *arg)
         CHECK_EQ(gort_chan_free(kept_ch[i]), 0);
 }
 
+/* No gort call that switches, parks or blocks changes errno (GORT_BLOCKING
+ * leaves the call's). */
 TEST(errno_kept_by_gort_calls)
 {
     setenv("GORTMAXPROCS", PROCS, 1);
@@ -221,6 +207,8 @@ static void errno_addr_body(struct counts *c, int iter)
     }
 }
 
+/* The address of errno taken before the call names another thread's errno
+ * after a migration. */
 TEST(errno_address_stale)
 {
     struct counts s = run_case(errno_addr_body);
@@ -252,6 +240,8 @@ static void tls_body(struct counts *c, int iter)
     }
 }
 
+/* The address of a __thread variable taken before the call is the old thread's
+ * after a migration. */
 TEST(tls_address_stale)
 {
     struct counts s = run_case(tls_body);
@@ -297,6 +287,9 @@ static void self_body(struct counts *c, int iter)
     }
 }
 
+/* pthread_self() differs after a migration (read through a function of our
+ * own: glibc declares pthread_self const, and the compiler may move a plain
+ * call across gort_gosched either way). */
 TEST(pthread_self_changes)
 {
     struct counts s = run_case(self_body);
@@ -339,6 +332,8 @@ static void lock_body(struct counts *c, int iter)
     }
 }
 
+/* An error-checking pthread mutex locked before the call cannot be unlocked
+ * after a migration (EPERM). */
 TEST(thread_bound_lock)
 {
     for (int i = 0; i < WORKERS; i++) {
@@ -390,6 +385,8 @@ static void run_locked(void *arg)
     gort_waitgroup_wait(&wg);
 }
 
+/* Under gort_lock_os_thread nothing changes: the thread id, pthread_self(),
+ * the __thread address. */
 TEST(locked_keeps_thread)
 {
     setenv("GORTMAXPROCS", PROCS, 1);

@@ -9,30 +9,9 @@
  * creation or wake-up of a goroutine to where it next ran, and the kinds
  * of events the program must have caused are there.
  *
- *   full             ping-pong, sleeps, syscalls, IO wait, a channel wait,
- *                    a 30 ms spin (preemption request), spawn bursts until
- *                    a goroutine runs on another P than its maker's (a
- *                    steal), two GOMAXPROCS changes (stop-the-
- *                    world); every kind of event and end reason expected
- *   bad_args         NULL/empty paths, missing directory (nothing made), a
- *                    directory, -EBUSY leaving the second path alone, stop
- *                    without a trace, calls outside goroutines
- *   twice            start/stop twice in one gort_main, then again in a
- *                    second gort_main
- *   stop_at_exit     a trace never stopped is completed when gort_main
- *                    returns, with goroutines still yielding and blocked
- *   gortdebug        GORTDEBUG=trace=path traces a whole child program
- *   gortdebug_bad    an empty path and an unwritable one are reported, the
- *                    program runs untraced
- *   drops            with the writer held back, records beyond the pool are
- *                    dropped and counted; the trace stays consistent
- *   foreign_threads  a plain pthread starts goroutines and sends to them
- *                    while tracing: its own track, valid trace
- *
  * The checker needs python3; without it a case says so and skips.
  */
-#include "runtime.h"
-#include "trace.h"
+#include "internal.h"
 #include "test_util.h"
 
 #include <errno.h>
@@ -263,6 +242,10 @@ static void full_main(void *arg)
     gort_close(pipefd[1]);
 }
 
+/* A program with ping-pong, sleeps, syscalls, IO wait, a channel wait, a 30 ms
+ * spin (preemption request), spawn bursts until a goroutine runs on another P
+ * than its maker's (a steal), two GOMAXPROCS changes (stop-the-world); every
+ * kind of event and end reason expected. */
 TEST(full)
 {
     tmp_path(full_path, sizeof full_path, "full.json");
@@ -323,6 +306,9 @@ static void bad_main(void *arg)
     CHECK_EQ(gort_trace_stop(), -EINVAL);
 }
 
+/* NULL and empty paths, a missing directory (nothing made), a directory,
+ * -EBUSY leaving the second path alone, stop without a trace, calls outside
+ * goroutines. */
 TEST(bad_args)
 {
     tmp_path(bad_good, sizeof bad_good, "good.json");
@@ -369,6 +355,7 @@ static void twice_main(void *arg)
         traced_round(twice_paths[1]);
 }
 
+/* Start and stop twice in one gort_main, then again in a second gort_main. */
 TEST(twice)
 {
     for (int i = 0; i < 3; i++) {
@@ -431,6 +418,8 @@ static void exit_main(void *arg)
     /* Return with both alive: gort_main stops the trace. */
 }
 
+/* A trace never stopped is completed when gort_main returns, with goroutines
+ * still yielding and blocked. */
 TEST(stop_at_exit)
 {
     tmp_path(exit_path, sizeof exit_path, "exit.json");
@@ -461,11 +450,12 @@ static void trace_child_main(void *arg)
     say("child done\n");
 }
 
-TEST(gortdebug_child)
+TEST_HIDDEN(gortdebug_child)
 {
     run_main(trace_child_main, NULL);
 }
 
+/* GORTDEBUG=trace=path traces a whole child program. */
 TEST(gortdebug)
 {
     char path[256], env0[300];
@@ -484,6 +474,8 @@ TEST(gortdebug)
     tmp_cleanup();
 }
 
+/* An empty path and an unwritable one are reported, the program runs
+ * untraced. */
 TEST(gortdebug_bad)
 {
     struct test_child r;
@@ -521,7 +513,7 @@ static void drops_main(void *arg)
 {
     (void)arg;
     CHECK_EQ(gort_trace_start(drops_path), 0);
-    store_relaxed(&gort__trace_stall, 1);
+    rt_set_trace_stall(true);
     /* Some 6 records a round trip: far more than the pool's 64+ buffers
      * of 1024 records. */
     struct pingpong pp = {make_chan(sizeof(int64_t), 0),
@@ -530,12 +522,14 @@ static void drops_main(void *arg)
     gort_go(trace_pinger, &pp);
     gort_go(trace_ponger, &pp);
     gort_waitgroup_wait(&wg);
-    store_relaxed(&gort__trace_stall, 0);
+    rt_set_trace_stall(false);
     CHECK_EQ(gort_trace_stop(), 0);
     free_chan(pp.ping);
     free_chan(pp.pong);
 }
 
+/* With the writer held back, records beyond the pool are dropped and counted;
+ * the trace stays consistent. */
 TEST(drops)
 {
     tmp_path(drops_path, sizeof drops_path, "drops.json");
@@ -586,6 +580,8 @@ static void foreign_main(void *arg)
     free_chan(foreign_ch);
 }
 
+/* A plain pthread starts goroutines and sends to them while tracing: its own
+ * track, valid trace. */
 TEST(foreign_threads)
 {
     tmp_path(foreign_path, sizeof foreign_path, "foreign.json");
