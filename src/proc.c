@@ -56,14 +56,6 @@ int64_t gort__runtime_init_time;
 uint32_t gort__main_started;
 struct gort_debugvars gort__debug;
 
-static uint32_t allgcap;
-/* allgs' first array: address space for ALLGS_RESERVE entries, reserved
- * once (MAP_NORESERVE: only the pages written count), so that it grows
- * without copies; a copied array would have to be kept until shutdown
- * for the dumps that read it without the lock, 16 bytes a G at a
- * million.  NULL if the reservation failed (then malloc'd arrays). */
-#define ALLGS_RESERVE (1u << 24)
-static struct g **allgs_map;
 int32_t gort__allp_len;       /* entries of gort__allp allocated (>= procs) */
 static uint32_t gort_running;  /* atomic: a gort_main is in progress */
 static struct m *m0;           /* the thread that called gort_main */
@@ -428,7 +420,6 @@ static void mcommoninit_id_locked(struct m *mp, int64_t id)
 static void schedule(void);
 static struct g *take_lockedwant_locked(struct m *mp);
 static struct g *stoplockedm(struct m *mp);
-static int64_t newproc_foreign(void (*fn)(void *), void *arg, uintptr_t pc);
 static void park_foreign(struct m *mp, struct g *gp,
                          gort__unlockf unlockf, void *lock);
 static void ready_slow(struct m *mp, struct g *gp);
@@ -1513,150 +1504,10 @@ static void post_unlock_sched(struct m *mp)
 }
 
 /* ---------------------------------------------------------------------------
- * Goroutine creation and exit.
+ * Goroutine start and exit.
  * ------------------------------------------------------------------------- */
 
-static void allgadd(struct g *gp)
-{
-    gort__lock(&gort__allglock);
-    if (gort__allglen == allgcap) {
-        /* The first array is the reservation (allgs_map), which never
-         * fills in practice.  Past it, or without it, a copy, not
-         * realloc: a dump may be reading the old array without the lock,
-         * so it is retired (freed at shutdown). */
-        uint32_t cap = allgcap ? allgcap * 2 : 1024;
-        struct g **na = NULL;
-        if (!allgcap) {
-            void *m = mmap(NULL, (size_t)ALLGS_RESERVE * sizeof *na,
-                           PROT_READ | PROT_WRITE,
-                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
-                           0);
-            if (m != MAP_FAILED) {
-                allgs_map = na = m;
-                cap = ALLGS_RESERVE;
-            }
-        }
-        if (!na && !(na = gort__malloc(cap * sizeof *na)))
-            gort__fatal("out of memory growing allgs to %u", cap);
-        struct g **old = gort__allgs;
-        if (old) {
-            memcpy(na, old, gort__allglen * sizeof *na);
-            if (old != allgs_map)
-                gort__retire(old); /* the reservation goes at shutdown */
-        }
-        /* Release: a dump that load-acquires the array sees the copied
-         * entries. */
-        store_rel(&gort__allgs, na);
-        allgcap = cap;
-    }
-    gort__allgs[gort__allglen] = gp;
-    /* Release: the dump reads allglen then the entries without the lock. */
-    store_rel(&gort__allglen, gort__allglen + 1);
-    gort__unlock(&gort__allglock);
-}
-
-/* G structures come from chunks of GCHUNK, never freed before shutdown
- * (Go's allgs keeps every G too).  Dense: the run queues and free lists
- * touch Gs far more often than stacks, so many Gs share a page and a TLB
- * entry.  Under allglock. */
-#define GCHUNK 64
-struct gchunk {
-    struct gchunk *next;
-    uint32_t used;
-    struct g gs[GCHUNK];
-};
-static struct gchunk *gchunks;
-
-static struct g *galloc_locked(void)
-{
-    if (!gchunks || gchunks->used == GCHUNK) {
-        struct gchunk *c = gort__calloc(1, sizeof *c);
-        if (!c)
-            return NULL;
-        c->next = gchunks;
-        gchunks = c;
-    }
-    return &gchunks->gs[gchunks->used++];
-}
-
-/* A new G, without a stack yet, status DEAD, on allgs.  newproc1 gives
- * it a stack; its first context is made only when it first runs
- * (execute_prep), so creating a goroutine does not touch its stack.
- * Mirrors malg. */
-static struct g *malg(void)
-{
-    gort__lock(&gort__allglock);
-    struct g *gp = galloc_locked();
-    gort__unlock(&gort__allglock);
-    if (!gp)
-        return NULL;
-    allgadd(gp);
-    gort__casgstatus(gp, G_IDLE, G_DEAD);
-    return gp;
-}
-
-/* Put a dead G on pp's free list; a full list moves its older half to
- * the global list, keeping the Gs most likely still in the cache.
- * Mirrors gfput (proc.go). */
-static void gfput(struct p *pp, struct g *gp)
-{
-    pp->gfree[pp->ngfree++] = gp;
-    if (pp->ngfree < GORT_GFREE_MAX)
-        return;
-    int32_t n = GORT_GFREE_MAX - GORT_GFREE_KEEP;
-    gort__lock(&gort__sched.gfree_lock);
-    for (int32_t i = 0; i < n; i++)
-        gort__gsegq_push_head(&gort__sched.gfree, pp->gfree[i]);
-    store_relaxed(&gort__sched.ngfree, gort__sched.ngfree + n);
-    gort__unlock(&gort__sched.gfree_lock);
-    memmove(&pp->gfree[0], &pp->gfree[n],
-            (size_t)GORT_GFREE_KEEP * sizeof pp->gfree[0]);
-    pp->ngfree = GORT_GFREE_KEEP;
-}
-
-/* Take a dead G from pp's free list, refilling it from the global list.
- * Mirrors gfget (proc.go). */
-static struct g *gfget(struct p *pp)
-{
-    if (pp->ngfree == 0) {
-        /* Relaxed: a hint; an empty answer only means a new G. */
-        if (load_relaxed(&gort__sched.ngfree) == 0)
-            return NULL;
-        int32_t n = 0;
-        gort__lock(&gort__sched.gfree_lock);
-        struct g *gp;
-        while (n < GORT_GFREE_KEEP &&
-               (gp = gort__gsegq_pop(&gort__sched.gfree)))
-            pp->gfree[GORT_GFREE_KEEP - 1 - n++] = gp;
-        store_relaxed(&gort__sched.ngfree, gort__sched.ngfree - n);
-        gort__unlock(&gort__sched.gfree_lock);
-        /* The most recently freed at the top, as they were. */
-        memmove(&pp->gfree[0], &pp->gfree[GORT_GFREE_KEEP - n],
-                (size_t)n * sizeof pp->gfree[0]);
-        pp->ngfree = n;
-        if (n == 0)
-            return NULL;
-    }
-    struct g *gp = pp->gfree[--pp->ngfree];
-    if (pp->ngfree > 0) /* the next spawn's G */
-        gort__prefetch_g(pp->gfree[pp->ngfree - 1]);
-    return gp;
-}
-
 static GORT_NORETURN void goexit1(struct g *gp);
-
-/* A G has exited and its context is gone: its stack goes to the hot top
- * of the P's stack cache, the G to the free list. */
-static void gfree_stack_and_put(struct p *pp, struct g *gp)
-{
-    if (GORT_UNLIKELY(gort__san))
-        gort__san_g_dead(gp); /* its fiber; its stack cleaned for reuse */
-    gort__stackcache_put(&pp->stackcache, &gp->stack);
-    memset(&gp->stack, 0, sizeof gp->stack);
-    gp->sched_sp = NULL;
-    gort__stat_add(&pp->ngexited, 1);
-    gfput(pp, gp);
-}
 
 /* gostart with a sanitizer in the process (san.c). */
 static GORT_NOINLINE GORT_NORETURN void gostart_san(void *prev)
@@ -1680,147 +1531,6 @@ static void gostart(void *prev)
     *gort__errno_ptr() = 0;
     gp->fn(gp->arg);
     goexit1(gp);
-}
-
-static int64_t newgoid(struct p *pp)
-{
-    if (pp->goidcache == pp->goidcacheend) {
-        /* Relaxed: goids need only be unique, not ordered. */
-        uint64_t end = xadd_relaxed(&gort__sched.goidgen, GORT_GOID_BATCH);
-        pp->goidcache = (int64_t)(end - GORT_GOID_BATCH) + 1;
-        pp->goidcacheend = (int64_t)end + 1;
-    }
-    return pp->goidcache++;
-}
-
-/* Fill in a dead G's fields for running fn(arg). */
-static inline void gsetup(struct g *gp, void (*fn)(void *), void *arg,
-                          uintptr_t pc, int64_t goid, int64_t parent)
-{
-    gp->sched_sp = NULL; /* made when it first runs (execute_prep) */
-    gort__fpctl_save(&gp->fpctl); /* it starts with its creator's FP modes */
-    gp->fn = fn;
-    gp->arg = arg;
-    gp->gopc = pc;
-    gp->parentgoid = parent;
-    gp->defers = NULL;
-    gp->param = NULL;
-    gp->waitreason = WAIT_ZERO;
-    gp->goid = goid;
-    /* Which of its scheduling rounds are timed for /sched/latencies: a
-     * hash of the goid places the first one anywhere in the period, as
-     * Go's random trackingSeq does, without a random draw per spawn. */
-    uint8_t seq = (uint8_t)(((uint64_t)goid * 0x9e3779b97f4a7c15ull) >> 56);
-    gp->trackingseq = seq;
-    gp->tracking = seq % GORT_TRACKING_PERIOD == 0;
-    gp->runtiming = false;
-}
-
-/* Make gp (DEAD, stackless) ready to run fn(arg) and queue it on pp.
- * Returns its goid, or -ENOMEM when no stack can be had (gp is then left
- * unchanged).  san: ThreadSanitizer is in the process (gp gets a fiber,
- * san.c).  Mirrors newproc1 (proc.go). */
-static inline __attribute__((always_inline)) int64_t
-newproc1(struct p *pp, struct g *gp, void (*fn)(void *), void *arg,
-         uintptr_t pc, int64_t parent, enum gtrace t, bool san)
-{
-    /* A reservation, not a stack: the G takes one when it first runs
-     * (execute_prep). */
-    if (pp->stackres == 0) {
-        if (gort__stack_reserve(GORT_STACKRES_BATCH) != 0)
-            return -ENOMEM;
-        pp->stackres = GORT_STACKRES_BATCH;
-    }
-    pp->stackres--;
-    gsetup(gp, fn, arg, pc, newgoid(pp), parent);
-    if (san)
-        gort__san_g_new(gp);
-    int64_t goid = gp->goid;
-    gort__stat_add(&pp->ngcreated, 1);
-    gort__casgstatus_t(gp, G_DEAD, G_RUNNABLE, t);
-    gort__runqput(pp, gp, true);
-    return goid;
-}
-
-int64_t gort__newproc_sys(void (*fn)(void *), void *arg)
-{
-    struct m *mp = gort__getm();
-    struct p *pp = mp->p;
-    mp->locks++;
-    struct g *newg = gfget(pp);
-    if (!newg && !(newg = malg())) {
-        mp->locks--;
-        return -ENOMEM;
-    }
-    /* Created by the runtime (a timer's AfterFunc): no parent. */
-    int64_t goid = newproc1(pp, newg, fn, arg,
-                            (uintptr_t)__builtin_return_address(0), 0,
-                            GT_CHECK, gort__san & GORT_SAN_TSAN);
-    if (goid < 0)
-        gfput(pp, newg);
-    else if (load_relaxed(&gort__main_started))
-        gort__wakep();
-    mp->locks--;
-    return goid;
-}
-
-/* gort_go's body; pc is the caller's return address, t says whether the
- * creation is traced (see enum gtrace), san whether ThreadSanitizer is in
- * the process. */
-static inline __attribute__((always_inline)) int64_t
-go_impl(void (*fn)(void *), void *arg, uintptr_t pc, enum gtrace t, bool san)
-{
-    struct m *mp = gort__getm();
-    if (!fn)
-        return -EINVAL;
-    if (!mp || !mp->curg)
-        return -EPERM; /* the runtime is not running */
-    if (GORT_UNLIKELY(!mp->p))
-        return newproc_foreign(fn, arg, pc);
-    mp->locks++; /* keep our P while we use its caches */
-    struct p *pp = mp->p;
-    struct g *newg = gfget(pp);
-    if (!newg && !(newg = malg())) {
-        mp->locks--;
-        return -ENOMEM;
-    }
-    int64_t goid = newproc1(pp, newg, fn, arg, pc, mp->curg->goid, t, san);
-    if (goid < 0) {
-        gfput(pp, newg);
-        mp->locks--;
-        return goid;
-    }
-    /* wakep's own first test inline: no idle P, nothing to wake. */
-    if (load_relaxed(&gort__sched.npidle) != 0 &&
-        load_relaxed(&gort__main_started))
-        gort__wakep();
-    mp->locks--;
-    gort__preempt_check_m(mp);
-    return goid;
-}
-
-static GORT_NOINLINE int64_t go_traced(void (*fn)(void *), void *arg,
-                                       uintptr_t pc)
-{
-    return go_impl(fn, arg, pc, GT_ON, false);
-}
-
-static GORT_NOINLINE int64_t go_san(void (*fn)(void *), void *arg,
-                                    uintptr_t pc)
-{
-    GORT_SAN_SCOPE();
-    return go_impl(fn, arg, pc, GT_CHECK, true);
-}
-
-int64_t gort_go(void (*fn)(void *), void *arg)
-{
-    uintptr_t pc = (uintptr_t)__builtin_return_address(0);
-    if (GORT_UNLIKELY(gort__san & GORT_SAN_TSAN))
-        return go_san(fn, arg, pc);
-    /* A goroutine calling this holds its P throughout: the flag stays. */
-    if (GORT_TRACE_ON())
-        return go_traced(fn, arg, pc);
-    return go_impl(fn, arg, pc, GT_OFF, false);
 }
 
 /* Forget what a dead G ran (gdestroy's field resets). */
@@ -1847,7 +1557,7 @@ static struct g *goexit0(struct g *gp)
         gp->lockedm = NULL;
     }
     gclear(gp);
-    gfree_stack_and_put(mp->p, gp);
+    gort__gfree_stack_and_put(mp->p, gp);
     return NULL;
 }
 
@@ -1882,7 +1592,7 @@ static void rundefers(struct g *gp)
 static void post_goexit(struct m *mp, struct g *prev)
 {
     post_unlock_sched(mp);
-    gfree_stack_and_put(mp->p, prev);
+    gort__gfree_stack_and_put(mp->p, prev);
 }
 
 /* goexit1's hand-off to the next G, traced or not (enum gtrace). */
@@ -1950,25 +1660,6 @@ void gort_goexit(void)
          * goroutine is left, checkdead reports it. */
         store_relaxed(&gort__sched.main_goexited, 1);
     goexit1(gp);
-}
-
-int64_t gort_goid(void)
-{
-    struct g *gp = gort__getg();
-    return gp ? gp->goid : 0;
-}
-
-int64_t gort_numgoroutine(void)
-{
-    int64_t n = 0;
-    gort__lock(&gort__allglock);
-    for (uint32_t i = 0; i < gort__allglen; i++) {
-        uint32_t s = gort__readgstatus(gort__allgs[i]);
-        if (s != G_DEAD && s != G_IDLE)
-            n++;
-    }
-    gort__unlock(&gort__allglock);
-    return n;
 }
 
 /* ---------------------------------------------------------------------------
@@ -2276,13 +1967,9 @@ static void extram_key_init(void)
 
 static struct g *foreign_g(void)
 {
-    gort__lock(&gort__allglock);
-    struct g *gp = galloc_locked();
-    gort__unlock(&gort__allglock);
+    struct g *gp = gort__malg();
     if (!gp)
         return NULL;
-    allgadd(gp);
-    gort__casgstatus(gp, G_IDLE, G_DEAD);
     gort__casgstatus(gp, G_DEAD, G_RUNNABLE);
     gort__casgstatus(gp, G_RUNNABLE, G_RUNNING);
     return gp;
@@ -2376,7 +2063,7 @@ static void extram_fini(void)
 
 /* A foreign thread makes gp (status from) runnable: the global queue and
  * a wakep, the thread counted as running until an M is on its way. */
-static void foreign_queue(struct m *mp, struct g *gp, uint32_t from)
+void gort__foreign_queue(struct m *mp, struct g *gp, uint32_t from)
 {
     mp->locks++;
     gort__lock(&gort__sched.lock);
@@ -2402,7 +2089,7 @@ static GORT_NOINLINE void ready_slow(struct m *mp, struct g *gp)
         gort__notewakeup(&gp->lockedm->park);
         return;
     }
-    foreign_queue(mp, gp, G_WAITING);
+    gort__foreign_queue(mp, gp, G_WAITING);
 }
 
 /* gort__park on a foreign thread: sleep on the M's note. */
@@ -2420,38 +2107,6 @@ static GORT_NOINLINE void park_foreign(struct m *mp, struct g *gp,
     }
     gort__casgstatus(gp, G_RUNNABLE, G_RUNNING);
     foreign_inside(-1);
-}
-
-/* gort_go from a foreign thread: the new G goes to the global queue. */
-static int64_t newproc_foreign(void (*fn)(void *), void *arg, uintptr_t pc)
-{
-    struct m *mp = gort__getm_raw();
-    mp->locks++;
-    gort__lock(&gort__sched.gfree_lock);
-    struct g *gp = gort__gsegq_pop(&gort__sched.gfree);
-    if (gp)
-        store_relaxed(&gort__sched.ngfree, gort__sched.ngfree - 1);
-    gort__unlock(&gort__sched.gfree_lock);
-    if (!gp && !(gp = malg())) {
-        mp->locks--;
-        return -ENOMEM;
-    }
-    if (gort__stack_reserve(1) != 0) {
-        gort__lock(&gort__sched.gfree_lock);
-        gort__gsegq_push_head(&gort__sched.gfree, gp);
-        store_relaxed(&gort__sched.ngfree, gort__sched.ngfree + 1);
-        gort__unlock(&gort__sched.gfree_lock);
-        mp->locks--;
-        return -ENOMEM;
-    }
-    gsetup(gp, fn, arg, pc, (int64_t)xadd_relaxed(&gort__sched.goidgen, 1),
-           mp->curg->goid);
-    if (gort__san & GORT_SAN_TSAN)
-        gort__san_g_new(gp);
-    int64_t goid = gp->goid;
-    mp->locks--;
-    foreign_queue(mp, gp, G_DEAD);
-    return goid;
 }
 
 /* ---------------------------------------------------------------------------
@@ -2603,7 +2258,6 @@ static void reset_globals(void)
     gort__allm = NULL;
     gort__allgs = NULL;
     gort__allglen = 0;
-    allgcap = 0;
     gort__newprocs = 0;
     gort__worldsema = 1;
     gort__sched.lastpoll = 1; /* nobody sleeps as the poller */
@@ -2648,16 +2302,7 @@ static void teardown(void)
         gort__stackcache_flush(&gort__allp[i]->stackcache);
         gort__timers_fini(gort__allp[i]);
     }
-    while (gchunks) {
-        struct gchunk *next = gchunks->next;
-        gort__free(gchunks);
-        gchunks = next;
-    }
-    if (gort__allgs != allgs_map)
-        gort__free(gort__allgs);
-    if (allgs_map)
-        munmap(allgs_map, (size_t)ALLGS_RESERVE * sizeof *allgs_map);
-    allgs_map = NULL;
+    gort__allgs_fini();
     for (int32_t i = 0; i < gort__allp_len; i++)
         gort__free(gort__allp[i]);
     gort__free(gort__allp);
@@ -2698,14 +2343,8 @@ static int boot(struct m *mp, void (*fn)(void *), void *arg)
     gort__gomaxprocs = 0;
     gort__procresize(mp, procs);
     gort__unlock(&gort__sched.lock);
-    struct g *gp = malg();
-    if (!gp)
-        return -ENOMEM;
-    gp->is_main = true;
-    int64_t goid = newproc1(mp->p, gp, fn, arg,
-                            (uintptr_t)__builtin_return_address(0), 0,
-                            GT_CHECK, gort__san & GORT_SAN_TSAN);
-    return goid < 0 ? (int)goid : 0;
+    return gort__newproc_main(mp->p, fn, arg,
+                              (uintptr_t)__builtin_return_address(0));
 }
 
 int gort_main(void (*fn)(void *), void *arg)

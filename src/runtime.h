@@ -1271,6 +1271,35 @@ GORT_HIDDEN struct p *gort__releasep(struct m *mp);
 GORT_HIDDEN void gort__mcall(struct g *(*fn)(struct g *));
 GORT_HIDDEN void gort__stopm_schedule(struct m *mp);
 GORT_HIDDEN bool gort__stoplockedm(struct m *mp);
+
+/* ---------------------------------------------------------------------------
+ * Goroutine creation (newproc.c).
+ * ------------------------------------------------------------------------- */
+
+/* A new G on allgs: G_DEAD, no stack.  NULL when out of memory.  Mirrors
+ * malg (proc.go). */
+GORT_HIDDEN struct g *gort__malg(void);
+/* A G whose goroutine has ended (its context gone): its stack to pp's
+ * stack cache, the G to pp's free list.  Owner P only. */
+GORT_HIDDEN void gort__gfree_stack_and_put(struct p *pp, struct g *gp);
+/* Start a goroutine from the scheduler (g0 of an M holding a P): the
+ * goid, or -ENOMEM. */
+GORT_HIDDEN int64_t gort__newproc_sys(void (*fn)(void *), void *arg);
+/* Queue the main goroutine on pp at boot: 0 or -ENOMEM. */
+GORT_HIDDEN int gort__newproc_main(struct p *pp, void (*fn)(void *),
+                                   void *arg, uintptr_t pc);
+/* Free every G and allgs at shutdown. */
+GORT_HIDDEN void gort__allgs_fini(void);
+
+/* ---------------------------------------------------------------------------
+ * Foreign threads (proc.c).
+ * ------------------------------------------------------------------------- */
+
+/* A foreign thread (mp, without a P) makes gp, of status from, runnable:
+ * the global queue and a wakep. */
+GORT_HIDDEN void gort__foreign_queue(struct m *mp, struct g *gp,
+                                     uint32_t from);
+
 /* Syscalls (syscall.c).  how: 1 explicit, 2 marked by the preemption
  * signal. */
 GORT_HIDDEN void gort__entersyscall_m(struct m *mp, struct g *gp,
@@ -1622,9 +1651,6 @@ GORT_HIDDEN GORT_NOINLINE void gort__nosigpipe_end(int err);
 GORT_HIDDEN int gort__fd_close(int fd);
 /* startm with an idle P and no spinning (for injectglist). */
 GORT_HIDDEN void gort__startm_idle(void);
-/* Start a goroutine from the scheduler (g0 of an M holding a P): the
- * goid, or -ENOMEM. */
-GORT_HIDDEN int64_t gort__newproc_sys(void (*fn)(void *), void *arg);
 
 /* Semaphores (sema.c).  Mirrors sema.go.  semacquire1 parks until it can
  * take a unit from *addr; lifo queues the caller first among the waiters
