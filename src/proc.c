@@ -372,7 +372,7 @@ static void checkmcount_locked(void)
     }
 }
 
-static struct m *allocm(void)
+struct m *gort__allocm(void)
 {
     struct m *mp = gort__calloc(1, sizeof *mp);
     struct g *g0 = gort__calloc(1, sizeof *g0);
@@ -420,15 +420,12 @@ static void mcommoninit_id_locked(struct m *mp, int64_t id)
 static void schedule(void);
 static struct g *take_lockedwant_locked(struct m *mp);
 static struct g *stoplockedm(struct m *mp);
-static void park_foreign(struct m *mp, struct g *gp,
-                         gort__unlockf unlockf, void *lock);
-static void ready_slow(struct m *mp, struct g *gp);
 
 /* An M for a runtime thread that runs without a P (sysmon): counted in
  * nmsys so that deadlock detection ignores it. */
 struct m *gort__allocm_sys(void)
 {
-    struct m *mp = allocm();
+    struct m *mp = gort__allocm();
     if (!mp)
         return NULL;
     gort__lock(&gort__sched.lock);
@@ -479,7 +476,7 @@ static void *mstart(void *arg)
  * -1.  Mirrors newm (proc.go). */
 static void newm_id(struct p *pp, bool spinning, int64_t id)
 {
-    struct m *mp = allocm();
+    struct m *mp = gort__allocm();
     if (!mp)
         gort__fatal("out of memory allocating an M");
     gort__lock(&gort__sched.lock);
@@ -1714,7 +1711,7 @@ park_impl(gort__unlockf unlockf, void *lock, uint32_t reason,
     gp->waitreason = reason;
     gp->waitsince = load_relaxed(&gort__sched.coarsenow);
     if (GORT_UNLIKELY(gp->foreign)) {
-        park_foreign(mp, gp, unlockf, lock);
+        gort__foreign_park(mp, gp, unlockf, lock);
         return;
     }
     mp->waitunlockf = unlockf;
@@ -1758,7 +1755,7 @@ static inline __attribute__((always_inline)) void
 ready_impl(struct m *mp, struct g *gp, bool next, enum gtrace t)
 {
     if (GORT_UNLIKELY(gp->foreign || !mp->p)) {
-        ready_slow(mp, gp);
+        gort__foreign_ready(mp, gp);
         return;
     }
     gort__ready_onp(mp, mp->p, gp, next, t);
@@ -1773,7 +1770,7 @@ ready_traced(struct m *mp, struct g *gp, bool next)
 void gort__ready_m(struct m *mp, struct g *gp, bool next)
 {
     /* A caller holding a P keeps it throughout (one without a P takes
-     * ready_slow, which looks at the flag itself). */
+     * gort__foreign_ready, which looks at the flag itself). */
     if (GORT_TRACE_ON())
         ready_traced(mp, gp, next);
     else
@@ -1902,211 +1899,6 @@ void gort__preempt_yield(struct m *mp, struct g *gp)
     gort__stat_add(&mp->p->npreemptsync, 1);
     gort__trace_preempted(mp);
     gosched(mp, gp, true);
-}
-
-/* ---------------------------------------------------------------------------
- * Foreign threads: threads gort did not create that call into it (a
- * library's callback thread, a plain pthread).  Mirrors needm/dropm.
- *
- * On its first call such a thread gets an extra M and a G standing for
- * it (g->foreign, wired to that M through lockedm).  It never holds a P:
- *   - a G it readies, or one it starts with gort_go, goes to the global
- *     queue and an idle P is woken (wakep);
- *   - when it must block (a channel, a select, a semaphore) it parks its
- *     own thread on the M's note, and whoever readies its G wakes it;
- *   - while it is in one of those, sched.nforeigninside counts it as a
- *     running M, so checkdead does not report a deadlock it is about to
- *     end.  Outside gort it is not counted.
- * The extra M is freed when the thread exits (a pthread key destructor),
- * or, if the thread outlives the runtime, then.
- * ------------------------------------------------------------------------- */
-
-static pthread_key_t extram_key;
-static pthread_once_t extram_key_once = PTHREAD_ONCE_INIT;
-static uint32_t runtime_gen;   /* bumped by every gort_main */
-static struct m *extram;       /* extra Ms alive; under sched.lock */
-
-static void foreign_inside(int32_t d)
-{
-    gort__lock(&gort__sched.lock);
-    gort__sched.nforeigninside += d;
-    gort__unlock(&gort__sched.lock);
-}
-
-static void dropm(void *arg)
-{
-    struct m *mp = arg;
-    if (!mp || !mp->foreign)
-        return;
-    if (mp->foreign_gen == load_acq(&runtime_gen) &&
-        load_acq(&gort__main_started)) {
-        gort__lock(&gort__sched.lock);
-        struct m **pp = &extram;
-        while (*pp && *pp != mp)
-            pp = &(*pp)->schedlink;
-        if (*pp)
-            *pp = mp->schedlink;
-        struct g *gp = mp->curg;
-        gort__casgstatus(gp, G_RUNNING, G_DEAD);
-        gp->goid = 0;
-        gp->lockedm = NULL;
-        gp->m = NULL;
-        gort__unlock(&gort__sched.lock);
-    }
-    if (gort__getm_raw() == mp)
-        gort__setm(NULL);
-    gort__free(mp->g0);
-    gort__free(mp);
-}
-
-static void extram_key_init(void)
-{
-    if (pthread_key_create(&extram_key, dropm) != 0)
-        gort__throw("needm: pthread_key_create failed");
-}
-
-static struct g *foreign_g(void)
-{
-    struct g *gp = gort__malg();
-    if (!gp)
-        return NULL;
-    gort__casgstatus(gp, G_DEAD, G_RUNNABLE);
-    gort__casgstatus(gp, G_RUNNABLE, G_RUNNING);
-    return gp;
-}
-
-/* Make the calling thread an extra M.  Mirrors needm (proc.go). */
-static struct m *needm(void)
-{
-    pthread_once(&extram_key_once, extram_key_init);
-    struct m *mp = allocm();
-    if (!mp)
-        gort__fatal("out of memory making an M for a foreign thread");
-    mp->foreign = true;
-    mp->foreign_gen = load_acq(&runtime_gen);
-    /* The locks below find this M through gort__getm. */
-    gort__setm(mp);
-    struct g *gp = foreign_g();
-    if (!gp)
-        gort__fatal("out of memory making a G for a foreign thread");
-    mp->procid = gort__gettid();
-    mp->errnop = gort__errno_ptr();
-    uint64_t seed = (uint64_t)gort_nanotime() ^ (uint64_t)(uintptr_t)mp;
-    mp->fastrand[0] = (uint32_t)(seed | 1);
-    mp->fastrand[1] = (uint32_t)(seed >> 32) | 0x9e3779b9u;
-    gp->foreign = true;
-    gp->goid = (int64_t)xadd_relaxed(&gort__sched.goidgen, 1);
-    gp->lockedm = mp;
-    store_relaxed(&gp->m, mp);
-    store_rel(&mp->curg, gp);
-    gort__lock(&gort__sched.lock);
-    mp->id = -(int64_t)(++gort__sched.nforeign);
-    mp->schedlink = extram;
-    extram = mp;
-    gort__unlock(&gort__sched.lock);
-    pthread_setspecific(extram_key, mp);
-    return mp;
-}
-
-struct m *gort__getm_noextra_slow(void)
-{
-    /* A thread without an M gets none here: a runtime lock or a
-     * read-only call needs none, and an extra M stays with its thread
-     * (and counts as a goroutine) until the thread ends. */
-    return gort__getm_raw() ? gort__getm_slow() : NULL;
-}
-
-GORT_NOINLINE struct m *gort__getm_slow(void)
-{
-    GORT_SAN_SCOPE(); /* needm allocates */
-    struct m *mp = gort__getm_raw();
-    if (mp && mp->foreign) {
-        if (mp->foreign_gen == load_acq(&runtime_gen) &&
-            load_acq(&gort__main_started))
-            return mp;
-        if (mp->foreign_gen == load_acq(&runtime_gen))
-            return NULL; /* shutting down */
-        /* Left over from an earlier gort_main: start afresh. */
-        pthread_setspecific(extram_key, NULL);
-        gort__setm(NULL);
-        gort__free(mp->g0);
-        gort__free(mp);
-        mp = NULL;
-    }
-    if (!mp) {
-        if (!load_acq(&gort__main_started) ||
-            load_relaxed(&gort__sched.exiting))
-            return NULL;
-        return needm();
-    }
-    /* An inspector claimed this thread while it slept in a call nobody
-     * wrapped (rawsys.c): settle the claim before anything else. */
-    if (load_acq(&mp->rawmark) != RAWMARK_NONE)
-        gort__rawsys_back(mp);
-    /* The thread was put into a syscall while blocked in the kernel (by
-     * an inspector, or by the preemption signal); it is back in gort now.
-     * Else the fast slot was cleared by a claim that was withdrawn. */
-    if (load_relaxed(&mp->insyscall) == 2)
-        gort__exitsyscall_m(mp, mp->curg);
-    else
-        gort__setm_fast(mp);
-    return gort__getm_raw();
-}
-
-/* Teardown: forget extra Ms whose threads still live (their threads free
- * them, seeing the generation change). */
-static void extram_fini(void)
-{
-    extram = NULL;
-    xadd_acqrel(&runtime_gen, 1);
-}
-
-/* A foreign thread makes gp (status from) runnable: the global queue and
- * a wakep, the thread counted as running until an M is on its way. */
-void gort__foreign_queue(struct m *mp, struct g *gp, uint32_t from)
-{
-    mp->locks++;
-    gort__lock(&gort__sched.lock);
-    gort__sched.nforeigninside++;
-    if (from == G_DEAD) /* a new goroutine (newproc_foreign); relaxed:
-                           metrics read it without the lock */
-        store_relaxed(&gort__sched.ngcreatednop,
-                      gort__sched.ngcreatednop + 1);
-    gort__casgstatus(gp, from, G_RUNNABLE);
-    gort__globrunqput_locked(gp);
-    gort__unlock(&gort__sched.lock);
-    gort__wakep();
-    mp->locks--;
-    foreign_inside(-1);
-}
-
-/* gort__ready_m's rare cases: the G stands for a foreign thread (wake the
- * thread), or the caller is one (no P: the global queue). */
-static GORT_NOINLINE void ready_slow(struct m *mp, struct g *gp)
-{
-    if (gp->foreign) {
-        gort__casgstatus(gp, G_WAITING, G_RUNNABLE);
-        gort__notewakeup(&gp->lockedm->park);
-        return;
-    }
-    gort__foreign_queue(mp, gp, G_WAITING);
-}
-
-/* gort__park on a foreign thread: sleep on the M's note. */
-static GORT_NOINLINE void park_foreign(struct m *mp, struct g *gp,
-                                       gort__unlockf unlockf,
-                                       void *lock)
-{
-    foreign_inside(1);
-    gort__casgstatus(gp, G_RUNNING, G_WAITING);
-    if (unlockf && !unlockf(mp, gp, lock)) {
-        gort__casgstatus(gp, G_WAITING, G_RUNNABLE);
-    } else {
-        gort__notesleep(&mp->park);
-        gort__noteclear(&mp->park);
-    }
-    gort__casgstatus(gp, G_RUNNABLE, G_RUNNING);
-    foreign_inside(-1);
 }
 
 /* ---------------------------------------------------------------------------
@@ -2318,7 +2110,7 @@ static void teardown(void)
     gort__semafini();
     gort__netpoll_fini();
     gort__stackfini();
-    extram_fini();
+    gort__foreign_fini();
     reset_globals();
 }
 
@@ -2358,7 +2150,7 @@ int gort_main(void (*fn)(void *), void *arg)
     gort__runtime_init_time = gort_nanotime();
     gort__track_clock_init();
     gort__spinpay_reset();
-    struct m *mp = allocm();
+    struct m *mp = gort__allocm();
     if (!mp) {
         store_rel(&gort_running, 0);
         return -ENOMEM;

@@ -1264,6 +1264,9 @@ gort__ready_inline(struct m *mp, struct g *gp, bool next)
 }
 /* Hand pp, whose M is blocking, to another M or the idle list. */
 GORT_HIDDEN void gort__handoffp(struct p *pp);
+/* A new M and its g0, not yet counted or on allm (NULL when out of
+ * memory). */
+GORT_HIDDEN struct m *gort__allocm(void);
 GORT_HIDDEN struct m *gort__allocm_sys(void);
 GORT_HIDDEN void gort__dropg(struct m *mp);
 GORT_HIDDEN struct p *gort__releasep(struct m *mp);
@@ -1292,13 +1295,22 @@ GORT_HIDDEN int gort__newproc_main(struct p *pp, void (*fn)(void *),
 GORT_HIDDEN void gort__allgs_fini(void);
 
 /* ---------------------------------------------------------------------------
- * Foreign threads (proc.c).
+ * Foreign threads (foreign.c).  gort__getm_slow and
+ * gort__getm_noextra_slow (above) are foreign.c's too.
  * ------------------------------------------------------------------------- */
 
 /* A foreign thread (mp, without a P) makes gp, of status from, runnable:
  * the global queue and a wakep. */
 GORT_HIDDEN void gort__foreign_queue(struct m *mp, struct g *gp,
                                      uint32_t from);
+/* gort__ready where the G stands for a foreign thread (its thread is
+ * woken) or the caller is one (mp without a P: gort__foreign_queue). */
+GORT_HIDDEN void gort__foreign_ready(struct m *mp, struct g *gp);
+/* gort__park on a foreign thread: it sleeps on its M's note. */
+GORT_HIDDEN void gort__foreign_park(struct m *mp, struct g *gp,
+                                    gort__unlockf unlockf, void *lock);
+/* Teardown: forget the extra Ms (their threads free them). */
+GORT_HIDDEN void gort__foreign_fini(void);
 
 /* Syscalls (syscall.c).  how: 1 explicit, 2 marked by the preemption
  * signal. */
