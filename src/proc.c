@@ -57,9 +57,6 @@ uint32_t gort__main_started;
 struct gort_debugvars gort__debug;
 
 int32_t gort__allp_len;       /* entries of gort__allp allocated (>= procs) */
-static uint32_t gort_running;  /* atomic: a gort_main is in progress */
-static struct m *m0;           /* the thread that called gort_main */
-static int main_status;
 
 /* The current M.  initial-exec TLS: one %fs-relative load, also in the
  * shared library (static TLS is reserved for libraries loaded at start).
@@ -363,7 +360,7 @@ int32_t gort__mcount(void)
 
 /* Fatal if one more M would pass the thread limit.  sched.lock held.
  * Mirrors checkmcount (proc.go). */
-static void checkmcount_locked(void)
+void gort__checkmcount_locked(void)
 {
     if (mcount_locked() > gort__sched.maxmcount) {
         gort__printf(2, "gort: program exceeds %d-thread limit\n",
@@ -387,7 +384,7 @@ struct m *gort__allocm(void)
     return mp;
 }
 
-static void freem(struct m *mp)
+void gort__freem(struct m *mp)
 {
     gort__free(mp->g0);
     gort__free(mp);
@@ -399,13 +396,13 @@ static void freem(struct m *mp)
 static int64_t mreserveid_locked(void)
 {
     int64_t id = gort__sched.mnext++;
-    checkmcount_locked();
+    gort__checkmcount_locked();
     return id;
 }
 
 /* Give mp an id (reserved, or a new one when id < 0), seed its random
  * state and publish it on allm.  sched.lock held.  Mirrors mcommoninit. */
-static void mcommoninit_id_locked(struct m *mp, int64_t id)
+void gort__mcommoninit_id_locked(struct m *mp, int64_t id)
 {
     mp->id = id >= 0 ? id : mreserveid_locked();
     uint64_t seed = (uint64_t)gort_nanotime() ^ ((uint64_t)mp->id << 32) ^
@@ -417,7 +414,6 @@ static void mcommoninit_id_locked(struct m *mp, int64_t id)
     store_rel(&gort__allm, mp);
 }
 
-static void schedule(void);
 static struct g *take_lockedwant_locked(struct m *mp);
 static struct g *stoplockedm(struct m *mp);
 
@@ -429,7 +425,7 @@ struct m *gort__allocm_sys(void)
     if (!mp)
         return NULL;
     gort__lock(&gort__sched.lock);
-    mcommoninit_id_locked(mp, -1);
+    gort__mcommoninit_id_locked(mp, -1);
     gort__sched.nmsys++;
     gort__unlock(&gort__sched.lock);
     return mp;
@@ -438,7 +434,7 @@ struct m *gort__allocm_sys(void)
 /* Set up the current thread as mp: TLS, signal stack, sanitizer fiber
  * (M0 is the program's thread, inside gort_main; the others are gort's
  * own). */
-static int mstart_common(struct m *mp)
+int gort__mstart_common(struct m *mp)
 {
     gort__setm(mp);
     gort__rawsys_thread_start(mp, &gort__tls_mfast);
@@ -455,7 +451,7 @@ static int mstart_common(struct m *mp)
 static void *mstart(void *arg)
 {
     struct m *mp = arg;
-    if (mstart_common(mp) != 0)
+    if (gort__mstart_common(mp) != 0)
         gort__throw("mstart: could not set up thread for M%lld",
                     (long long)mp->id);
     /* A spinning start (wakep) set mp->spinning before the thread
@@ -463,7 +459,7 @@ static void *mstart(void *arg)
     struct p *pp = mp->nextp;
     mp->nextp = NULL;
     gort__acquirep(mp, pp);
-    schedule();
+    gort__schedule();
     gort__rawsys_thread_exit(mp);
     gort__unminit(mp);
     gort__setm(NULL);
@@ -480,7 +476,7 @@ static void newm_id(struct p *pp, bool spinning, int64_t id)
     if (!mp)
         gort__fatal("out of memory allocating an M");
     gort__lock(&gort__sched.lock);
-    mcommoninit_id_locked(mp, id);
+    gort__mcommoninit_id_locked(mp, id);
     gort__unlock(&gort__sched.lock);
     mp->nextp = pp;
     mp->spinning = spinning;
@@ -530,7 +526,7 @@ static bool stopm(struct m *mp)
     gort__trace_mpark(mp);
     gort__lock(&gort__sched.lock);
     if (load_relaxed(&gort__sched.exiting)) {
-        /* Shutting down: main_exit_m may already have emptied the idle
+        /* Shutting down: gort__main_exit_m may already have emptied the idle
          * list (a gcstopm counts its P stopped before it gets here), so
          * nobody would wake us.  Exit instead of parking. */
         gort__unlock(&gort__sched.lock);
@@ -773,11 +769,12 @@ static struct g *lock_to_m0(struct g *gp)
     gort__dropg(mp);
     /* Under sched.lock: M0's own G may be wiring itself right now. */
     gort__lock(&gort__sched.lock);
-    bool taken = load_relaxed(&m0->lockedg) || m0->dead || m0->exiting;
+    bool taken = load_relaxed(&gort__m0->lockedg) || gort__m0->dead ||
+                 gort__m0->exiting;
     if (!taken) {
-        m0->lockedext = 1;
-        store_relaxed(&m0->lockedg, gp);
-        store_relaxed(&gp->lockedm, m0);
+        gort__m0->lockedext = 1;
+        store_relaxed(&gort__m0->lockedg, gp);
+        store_relaxed(&gp->lockedm, gort__m0);
     }
     gort__unlock(&gort__sched.lock);
     if (taken) {
@@ -1429,7 +1426,7 @@ static bool mexit_locked(struct m *mp)
 
 /* One round of scheduling after another, on g0, until shutdown.
  * Mirrors schedule (proc.go). */
-static void schedule(void)
+void gort__schedule(void)
 {
     struct m *mp = gort__getm_raw(); /* g0 never changes thread */
     for (;;) {
@@ -1558,8 +1555,6 @@ static struct g *goexit0(struct g *gp)
     return NULL;
 }
 
-static struct g *main_exit_m(struct g *gp);
-
 /* Run the G's deferred handlers, LIFO.  A handler may defer more (they
  * run next).  A record stays on the list while its handler runs, so that
  * a goroutine discarded at shutdown in the middle of a handler (it may
@@ -1619,8 +1614,8 @@ static GORT_NORETURN void goexit1(struct g *gp)
     if (gp->is_main && !load_relaxed(&gort__sched.main_goexited)) {
         /* ThreadSanitizer: what main did happens before gort_main
          * returns. */
-        gort__san_release(&main_status);
-        mcall(main_exit_m, true);
+        gort__san_release(&gort__main_status);
+        mcall(gort__main_exit_m, true);
     }
     /* From here on the G holds its P until it is gone. */
     if (GORT_TRACE_ON())
@@ -1973,230 +1968,4 @@ void gort__checkdead_locked(void)
     if (gort__timers_any())
         return;
     gort__fatal("all goroutines are asleep - deadlock!");
-}
-
-/* ---------------------------------------------------------------------------
- * Boot and shutdown.
- * ------------------------------------------------------------------------- */
-
-/* On g0 of the M that ran the main goroutine when it returned: stop the
- * world, then tell every M to exit; M0 frees everything in gort_main. */
-static struct g *main_exit_m(struct g *gp)
-{
-    struct m *mp = gort__getm();
-    gort__casgstatus(gp, G_RUNNING, G_DEAD);
-    gort__dropg(mp);
-    store_relaxed(&gort__sched.exiting, 1);
-    gort__stw_stop(mp);
-    gort__lock(&gort__sched.lock);
-    struct m *idle;
-    while ((idle = gort__mget_locked())) {
-        idle->exiting = true;
-        gort__notewakeup(&idle->park);
-    }
-    for (struct m *w = gort__allm; w; w = w->alllink)
-        if (w->lockedsleep) {
-            w->exiting = true;
-            gort__notewakeup(&w->park);
-        }
-    gort__unlock(&gort__sched.lock);
-    /* An M sleeping as the poller finds exiting set when it wakes. */
-    gort__poller_wake();
-    /* Our own P stays with us; we exit through findrunnable's check. */
-    store_relaxed(&mp->p->m, NULL);
-    store_relaxed(&mp->p, NULL);
-    return NULL;
-}
-
-/* Arrays replaced while racy readers may hold them (growallp). */
-struct retired {
-    struct retired *next;
-    void *mem;
-};
-static struct retired *retired;
-static gort_spinlock retired_lock; /* a leaf: taken under allplock or the
-                                  poll cache's lock */
-
-void gort__retire(void *mem)
-{
-    struct retired *r = gort__malloc(sizeof *r);
-    if (!r)
-        gort__fatal("out of memory retiring an array");
-    r->mem = mem;
-    gort__spinlock(&retired_lock);
-    r->next = retired;
-    retired = r;
-    gort__spinunlock(&retired_lock);
-}
-
-static void retired_free(void)
-{
-    while (retired) {
-        struct retired *next = retired->next;
-        gort__free(retired->mem);
-        gort__free(retired);
-        retired = next;
-    }
-}
-
-static void reset_globals(void)
-{
-    memset(&gort__sched, 0, sizeof gort__sched);
-    gort__sched.maxmcount = gort__sched.maxmcount ? gort__sched.maxmcount
-                                                  : GORT_DEFAULT_MAX_THREADS;
-    gort__allp = NULL;
-    gort__allp_len = 0;
-    gort__gomaxprocs = 0;
-    gort__allm = NULL;
-    gort__allgs = NULL;
-    gort__allglen = 0;
-    gort__newprocs = 0;
-    gort__worldsema = 1;
-    gort__sched.lastpoll = 1; /* nobody sleeps as the poller */
-    gort__sched.coarsenow = gort_nanotime();
-    memset(gort__idlepmask, 0, sizeof gort__idlepmask);
-}
-
-static int32_t max_threads_setting = GORT_DEFAULT_MAX_THREADS;
-
-int gort_set_max_threads(int n)
-{
-    if (n < 1)
-        return -EINVAL;
-    int32_t old = max_threads_setting;
-    max_threads_setting = n;
-    if (load_relaxed(&gort_running)) {
-        gort__lock(&gort__sched.lock);
-        gort__sched.maxmcount = n;
-        checkmcount_locked();
-        gort__unlock(&gort__sched.lock);
-    }
-    return old;
-}
-
-/* Free every G, M and P after all threads have exited. */
-static void teardown(void)
-{
-    for (uint32_t i = 0; i < gort__allglen; i++) {
-        struct g *gp = gort__allgs[i];
-        struct gort_defer_rec *d = gp->defers;
-        while (d) {
-            struct gort_defer_rec *next = d->next;
-            gort__free(d);
-            d = next;
-        }
-        if (gort__san & GORT_SAN_TSAN)
-            gort__san_g_teardown(gp);
-        gort__stackfree(&gp->stack); /* no-op for stackless Gs */
-        gort__preemptstk_free(gp);
-    }
-    for (int32_t i = 0; i < gort__allp_len; i++) {
-        gort__stackcache_flush(&gort__allp[i]->stackcache);
-        gort__timers_fini(gort__allp[i]);
-    }
-    gort__allgs_fini();
-    for (int32_t i = 0; i < gort__allp_len; i++)
-        gort__free(gort__allp[i]);
-    gort__free(gort__allp);
-    retired_free();
-    struct m *mp = gort__allm;
-    while (mp) {
-        struct m *next = mp->alllink;
-        freem(mp);
-        mp = next;
-    }
-    gort__globrunq_fini();
-    gort__gsegq_fini(&gort__sched.gfree);
-    gort__semafini();
-    gort__netpoll_fini();
-    gort__stackfini();
-    gort__foreign_fini();
-    reset_globals();
-}
-
-/* Wait for every M thread but the caller's to end. */
-static void join_ms(struct m *self)
-{
-    for (struct m *mp = gort__allm; mp; mp = mp->alllink)
-        if (mp != self && mp->thread)
-            pthread_join(mp->thread, NULL);
-}
-
-static int boot(struct m *mp, void (*fn)(void *), void *arg)
-{
-    gort__read_env();
-    int err = gort__stackinit();
-    if (err)
-        return err;
-    gort__lock(&gort__sched.lock);
-    gort__sched.maxmcount = max_threads_setting;
-    mcommoninit_id_locked(mp, -1);
-    int32_t procs = gort__gomaxprocs; /* from the environment */
-    gort__gomaxprocs = 0;
-    gort__procresize(mp, procs);
-    gort__unlock(&gort__sched.lock);
-    return gort__newproc_main(mp->p, fn, arg,
-                              (uintptr_t)__builtin_return_address(0));
-}
-
-int gort_main(void (*fn)(void *), void *arg)
-{
-    GORT_SAN_SCOPE();
-    if (!fn)
-        return -EINVAL;
-    if (!cas_acqrel(&gort_running, 0, 1))
-        return -EBUSY;
-    reset_globals();
-    gort__runtime_init_time = gort_nanotime();
-    gort__track_clock_init();
-    gort__spinpay_reset();
-    struct m *mp = gort__allocm();
-    if (!mp) {
-        store_rel(&gort_running, 0);
-        return -ENOMEM;
-    }
-    mp->is_m0 = true;
-    mp->thread = 0;
-    m0 = mp;
-    int err = mstart_common(mp);
-    if (!err && GORT_UNLIKELY(gort__san))
-        gort__san_main_start();
-    if (!err)
-        err = gort__signals_install();
-    if (!err)
-        err = boot(mp, fn, arg); /* reads GORTDEBUG */
-    if (!err)
-        gort__trace_boot(mp, gort__debug.trace);
-    if (!err) {
-        gort__rawsys_init();
-        err = gort__preempt_init();
-    }
-    if (!err)
-        err = gort__sysmon_start();
-    if (err) {
-        gort__trace_shutdown();
-        gort__preempt_fini();
-        gort__signals_restore();
-        gort__unminit(mp);
-        gort__setm(NULL);
-        teardown();
-        store_rel(&gort_running, 0);
-        return err;
-    }
-    store_rel(&gort__main_started, 1);
-    schedule();
-    gort__san_acquire(&main_status);
-    /* Every other M has been told to exit. */
-    gort__sysmon_stop();
-    join_ms(mp);
-    gort__trace_shutdown(); /* GORTDEBUG=trace, or a trace never stopped */
-    gort__preempt_fini();
-    gort__rawsys_thread_exit(mp);
-    gort__unminit(mp);
-    gort__signals_restore();
-    gort__setm(NULL);
-    teardown();
-    store_rel(&gort__main_started, 0);
-    store_rel(&gort_running, 0);
-    return main_status;
 }

@@ -39,7 +39,7 @@
  *     6. stack pool lock          the global stack pool and arenas (stack.c)
  *     7. preempt.c's ranges lock  gort_preempt_allow_object; a leaf
  *     -  netpoll.c's poll cache lock is held with no other runtime lock
- *        but the retired-array lock (proc.c), a leaf below it
+ *        but the retired-array lock (boot.c), a leaf below it
  *     -  the schedtrace print lock (debug.c) is taken before 2.
  *     -  trace.c's buffer lock is a leaf, taken under any of the above
  *        (an event is recorded wherever the scheduler is).
@@ -877,8 +877,6 @@ static inline struct p **gort__allp_load(void)
     /* Acquire: pairs with growallp's release store. */
     return load_acq(&gort__allp);
 }
-/* Keep a replaced array until shutdown (racy readers may hold it). */
-GORT_HIDDEN void gort__retire(void *mem);
 GORT_HIDDEN extern int32_t gort__gomaxprocs;   /* atomic reads outside STW */
 GORT_HIDDEN extern int32_t gort__ncpu;
 GORT_HIDDEN extern struct m *gort__allm;       /* atomic head, push-only */
@@ -1267,6 +1265,18 @@ GORT_HIDDEN void gort__handoffp(struct p *pp);
 /* A new M and its g0, not yet counted or on allm (NULL when out of
  * memory). */
 GORT_HIDDEN struct m *gort__allocm(void);
+GORT_HIDDEN void gort__freem(struct m *mp);
+/* Give mp an id (id, reserved, or a new one when id < 0), seed its
+ * random state and put it on allm.  sched.lock held. */
+GORT_HIDDEN void gort__mcommoninit_id_locked(struct m *mp, int64_t id);
+/* Fatal if the Ms pass sched.maxmcount.  sched.lock held. */
+GORT_HIDDEN void gort__checkmcount_locked(void);
+/* Set up the calling thread as mp (TLS, signal stack, sanitizer fiber):
+ * 0 or a negative errno. */
+GORT_HIDDEN int gort__mstart_common(struct m *mp);
+/* The scheduler's loop on g0, until the M must exit.  Mirrors schedule
+ * (proc.go). */
+GORT_HIDDEN void gort__schedule(void);
 GORT_HIDDEN struct m *gort__allocm_sys(void);
 GORT_HIDDEN void gort__dropg(struct m *mp);
 GORT_HIDDEN struct p *gort__releasep(struct m *mp);
@@ -1311,6 +1321,21 @@ GORT_HIDDEN void gort__foreign_park(struct m *mp, struct g *gp,
                                     gort__unlockf unlockf, void *lock);
 /* Teardown: forget the extra Ms (their threads free them). */
 GORT_HIDDEN void gort__foreign_fini(void);
+
+/* ---------------------------------------------------------------------------
+ * Boot and shutdown (boot.c).
+ * ------------------------------------------------------------------------- */
+
+/* The thread that called gort_main. */
+GORT_HIDDEN extern struct m *gort__m0;
+/* gort_main's result; for ThreadSanitizer, the address that orders the
+ * main goroutine's work before gort_main's return. */
+GORT_HIDDEN extern int gort__main_status;
+/* On g0, the main goroutine gp having returned: stop the world and tell
+ * every M to exit (an mcall function). */
+GORT_HIDDEN struct g *gort__main_exit_m(struct g *gp);
+/* Keep a replaced array until shutdown (racy readers may hold it). */
+GORT_HIDDEN void gort__retire(void *mem);
 
 /* Syscalls (syscall.c).  how: 1 explicit, 2 marked by the preemption
  * signal. */
