@@ -624,7 +624,7 @@ struct m {
     struct p *watchp;      /* woken to watch this P's syscall (set with
                               watchword by the waker, before the note) */
     uint32_t watchword;
-    /* LockOSThread (proc.c). */
+    /* LockOSThread (mthread.c). */
     struct g *lockedg;     /* G wired to this M, or NULL; the owner writes
                               (M0: under sched.lock), others read relaxed */
     uint32_t lockedext;    /* gort_lock_os_thread depth; owner */
@@ -1219,6 +1219,57 @@ static inline struct g *gort__globrunqget_locked(struct p *pp, int32_t max)
 }
 
 /* ---------------------------------------------------------------------------
+ * Ms (mthread.c).
+ * ------------------------------------------------------------------------- */
+
+/* A new M and its g0, not yet counted or on allm (NULL when out of
+ * memory). */
+GORT_HIDDEN struct m *gort__allocm(void);
+GORT_HIDDEN void gort__freem(struct m *mp);
+/* An M for a runtime thread that runs without a P (sysmon), counted in
+ * sched.nmsys. */
+GORT_HIDDEN struct m *gort__allocm_sys(void);
+/* Give mp an id (id, reserved, or a new one when id < 0), seed its
+ * random state and put it on allm.  sched.lock held. */
+GORT_HIDDEN void gort__mcommoninit_id_locked(struct m *mp, int64_t id);
+/* Fatal if the Ms pass sched.maxmcount.  sched.lock held. */
+GORT_HIDDEN void gort__checkmcount_locked(void);
+/* Threads the runtime has made (racy outside sched.lock; for reports). */
+GORT_HIDDEN int32_t gort__mcount(void);
+/* Set up the calling thread as mp (TLS, signal stack, sanitizer fiber):
+ * 0 or a negative errno. */
+GORT_HIDDEN int gort__mstart_common(struct m *mp);
+/* A new M (a thread) to run pp.  Mirrors newm (proc.go). */
+GORT_HIDDEN void gort__newm(struct p *pp, bool spinning);
+/* An M off the idle list, or NULL.  sched.lock held.  Mirrors mget. */
+GORT_HIDDEN struct m *gort__mget_locked(void);
+/* Park the current M, which holds no P, until it is handed one.  Returns
+ * false when the M must exit instead.  Mirrors stopm (proc.go). */
+GORT_HIDDEN bool gort__stopm(struct m *mp);
+GORT_HIDDEN void gort__stopm_schedule(struct m *mp);
+/* startm with an idle P and no spinning (for injectglist). */
+GORT_HIDDEN void gort__startm_idle(void);
+/* Hand pp, whose M is blocking, to another M or the idle list. */
+GORT_HIDDEN void gort__handoffp(struct p *pp);
+/* Try to put one more P to work with a spinning M.  Mirrors wakep. */
+GORT_HIDDEN void gort__wakep(void);
+/* A wired G exited without unlocking: its M's thread ends (not M0's).
+ * Returns false when the M must exit.  Mirrors mexit (proc.go). */
+GORT_HIDDEN bool gort__mexit(struct m *mp);
+/* LockOSThread.  The wired G of mp cannot run: give the P away and sleep
+ * until a P comes with the G; returns the G (mp holding a P), or NULL
+ * when the M must exit.  gort__stoplockedm: the same, returning whether
+ * the M got its G.  Mirrors stoplockedm (proc.go). */
+GORT_HIDDEN struct g *gort__stoplockedm_g(struct m *mp);
+GORT_HIDDEN bool gort__stoplockedm(struct m *mp);
+/* gp, just taken from a run queue, is wired to another M: hand it over.
+ * Returns false when the caller must exit.  Mirrors startlockedm. */
+GORT_HIDDEN bool gort__startlockedm(struct m *mp, struct g *gp);
+/* Deadlock detection whenever an M goes idle.  sched.lock held.  Mirrors
+ * checkdead (proc.go). */
+GORT_HIDDEN void gort__checkdead_locked(void);
+
+/* ---------------------------------------------------------------------------
  * Scheduler (proc.c).
  * ------------------------------------------------------------------------- */
 
@@ -1232,7 +1283,6 @@ GORT_HIDDEN void gort__park(gort__unlockf unlockf, void *lock,
 GORT_HIDDEN void gort__ready(struct g *gp, bool next);
 /* gort__ready for a caller that has its M at hand. */
 GORT_HIDDEN void gort__ready_m(struct m *mp, struct g *gp, bool next);
-GORT_HIDDEN void gort__wakep(void);
 /* The wake-up itself, for a caller holding P pp and a G of gort's own:
  * gort__ready_m's body (proc.c) and the inline one below. */
 static inline __attribute__((always_inline)) void
@@ -1260,30 +1310,16 @@ gort__ready_inline(struct m *mp, struct g *gp, bool next)
     }
     gort__ready_onp(mp, pp, gp, next, GT_OFF);
 }
-/* Hand pp, whose M is blocking, to another M or the idle list. */
-GORT_HIDDEN void gort__handoffp(struct p *pp);
-/* A new M and its g0, not yet counted or on allm (NULL when out of
- * memory). */
-GORT_HIDDEN struct m *gort__allocm(void);
-GORT_HIDDEN void gort__freem(struct m *mp);
-/* Give mp an id (id, reserved, or a new one when id < 0), seed its
- * random state and put it on allm.  sched.lock held. */
-GORT_HIDDEN void gort__mcommoninit_id_locked(struct m *mp, int64_t id);
-/* Fatal if the Ms pass sched.maxmcount.  sched.lock held. */
-GORT_HIDDEN void gort__checkmcount_locked(void);
-/* Set up the calling thread as mp (TLS, signal stack, sanitizer fiber):
- * 0 or a negative errno. */
-GORT_HIDDEN int gort__mstart_common(struct m *mp);
 /* The scheduler's loop on g0, until the M must exit.  Mirrors schedule
  * (proc.go). */
 GORT_HIDDEN void gort__schedule(void);
-GORT_HIDDEN struct m *gort__allocm_sys(void);
 GORT_HIDDEN void gort__dropg(struct m *mp);
 GORT_HIDDEN struct p *gort__releasep(struct m *mp);
 /* Run fn(gp) on g0 with the current G's context saved (mcall). */
 GORT_HIDDEN void gort__mcall(struct g *(*fn)(struct g *));
-GORT_HIDDEN void gort__stopm_schedule(struct m *mp);
-GORT_HIDDEN bool gort__stoplockedm(struct m *mp);
+/* pidleget, recording that a spinning M was wanted when no P is idle.
+ * sched.lock held.  Mirrors pidlegetSpinning (proc.go). */
+GORT_HIDDEN struct p *gort__pidlegetspinning_locked(void);
 
 /* ---------------------------------------------------------------------------
  * Goroutine creation (newproc.c).
@@ -1380,7 +1416,6 @@ GORT_HIDDEN void gort__rawsys_thread_exit(struct m *mp);
 /* On an idle M woken to watch a syscall: take its P if the syscall lasts.
  * True when mp now holds a P. */
 GORT_HIDDEN bool gort__syscall_watch(struct m *mp);
-GORT_HIDDEN int32_t gort__mcount(void);
 /* Cooperative preemption point: yield if sysmon asked this G to. */
 GORT_HIDDEN void gort__preempt_check(void);
 GORT_HIDDEN void gort__preempt_yield(struct m *mp, struct g *gp);
@@ -1394,7 +1429,6 @@ static inline void gort__preempt_check_m(struct m *mp)
 }
 GORT_HIDDEN uint32_t gort__fastrand(void);
 GORT_HIDDEN uint32_t gort__fastrandn(uint32_t n);
-GORT_HIDDEN void gort__checkdead_locked(void);
 GORT_HIDDEN void gort__stop_the_world(const char *why);
 GORT_HIDDEN void gort__start_the_world(void);
 /* The halves of stop/start-the-world that run on any stack of an M
@@ -1412,8 +1446,6 @@ GORT_HIDDEN extern int32_t gort__allp_len;
 GORT_HIDDEN void gort__acquirep(struct m *mp, struct p *pp);
 GORT_HIDDEN void gort__pidleput_locked(struct p *pp);
 GORT_HIDDEN struct p *gort__pidleget_locked(void);
-GORT_HIDDEN struct m *gort__mget_locked(void);
-GORT_HIDDEN void gort__newm(struct p *pp, bool spinning);
 GORT_HIDDEN void gort__steal_order_reset(uint32_t count);
 GORT_HIDDEN void gort__setidlep(int32_t id, bool idle);
 static inline bool gort__isidlep(int32_t id)
@@ -1686,8 +1718,6 @@ GORT_HIDDEN GORT_NOINLINE void gort__nosigpipe_end(int err);
     })
 /* Close a registered fd (0 or -errno), or 1 when it is not registered. */
 GORT_HIDDEN int gort__fd_close(int fd);
-/* startm with an idle P and no spinning (for injectglist). */
-GORT_HIDDEN void gort__startm_idle(void);
 
 /* Semaphores (sema.c).  Mirrors sema.go.  semacquire1 parks until it can
  * take a unit from *addr; lifo queues the caller first among the waiters
