@@ -1314,12 +1314,10 @@ gort__ready_inline(struct m *mp, struct g *gp, bool next)
  * (proc.go). */
 GORT_HIDDEN void gort__schedule(void);
 GORT_HIDDEN void gort__dropg(struct m *mp);
-GORT_HIDDEN struct p *gort__releasep(struct m *mp);
 /* Run fn(gp) on g0 with the current G's context saved (mcall). */
 GORT_HIDDEN void gort__mcall(struct g *(*fn)(struct g *));
-/* pidleget, recording that a spinning M was wanted when no P is idle.
- * sched.lock held.  Mirrors pidlegetSpinning (proc.go). */
-GORT_HIDDEN struct p *gort__pidlegetspinning_locked(void);
+/* Reset the steal order for count Ps.  World stopped. */
+GORT_HIDDEN void gort__steal_order_reset(uint32_t count);
 
 /* ---------------------------------------------------------------------------
  * Goroutine creation (newproc.c).
@@ -1441,17 +1439,24 @@ GORT_HIDDEN struct p *gort__procresize(struct m *mp, int32_t nprocs);
 GORT_HIDDEN extern int32_t gort__newprocs;
 GORT_HIDDEN extern uint32_t gort__worldsema;
 GORT_HIDDEN extern int32_t gort__allp_len;
-/* P and M lists and hand-over (proc.c); the _locked ones need
+/* P ownership and the idle P list (procresize.c); the _locked ones need
  * sched.lock. */
 GORT_HIDDEN void gort__acquirep(struct m *mp, struct p *pp);
+/* Take mp's P from it and return the P, now idle.  Mirrors releasep. */
+GORT_HIDDEN struct p *gort__releasep(struct m *mp);
 GORT_HIDDEN void gort__pidleput_locked(struct p *pp);
 GORT_HIDDEN struct p *gort__pidleget_locked(void);
-GORT_HIDDEN void gort__steal_order_reset(uint32_t count);
+/* pidleget, recording that a spinning M was wanted when no P is idle.
+ * Mirrors pidlegetSpinning (proc.go). */
+GORT_HIDDEN struct p *gort__pidlegetspinning_locked(void);
 GORT_HIDDEN void gort__setidlep(int32_t id, bool idle);
 static inline bool gort__isidlep(int32_t id)
 {
     return (load_relaxed(&gort__idlepmask[id / 32]) >> (id % 32)) & 1;
 }
+/* Stop the current M's P for a pending stop-the-world; false when the M
+ * must exit.  Mirrors gcstopm (procresize.c). */
+GORT_HIDDEN bool gort__gcstopm(struct m *mp);
 
 /* Asynchronous preemption (preempt.c). */
 GORT_HIDDEN int gort__preempt_init(void);
