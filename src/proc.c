@@ -1,6 +1,16 @@
 /*
- * proc.c - the scheduler: G, M and P, schedule/findrunnable, spinning,
- * stop-the-world, GOMAXPROCS, and the lifecycle of gort_main.
+ * proc.c - the scheduler: schedule and findrunnable, spinning Ms,
+ * running a G on its M and switching to and from it, the direct G-to-G
+ * hand-off, and what is built on them: parking and readying a G,
+ * yielding (gort_gosched, cooperative preemption), and a goroutine's
+ * first code and its exit.  Mirrors schedule, findRunnable, execute,
+ * gopark, goready, goschedImpl and goexit (proc.go).  It also defines the
+ * runtime's shared globals, the current M's thread-local slots, errno's
+ * address, fastrand and the legal G status changes.  It runs past 1,200
+ * lines because the hot paths (park, ready, yield, goexit, schedule,
+ * execute) share always-inline pieces (pick_fast, pick_handoff,
+ * execute_prep, g_handoff, g_switch) that must stay in their translation
+ * unit.
  *
  * Design (Go's, from proc.go's header): an M runs Go code only while it
  * holds a P.  When an M's G blocks or ends, the M switches to its g0 and
@@ -25,12 +35,14 @@
  *   - A G in G_RUNNING has gp->m set and is mp->curg of that M.
  *   - nmspinning counts Ms with m->spinning set (plus wakep's reservation
  *     between its CAS and the woken M taking over the count).
- *   - sched.npidle equals the length of sched.pidle; idlepmask mirrors it.
  *   - Runtime code reaches the current M through gort__getm() after every
  *     switch, never through a cached TLS address.
  *
- * Not here: run queues (runq.c), stacks (stack.c), sysmon (sysmon.c),
- * schedtrace and fatal errors (debug.c).
+ * Not here: Ms and LockOSThread (mthread.c), P ownership, stop-the-world
+ * and GOMAXPROCS (procresize.c), goroutine creation (newproc.c), foreign
+ * threads (foreign.c), boot and shutdown (boot.c), run queues (runq.c),
+ * stacks (stack.c), sysmon (sysmon.c), schedtrace and fatal errors
+ * (debug.c).
  */
 #include "runtime.h"
 
