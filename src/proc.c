@@ -1071,36 +1071,22 @@ void gort__park(gort__unlockf unlockf, void *lock,
         park_impl(unlockf, lock, reason, GT_OFF);
 }
 
-void gort__ready(struct g *gp, bool next)
-{
-    gort__ready_m(gort__getm(), gp, next);
-}
-
-/* gort__ready_m's body, traced or not (enum gtrace). */
-static inline __attribute__((always_inline)) void
-ready_impl(struct m *mp, struct g *gp, bool next, enum gtrace t)
-{
-    if (GORT_UNLIKELY(gp->foreign || !mp->p)) {
-        gort__foreign_ready(mp, gp);
-        return;
-    }
-    gort__ready_onp(mp, mp->p, gp, next, t);
-}
-
+/* gort__ready's traced body (enum gtrace). */
 static GORT_NOINLINE __attribute__((cold)) void
 ready_traced(struct m *mp, struct g *gp, bool next)
 {
-    ready_impl(mp, gp, next, GT_ON);
+    gort__ready_m(mp, gp, next, GT_ON);
 }
 
-void gort__ready_m(struct m *mp, struct g *gp, bool next)
+void gort__ready(struct g *gp, bool next)
 {
-    /* A caller holding a P keeps it throughout (one without a P takes
+    struct m *mp = gort__getm();
+    /* A caller holding a P keeps it throughout (one without a P goes to
      * gort__foreign_ready, which looks at the flag itself). */
     if (GORT_TRACE_ON())
         ready_traced(mp, gp, next);
     else
-        ready_impl(mp, gp, next, GT_OFF);
+        gort__ready_m(mp, gp, next, GT_OFF);
 }
 
 /* On g0: put the G at the tail of the global queue.  Mirrors goschedImpl,

@@ -400,10 +400,10 @@ GORT_HIDDEN __attribute__((cold)) void gort__gtrack_ran(struct g *gp);
 /*
  * Whether a status change goes into the execution trace (trace.c):
  * GT_CHECK looks at gort__trace_on, one load and a predictable branch.
- * The hottest paths (park, ready, goexit, gort_go in proc.c) look once on
- * entry instead and run a body made with GT_OFF or GT_ON: the untraced
- * body then has no call to keep registers around (a call site costs
- * saved registers on every wake-up).
+ * The hottest paths (park, ready and goexit in proc.c, gort_go in
+ * newproc.c) look once on entry instead and run a body made with GT_OFF
+ * or GT_ON: the untraced body then has no call to keep registers around
+ * (a call site costs saved registers on every wake-up).
  * The flag cannot change meanwhile: it changes only while the world is
  * stopped, and those paths hold their P throughout.
  */
@@ -1270,6 +1270,24 @@ GORT_HIDDEN bool gort__startlockedm(struct m *mp, struct g *gp);
 GORT_HIDDEN void gort__checkdead_locked(void);
 
 /* ---------------------------------------------------------------------------
+ * Foreign threads (foreign.c).  gort__getm_slow and
+ * gort__getm_noextra_slow (above) are foreign.c's too.
+ * ------------------------------------------------------------------------- */
+
+/* A foreign thread (mp, without a P) makes gp, of status from, runnable:
+ * the global queue and a wakep. */
+GORT_HIDDEN void gort__foreign_queue(struct m *mp, struct g *gp,
+                                     uint32_t from);
+/* gort__ready where the G stands for a foreign thread (its thread is
+ * woken) or the caller is one (mp without a P: gort__foreign_queue). */
+GORT_HIDDEN void gort__foreign_ready(struct m *mp, struct g *gp);
+/* gort__park on a foreign thread: it sleeps on its M's note. */
+GORT_HIDDEN void gort__foreign_park(struct m *mp, struct g *gp,
+                                    gort__unlockf unlockf, void *lock);
+/* Teardown: forget the extra Ms (their threads free them). */
+GORT_HIDDEN void gort__foreign_fini(void);
+
+/* ---------------------------------------------------------------------------
  * Scheduler (proc.c).
  * ------------------------------------------------------------------------- */
 
@@ -1278,38 +1296,40 @@ GORT_HIDDEN void gort__checkdead_locked(void);
  * G resumes at once.  Mirrors gopark (proc.go). */
 GORT_HIDDEN void gort__park(gort__unlockf unlockf, void *lock,
                             uint32_t reason);
-/* Make a WAITING G runnable on the current P (in runnext when next).
- * Mirrors goready/ready (proc.go). */
+/* Make a WAITING G runnable (in runnext when next): on the caller's P;
+ * from a caller without a P (a foreign thread), on the global queue; a G
+ * standing for a foreign thread has its thread woken.  Mirrors goready
+ * (proc.go). */
 GORT_HIDDEN void gort__ready(struct g *gp, bool next);
-/* gort__ready for a caller that has its M at hand. */
-GORT_HIDDEN void gort__ready_m(struct m *mp, struct g *gp, bool next);
-/* The wake-up itself, for a caller holding P pp and a G of gort's own:
- * gort__ready_m's body (proc.c) and the inline one below. */
+/* gort__ready for a caller that has its M at hand, with the usual case
+ * inline: gp is a G of gort's own and mp holds a P, which it keeps
+ * throughout (m->locks).  The rest goes to gort__foreign_ready.  t (enum
+ * gtrace): GT_OFF or GT_ON from a caller that has looked at the trace
+ * flag (gort__ready's two bodies); GT_CHECK looks at it here and sends a
+ * traced wake-up to gort__ready (the channel hand-offs).  Mirrors ready
+ * (proc.go). */
 static inline __attribute__((always_inline)) void
-gort__ready_onp(struct m *mp, struct p *pp, struct g *gp, bool next,
-                enum gtrace t)
+gort__ready_m(struct m *mp, struct g *gp, bool next, enum gtrace t)
 {
+    if (t == GT_CHECK && GORT_TRACE_ON()) {
+        gort__ready(gp, next);
+        return;
+    }
+    struct p *pp = mp->p;
+    if (GORT_UNLIKELY(gp->foreign || !pp)) {
+        gort__foreign_ready(mp, gp);
+        return;
+    }
     mp->locks++;
-    gort__casgstatus_t(gp, G_WAITING, G_RUNNABLE, t);
+    /* Past the test above, GT_CHECK means untraced. */
+    gort__casgstatus_t(gp, G_WAITING, G_RUNNABLE,
+                       t == GT_ON ? GT_ON : GT_OFF);
     gort__runqput(pp, gp, next);
     if (load_relaxed(&gort__sched.npidle) != 0) /* wakep's first test */
         gort__wakep();
     mp->locks--;
 }
 
-/* gort__ready_m with its usual case inline, for the channel hand-offs:
- * tracing off, the caller holding a P, a G of gort's own; anything else
- * goes to gort__ready_m. */
-static inline __attribute__((always_inline)) void
-gort__ready_inline(struct m *mp, struct g *gp, bool next)
-{
-    struct p *pp = mp->p;
-    if (GORT_TRACE_ON() || GORT_UNLIKELY(gp->foreign || !pp)) {
-        gort__ready_m(mp, gp, next);
-        return;
-    }
-    gort__ready_onp(mp, pp, gp, next, GT_OFF);
-}
 /* The scheduler's loop on g0, until the M must exit.  Mirrors schedule
  * (proc.go). */
 GORT_HIDDEN void gort__schedule(void);
@@ -1337,24 +1357,6 @@ GORT_HIDDEN int gort__newproc_main(struct p *pp, void (*fn)(void *),
                                    void *arg, uintptr_t pc);
 /* Free every G and allgs at shutdown. */
 GORT_HIDDEN void gort__allgs_fini(void);
-
-/* ---------------------------------------------------------------------------
- * Foreign threads (foreign.c).  gort__getm_slow and
- * gort__getm_noextra_slow (above) are foreign.c's too.
- * ------------------------------------------------------------------------- */
-
-/* A foreign thread (mp, without a P) makes gp, of status from, runnable:
- * the global queue and a wakep. */
-GORT_HIDDEN void gort__foreign_queue(struct m *mp, struct g *gp,
-                                     uint32_t from);
-/* gort__ready where the G stands for a foreign thread (its thread is
- * woken) or the caller is one (mp without a P: gort__foreign_queue). */
-GORT_HIDDEN void gort__foreign_ready(struct m *mp, struct g *gp);
-/* gort__park on a foreign thread: it sleeps on its M's note. */
-GORT_HIDDEN void gort__foreign_park(struct m *mp, struct g *gp,
-                                    gort__unlockf unlockf, void *lock);
-/* Teardown: forget the extra Ms (their threads free them). */
-GORT_HIDDEN void gort__foreign_fini(void);
 
 /* ---------------------------------------------------------------------------
  * Boot and shutdown (boot.c).
