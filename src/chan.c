@@ -146,7 +146,7 @@ chan_send_direct(struct m *mp, struct gort_chan *c, struct sudog *sg,
     struct g *gp = sg->g;
     gp->param = sg;
     gort__spinunlock_m(mp, &c->lock);
-    gort__ready_inline(mp, gp, true);
+    gort__ready_m(mp, gp, true, GT_CHECK);
 }
 
 /* Queue the running G on q (c's sendq or recvq, c locked) with a sudog on
@@ -258,7 +258,7 @@ chan_recv_direct(struct m *mp, struct gort_chan *c, struct sudog *sg,
     struct g *gp = sg->g;
     gp->param = sg;
     gort__spinunlock_m(mp, &c->lock);
-    gort__ready_inline(mp, gp, true);
+    gort__ready_m(mp, gp, true, GT_CHECK);
 }
 
 /* Returns whether a receive happened (always, when blocking); *ok says

@@ -1,6 +1,16 @@
 /*
- * proc.c - the scheduler: G, M and P, schedule/findrunnable, spinning,
- * stop-the-world, GOMAXPROCS, and the lifecycle of gort_main.
+ * proc.c - the scheduler: schedule and findrunnable, spinning Ms,
+ * running a G on its M and switching to and from it, the direct G-to-G
+ * hand-off, and what is built on them: parking and readying a G,
+ * yielding (gort_gosched, cooperative preemption), and a goroutine's
+ * first code and its exit.  Mirrors schedule, findRunnable, execute,
+ * gopark, goready, goschedImpl and goexit (proc.go).  It also defines the
+ * runtime's shared globals, the current M's thread-local slots, errno's
+ * address, fastrand and the legal G status changes.  It runs past 1,200
+ * lines because the hot paths (park, ready, yield, goexit, schedule,
+ * execute) share always-inline pieces (pick_fast, pick_handoff,
+ * execute_prep, g_handoff, g_switch) that must stay in their translation
+ * unit.
  *
  * Design (Go's, from proc.go's header): an M runs Go code only while it
  * holds a P.  When an M's G blocks or ends, the M switches to its g0 and
@@ -25,15 +35,16 @@
  *   - A G in G_RUNNING has gp->m set and is mp->curg of that M.
  *   - nmspinning counts Ms with m->spinning set (plus wakep's reservation
  *     between its CAS and the woken M taking over the count).
- *   - sched.npidle equals the length of sched.pidle; idlepmask mirrors it.
  *   - Runtime code reaches the current M through gort__getm() after every
  *     switch, never through a cached TLS address.
  *
- * Not here: run queues (runq.c), stacks (stack.c), sysmon (sysmon.c),
- * schedtrace and fatal errors (debug.c).
+ * Not here: Ms and LockOSThread (mthread.c), P ownership, stop-the-world
+ * and GOMAXPROCS (procresize.c), goroutine creation (newproc.c), foreign
+ * threads (foreign.c), boot and shutdown (boot.c), run queues (runq.c),
+ * stacks (stack.c), sysmon (sysmon.c), schedtrace and fatal errors
+ * (debug.c).
  */
 #include "runtime.h"
-#include "trace.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -43,18 +54,6 @@
 #include <unistd.h>
 
 
-static uint32_t allgcap;
-/* allgs' first array: address space for ALLGS_RESERVE entries, reserved
- * once (MAP_NORESERVE: only the pages written count), so that it grows
- * without copies; a copied array would have to be kept until shutdown
- * for the dumps that read it without the lock, 16 bytes a G at a
- * million.  NULL if the reservation failed (then malloc'd arrays). */
-#define ALLGS_RESERVE (1u << 24)
-static struct g **allgs_map;
-int32_t gort__allp_len;       /* entries of gort__allp allocated (>= procs) */
-static uint32_t gort_running;  /* atomic: a gort_main is in progress */
-static struct m *m0;           /* the thread that called gort_main */
-static int main_status;
 
 /* ---------------------------------------------------------------------------
  * Context switching with the sanitizers told about it.
@@ -134,628 +133,8 @@ void gort__dropg(struct m *mp)
 }
 
 /* ---------------------------------------------------------------------------
- * P ownership.
+ * Spinning Ms.
  * ------------------------------------------------------------------------- */
-
-void gort__setidlep(int32_t id, bool idle)
-{
-    uint32_t bit = 1u << (id % 32);
-    if (idle)
-        or_relaxed(&gort__idlepmask[id / 32], bit);
-    else
-        and_relaxed(&gort__idlepmask[id / 32], ~bit);
-}
-
-/* Associate pp with mp.  Mirrors gort__acquirep/wirep (proc.go). */
-void gort__acquirep(struct m *mp, struct p *pp)
-{
-    if (mp->p || pp->m)
-        gort__throw("gort__acquirep: M%lld already has P%d or P%d has an M",
-                    (long long)mp->id, mp->p ? mp->p->id : -1, pp->id);
-    /* Relaxed: the caller took the P (a list under sched.lock, or a CAS
-     * out of P_SYSCALL); this only checks it. */
-    uint32_t st = load_relaxed(&pp->status);
-    if (st != P_IDLE)
-        gort__throw("gort__acquirep: P%d has status %u, want idle", pp->id,
-                    st);
-    store_relaxed(&mp->p, pp);
-    store_relaxed(&pp->sysmon_schedwhen, 0); /* restart sysmon's clock */
-    /* Release: sysmon load-acquires pp->m and then reads the M. */
-    store_rel(&pp->m, mp);
-    store_relaxed(&pp->status, P_RUNNING);
-    gort__trace_procstart(mp, pp);
-    /* sysmon sleeps deeply while every P is idle; work has resumed.
-     * (The npidle change that made this P busy was seq-cst: see
-     * deep_sleep in sysmon.c.) */
-    gort__sysmon_wake();
-}
-
-/* Disassociate mp's P from it and return the P, now idle.  Mirrors
- * releasep (proc.go). */
-struct p *gort__releasep(struct m *mp)
-{
-    struct p *pp = mp->p;
-    if (!pp || pp->m != mp)
-        gort__throw("releasep: M%lld has P%d whose M is %lld",
-                    (long long)mp->id, pp ? pp->id : -1,
-                    pp && pp->m ? (long long)pp->m->id : -1LL);
-    gort__trace_procstop(mp, pp);
-    store_relaxed(&mp->p, NULL);
-    store_relaxed(&pp->m, NULL);
-    store_relaxed(&pp->status, P_IDLE);
-    return pp;
-}
-
-/* Idle P list; sched.lock held.  Mirrors pidleput/pidleget. */
-void gort__pidleput_locked(struct p *pp)
-{
-    if (!gort__runqempty(pp))
-        gort__throw("pidleput: P%d has a non-empty run queue", pp->id);
-    pp->link = gort__sched.pidle;
-    gort__sched.pidle = pp;
-    gort__setidlep(pp->id, true);
-    /* Seq-cst: readers of npidle outside the lock (wakep, the spinning
-     * limit) see the P on the list once they see the count, and sysmon's
-     * deep_sleep handshake needs a total order. */
-    xadd_seqcst(&gort__sched.npidle, 1);
-}
-
-struct p *gort__pidleget_locked(void)
-{
-    struct p *pp = gort__sched.pidle;
-    if (pp) {
-        gort__sched.pidle = pp->link;
-        pp->link = NULL;
-        gort__setidlep(pp->id, false);
-        xadd_seqcst(&gort__sched.npidle, -1); /* see pidleput */
-    }
-    return pp;
-}
-
-/* As pidleget, but if no P is idle, record that a spinning M was wanted
- * so that the next M releasing its P spins instead.  Mirrors
- * pidlegetSpinning (proc.go). */
-static struct p *pidlegetspinning_locked(void)
-{
-    struct p *pp = gort__pidleget_locked();
-    if (!pp)
-        store_relaxed(&gort__sched.needspinning, 1);
-    return pp;
-}
-
-/* ---------------------------------------------------------------------------
- * M lifecycle.
- * ------------------------------------------------------------------------- */
-
-static int32_t mcount_locked(void)
-{
-    return (int32_t)(gort__sched.mnext - gort__sched.nmfreed);
-}
-
-/* Threads the runtime has made (racy outside sched.lock; for reports). */
-int32_t gort__mcount(void)
-{
-    return (int32_t)(load_relaxed(&gort__sched.mnext) -
-                     load_relaxed(&gort__sched.nmfreed));
-}
-
-/* Fatal if one more M would pass the thread limit.  sched.lock held.
- * Mirrors checkmcount (proc.go). */
-static void checkmcount_locked(void)
-{
-    if (mcount_locked() > gort__sched.maxmcount) {
-        gort__printf(2, "gort: program exceeds %d-thread limit\n",
-                     gort__sched.maxmcount);
-        gort__fatal("thread exhaustion");
-    }
-}
-
-static struct m *allocm(void)
-{
-    struct m *mp = gort__calloc(1, sizeof *mp);
-    struct g *g0 = gort__calloc(1, sizeof *g0);
-    if (!mp || !g0) {
-        gort__free(mp);
-        gort__free(g0);
-        return NULL;
-    }
-    mp->g0 = g0;
-    mp->cputimer = -1;
-    g0->atomicstatus = G_RUNNING;
-    return mp;
-}
-
-static void freem(struct m *mp)
-{
-    gort__free(mp->g0);
-    gort__free(mp);
-}
-
-/* Count one more M and return its id.  sched.lock held.  Mirrors
- * mReserveID: an M about to be created counts as running for checkdead
- * from the moment its creator lets go of the lock. */
-static int64_t mreserveid_locked(void)
-{
-    int64_t id = gort__sched.mnext++;
-    checkmcount_locked();
-    return id;
-}
-
-/* Give mp an id (reserved, or a new one when id < 0), seed its random
- * state and publish it on allm.  sched.lock held.  Mirrors mcommoninit. */
-static void mcommoninit_id_locked(struct m *mp, int64_t id)
-{
-    mp->id = id >= 0 ? id : mreserveid_locked();
-    uint64_t seed = (uint64_t)gort_nanotime() ^ ((uint64_t)mp->id << 32) ^
-                    (uint64_t)(uintptr_t)mp;
-    mp->fastrand[0] = (uint32_t)(seed | 1);
-    mp->fastrand[1] = (uint32_t)(seed >> 32) | 0x9e3779b9u;
-    mp->alllink = gort__allm;
-    /* Release: schedtrace walks allm without the lock. */
-    store_rel(&gort__allm, mp);
-}
-
-static void schedule(void);
-static struct g *take_lockedwant_locked(struct m *mp);
-static struct g *stoplockedm(struct m *mp);
-static int64_t newproc_foreign(void (*fn)(void *), void *arg, uintptr_t pc);
-static void park_foreign(struct m *mp, struct g *gp,
-                         gort__unlockf unlockf, void *lock);
-static void ready_slow(struct m *mp, struct g *gp);
-
-/* An M for a runtime thread that runs without a P (sysmon): counted in
- * nmsys so that deadlock detection ignores it. */
-struct m *gort__allocm_sys(void)
-{
-    struct m *mp = allocm();
-    if (!mp)
-        return NULL;
-    gort__lock(&gort__sched.lock);
-    mcommoninit_id_locked(mp, -1);
-    gort__sched.nmsys++;
-    gort__unlock(&gort__sched.lock);
-    return mp;
-}
-
-/* Set up the current thread as mp: TLS, signal stack, sanitizer fiber
- * (M0 is the program's thread, inside gort_main; the others are gort's
- * own). */
-static int mstart_common(struct m *mp)
-{
-    gort__setm(mp);
-    gort__rawsys_thread_start(mp, &gort__tls_mfast);
-    mp->errnop = gort__errno_ptr();
-    int err = gort__minit(mp);
-    if (err)
-        return err;
-    gort__preempt_thread_start(mp);
-    if (GORT_UNLIKELY(gort__san))
-        gort__san_thread_start(mp->g0, !mp->is_m0);
-    return 0;
-}
-
-/* Thread entry of every M but M0.  Mirrors mstart1 (proc.go). */
-static void *mstart(void *arg)
-{
-    struct m *mp = arg;
-    if (mstart_common(mp) != 0)
-        gort__throw("mstart: could not set up thread for M%lld",
-                    (long long)mp->id);
-    /* A spinning start (wakep) set mp->spinning before the thread
-     * existed; nmspinning already counts it (Go's mspinning). */
-    struct p *pp = mp->nextp;
-    mp->nextp = NULL;
-    gort__acquirep(mp, pp);
-    schedule();
-    gort__rawsys_thread_exit(mp);
-    gort__preempt_thread_exit(mp);
-    gort__unminit(mp);
-    gort__setm(NULL);
-    if (GORT_UNLIKELY(gort__san))
-        gort__san_thread_end(1);
-    return NULL;
-}
-
-/* Create a new M to run pp, with an id reserved by mreserveid_locked or
- * -1.  Mirrors newm (proc.go). */
-static void newm_id(struct p *pp, bool spinning, int64_t id)
-{
-    struct m *mp = allocm();
-    if (!mp)
-        gort__fatal("out of memory allocating an M");
-    gort__lock(&gort__sched.lock);
-    mcommoninit_id_locked(mp, id);
-    gort__unlock(&gort__sched.lock);
-    mp->nextp = pp;
-    mp->spinning = spinning;
-    int err = gort__newosproc(mp, mstart);
-    if (err)
-        gort__fatal("newosproc: cannot create a thread (%s; threads=%d)",
-                    strerror(-err), (int)mcount_locked());
-}
-
-void gort__newm(struct p *pp, bool spinning)
-{
-    newm_id(pp, spinning, -1);
-}
-
-/* Put mp on the idle list and check for deadlock.  sched.lock held. */
-static void mput_locked(struct m *mp)
-{
-    mp->inmidle = true;
-    mp->schedlink = gort__sched.midle;
-    gort__sched.midle = mp;
-    store_relaxed(&gort__sched.nmidle, gort__sched.nmidle + 1);
-    gort__checkdead_locked();
-}
-
-struct m *gort__mget_locked(void)
-{
-    struct m *mp = gort__sched.midle;
-    if (mp) {
-        gort__sched.midle = mp->schedlink;
-        store_relaxed(&gort__sched.nmidle, gort__sched.nmidle - 1);
-        mp->schedlink = NULL;
-        mp->inmidle = false;
-    }
-    return mp;
-}
-
-/* Park the current M until startm hands it a P (or shutdown).  Returns
- * false when the M must exit.  Mirrors stopm (proc.go). */
-static bool stopm(struct m *mp)
-{
-    if (mp->locks)
-        gort__throw("stopm: holding locks");
-    if (mp->p)
-        gort__throw("stopm: holding P%d", mp->p->id);
-    if (mp->spinning)
-        gort__throw("stopm: spinning");
-    gort__trace_mpark(mp);
-    gort__lock(&gort__sched.lock);
-    if (load_relaxed(&gort__sched.exiting)) {
-        /* Shutting down: main_exit_m may already have emptied the idle
-         * list (a gcstopm counts its P stopped before it gets here), so
-         * nobody would wake us.  Exit instead of parking. */
-        gort__unlock(&gort__sched.lock);
-        return false;
-    }
-    struct g *want = take_lockedwant_locked(mp);
-    if (GORT_UNLIKELY(want)) {
-        /* Our wired G was handed to us while we had no P: take an idle
-         * one, or let the G go round the global queue again (whoever
-         * takes it hands us a P with it: startlockedm). */
-        struct p *pp = gort__pidleget_locked();
-        if (pp) {
-            store_relaxed(&mp->lockedwant, want);
-            gort__unlock(&gort__sched.lock);
-            gort__acquirep(mp, pp);
-            return true;
-        }
-        gort__globrunqput_locked(want);
-    }
-    mput_locked(mp);
-    gort__unlock(&gort__sched.lock);
-    gort__notesleep(&mp->park);
-    gort__noteclear(&mp->park);
-    if (mp->exiting)
-        return false;
-    if (GORT_UNLIKELY(mp->watchp)) {
-        /* Woken to watch a syscall (syscall.c): with its P, or back to
-         * sleep. */
-        if (gort__syscall_watch(mp))
-            return true;
-        return stopm(mp);
-    }
-    gort__acquirep(mp, mp->nextp);
-    mp->nextp = NULL;
-    return true;
-}
-
-/* Run some M on pp (an idle P taken from the list when pp is NULL),
- * waking an idle M or creating one.  With spinning, the caller has
- * already counted the M in nmspinning.  Mirrors startm (proc.go). */
-static void startm(struct p *pp, bool spinning, bool lockheld)
-{
-    if (!lockheld)
-        gort__lock(&gort__sched.lock);
-    if (!pp) {
-        if (spinning)
-            gort__throw("startm: P required for spinning M");
-        pp = gort__pidleget_locked();
-        if (!pp) {
-            if (!lockheld)
-                gort__unlock(&gort__sched.lock);
-            return;
-        }
-    }
-    struct m *nmp = gort__mget_locked();
-    if (!nmp) {
-        int64_t id = mreserveid_locked();
-        gort__unlock(&gort__sched.lock);
-        newm_id(pp, spinning, id);
-        if (lockheld)
-            gort__lock(&gort__sched.lock);
-        return;
-    }
-    if (!lockheld)
-        gort__unlock(&gort__sched.lock);
-    if (nmp->spinning)
-        gort__throw("startm: M is spinning");
-    if (nmp->nextp)
-        gort__throw("startm: M has P");
-    if (spinning && !gort__runqempty(pp))
-        gort__throw("startm: P has runnable Gs");
-    nmp->spinning = spinning;
-    nmp->nextp = pp;
-    gort__notewakeup(&nmp->park);
-}
-
-/* stopm for code outside this file (exitsyscall0): the M parks until it
- * is handed a P; if it must exit instead, schedule() sees that. */
-void gort__stopm_schedule(struct m *mp)
-{
-    (void)stopm(mp);
-}
-
-/* ---------------------------------------------------------------------------
- * LockOSThread.  Mirrors lockOSThread, stoplockedm and startlockedm.
- *
- * A wired M runs only its G.  When that G blocks, the M gives its P away
- * and sleeps on its note (stoplockedm), counted in sched.nmidlelocked;
- * when the G is made runnable it goes to a run queue as any G, and the M
- * that takes it from there hands the G to the wired M (startlockedm):
- *
- *   - the wired M sleeps (in stoplockedm, or in stopm on the idle list):
- *     it gets the taker's P with the G (m->lockedwant), and the taker
- *     parks;
- *   - it is awake (about to sleep, or, for M0 asked for by the main
- *     goroutine, still running other Gs): the G waits in its lockedwant
- *     slot, and the wired M takes it before it next sleeps or at its next
- *     schedule (its running G is asked to yield).
- *
- * All of it under sched.lock, so that a wired M never sleeps with a G in
- * its slot.  Direct G-to-G hand-offs never involve a wired G or a wired M
- * (pick_handoff).
- * ------------------------------------------------------------------------- */
-
-/* Take the G waiting for mp, if any.  sched.lock held. */
-static struct g *take_lockedwant_locked(struct m *mp)
-{
-    struct g *gp = mp->lockedwant;
-    if (gp)
-        store_relaxed(&mp->lockedwant, NULL);
-    return gp;
-}
-
-/* The wired G of mp cannot run: give the P away and sleep until a P comes
- * with the G.  Returns the G to run (mp holding a P), or NULL when the M
- * must exit (shutdown). */
-static struct g *stoplockedm(struct m *mp)
-{
-    struct g *wired = load_relaxed(&mp->lockedg);
-    if (!wired || load_relaxed(&wired->lockedm) != mp)
-        gort__throw("stoplockedm: inconsistent locking");
-    gort__lock(&gort__sched.lock);
-    struct g *gp = take_lockedwant_locked(mp);
-    if (gp && mp->p) {
-        gort__unlock(&gort__sched.lock);
-        return gp;
-    }
-    /* Handed its G with no P to run it on: an M that took the G from a
-     * run queue while this one, out of a syscall without a P, had queued
-     * it and not yet gone to sleep (startlockedm found it awake).  Back
-     * to the queue: the next M to take it finds this one asleep and hands
-     * it a P. */
-    if (gp)
-        gort__globrunqput_locked(gp);
-    mp->lockedsleep = true;
-    gort__unlock(&gort__sched.lock);
-    if (gp)
-        gort__wakep();
-    if (mp->p) {
-        struct p *pp = gort__releasep(mp);
-        gort__handoffp(pp);
-    }
-    gort__lock(&gort__sched.lock);
-    /* Counted idle only once its P is handed off, as in Go's
-     * stoplockedm: until then that P, released and not yet idle, may hold
-     * runnable Gs, and another M's checkdead must see this M running. */
-    if (mp->lockedsleep) {
-        gort__sched.nmidlelocked++;
-        mp->lockedcounted = true;
-    }
-    gort__checkdead_locked();
-    bool exiting = load_relaxed(&gort__sched.exiting);
-    gort__unlock(&gort__sched.lock);
-    if (!exiting) {
-        gort__notesleep(&mp->park);
-        gort__noteclear(&mp->park);
-    }
-    gort__lock(&gort__sched.lock);
-    if (mp->lockedsleep) { /* nobody woke us: shutdown */
-        gort__sched.nmidlelocked -= mp->lockedcounted;
-        mp->lockedsleep = mp->lockedcounted = false;
-    }
-    gp = take_lockedwant_locked(mp);
-    gort__unlock(&gort__sched.lock);
-    if (!gp || mp->exiting || load_relaxed(&gort__sched.exiting))
-        return NULL;
-    gort__acquirep(mp, mp->nextp);
-    mp->nextp = NULL;
-    return gp;
-}
-
-bool gort__stoplockedm(struct m *mp)
-{
-    struct g *gp = stoplockedm(mp);
-    if (gp && gp != load_relaxed(&mp->lockedg))
-        gort__throw("stoplockedm: handed a G wired elsewhere");
-    return gp != NULL;
-}
-
-static void unlink_midle_locked(struct m *mp)
-{
-    struct m **pp = &gort__sched.midle;
-    while (*pp != mp)
-        pp = &(*pp)->schedlink;
-    *pp = mp->schedlink;
-    mp->schedlink = NULL;
-    mp->inmidle = false;
-    store_relaxed(&gort__sched.nmidle, gort__sched.nmidle - 1);
-}
-
-/* gp, just taken from a run queue, is wired to another M: hand it over.
- * Returns false when the caller must exit; otherwise the caller goes on
- * scheduling (holding a P again).  Mirrors startlockedm (proc.go). */
-static bool startlockedm(struct m *mp, struct g *gp)
-{
-    struct m *lm = gp->lockedm;
-    if (lm == mp)
-        gort__throw("startlockedm: locked to me");
-    gort__lock(&gort__sched.lock);
-    if (lm->lockedwant)
-        gort__throw("startlockedm: M%lld already has a G waiting",
-                    (long long)lm->id);
-    store_relaxed(&lm->lockedwant, gp);
-    bool asleep = lm->lockedsleep || lm->inmidle;
-    if (asleep) {
-        if (lm->inmidle)
-            unlink_midle_locked(lm);
-        if (lm->lockedsleep) {
-            gort__sched.nmidlelocked -= lm->lockedcounted;
-            lm->lockedsleep = lm->lockedcounted = false;
-        }
-        lm->nextp = gort__releasep(mp);
-    }
-    gort__unlock(&gort__sched.lock);
-    if (!asleep) {
-        /* It takes gp at its next schedule: make that soon. */
-        struct g *cur = load_acq(&lm->curg);
-        if (cur)
-            store_relaxed(&cur->preempt, 1);
-        gort__netpoll_wake(); /* it may sleep as the poller */
-        return true;
-    }
-    gort__notewakeup(&lm->park);
-    return stopm(mp);
-}
-
-/* The current G wires itself to the current M.  Mirrors dolockOSThread. */
-static void dolock(struct m *mp, struct g *gp)
-{
-    store_relaxed(&mp->lockedg, gp);
-    store_relaxed(&gp->lockedm, mp);
-}
-
-/* On g0: the main goroutine asked to be wired while on another M than
- * M0: hand it to M0 (through startlockedm, as if taken from a queue). */
-static struct g *lock_to_m0(struct g *gp)
-{
-    struct m *mp = gort__getm_raw();
-    gort__casgstatus(gp, G_RUNNING, G_RUNNABLE);
-    gort__dropg(mp);
-    /* Under sched.lock: M0's own G may be wiring itself right now. */
-    gort__lock(&gort__sched.lock);
-    bool taken = load_relaxed(&m0->lockedg) || m0->dead || m0->exiting;
-    if (!taken) {
-        m0->lockedext = 1;
-        store_relaxed(&m0->lockedg, gp);
-        store_relaxed(&gp->lockedm, m0);
-    }
-    gort__unlock(&gort__sched.lock);
-    if (taken) {
-        /* M0 is wired to another G: stay on this thread instead. */
-        mp->lockedext = 1;
-        dolock(mp, gp);
-        return gp;
-    }
-    (void)startlockedm(mp, gp); /* false (shutdown): schedule() sees it */
-    return NULL;
-}
-
-void gort_lock_os_thread(void)
-{
-    GORT_SAN_SCOPE();
-    struct m *mp = gort__getm();
-    struct g *gp = mp ? mp->curg : NULL;
-    if (!gp || gp->foreign)
-        return; /* a thread of its own already */
-    if (mp->lockedext > 0 || mp->lockedint > 0) {
-        mp->lockedext++;
-        return;
-    }
-    if (gp->is_main && !mp->is_m0) {
-        /* The main goroutine belongs on the main thread. */
-        mcall(lock_to_m0, false);
-        return;
-    }
-    if (mp->is_m0)
-        gort__lock(&gort__sched.lock); /* see lock_to_m0 */
-    if (!load_relaxed(&mp->lockedg)) {
-        mp->lockedext = 1;
-        dolock(mp, gp);
-    }
-    if (mp->is_m0)
-        gort__unlock(&gort__sched.lock);
-    /* M0 already promised to the main goroutine: move on and retry. */
-    if (load_relaxed(&mp->lockedg) != gp) {
-        gort_gosched();
-        gort_lock_os_thread();
-    }
-}
-
-void gort_unlock_os_thread(void)
-{
-    struct m *mp = gort__getm();
-    struct g *gp = mp ? mp->curg : NULL;
-    if (!gp || gp->foreign || mp->lockedext == 0 ||
-        load_relaxed(&mp->lockedg) != gp)
-        return;
-    if (--mp->lockedext == 0 && mp->lockedint == 0) {
-        store_relaxed(&mp->lockedg, NULL);
-        store_relaxed(&gp->lockedm, NULL);
-    }
-}
-
-void gort__startm_idle(void)
-{
-    startm(NULL, false, false);
-}
-
-/* Hand off pp from an M that is blocking or exiting: start an M for it if
- * there is work, else put it on the idle list.  Mirrors handoffp. */
-void gort__handoffp(struct p *pp)
-{
-    if (!gort__runqempty(pp) || load_relaxed(&gort__sched.runqsize) != 0) {
-        startm(pp, false, false);
-        return;
-    }
-    /* No local work: if nobody spins or idles, start a spinning M so that
-     * work arriving later is found. */
-    if (load_relaxed(&gort__sched.nmspinning) +
-                load_relaxed(&gort__sched.npidle) == 0 &&
-        cas_acqrel(&gort__sched.nmspinning, 0, 1)) {
-        store_relaxed(&gort__sched.needspinning, 0);
-        startm(pp, true, false);
-        return;
-    }
-    gort__lock(&gort__sched.lock);
-    if (load_relaxed(&gort__sched.gcwaiting)) {
-        store_relaxed(&pp->status, P_GCSTOP);
-        if (--gort__sched.stopwait == 0)
-            gort__notewakeup(&gort__sched.stopnote);
-        gort__unlock(&gort__sched.lock);
-        return;
-    }
-    if (gort__sched.runqsize != 0) {
-        gort__unlock(&gort__sched.lock);
-        startm(pp, false, false);
-        return;
-    }
-    gort__pidleput_locked(pp);
-    gort__unlock(&gort__sched.lock);
-}
 
 /*
  * The spinning handshake (Go's "delicate dance", findRunnable).  A
@@ -790,34 +169,6 @@ void gort__handoffp(struct p *pp)
  * (each decrement pairs with one increment; a negative count throws).
  */
 
-/* Try to put one more P to work, with a spinning M.  Mirrors wakep. */
-void gort__wakep(void)
-{
-    /* No idle P: nothing to wake (Go 1.19's early exit; a busy M will
-     * find the work itself). */
-    if (load_relaxed(&gort__sched.npidle) == 0)
-        return;
-    /* Only one M spins up from wakep at a time: the CAS reserves the
-     * spinning slot that the started M then owns. */
-    if (load_relaxed(&gort__sched.nmspinning) != 0 ||
-        !cas_acqrel(&gort__sched.nmspinning, 0, 1))
-        return;
-    struct m *mp = gort__getm();
-    mp->locks++;
-    gort__lock(&gort__sched.lock);
-    struct p *pp = pidlegetspinning_locked();
-    if (!pp) {
-        if (xadd_acqrel(&gort__sched.nmspinning, -1) < 0)
-            gort__throw("wakep: negative nmspinning");
-        gort__unlock(&gort__sched.lock);
-        mp->locks--;
-        return;
-    }
-    gort__unlock(&gort__sched.lock);
-    startm(pp, true, false);
-    mp->locks--;
-}
-
 static void become_spinning(struct m *mp)
 {
     mp->spinning = true;
@@ -834,27 +185,6 @@ static void resetspinning(struct m *mp)
     if (xadd_acqrel(&gort__sched.nmspinning, -1) < 0)
         gort__throw("resetspinning: negative nmspinning");
     gort__wakep();
-}
-
-/* ---------------------------------------------------------------------------
- * Stop-the-world.
- * ------------------------------------------------------------------------- */
-
-/* Stop the current M's P for a pending stop-the-world.  Mirrors gcstopm. */
-static bool gcstopm(struct m *mp)
-{
-    if (mp->spinning) {
-        mp->spinning = false;
-        if (xadd_acqrel(&gort__sched.nmspinning, -1) < 0)
-            gort__throw("gcstopm: negative nmspinning");
-    }
-    struct p *pp = gort__releasep(mp);
-    gort__lock(&gort__sched.lock);
-    store_relaxed(&pp->status, P_GCSTOP);
-    if (--gort__sched.stopwait == 0)
-        gort__notewakeup(&gort__sched.stopnote);
-    gort__unlock(&gort__sched.lock);
-    return stopm(mp);
 }
 
 /* ---------------------------------------------------------------------------
@@ -935,7 +265,7 @@ static struct p *checkrunqsnop(void)
         struct p *p2 = gort__allp_load()[i];
         if (!gort__isidlep(i) && !gort__runqempty(p2)) {
             gort__lock(&gort__sched.lock);
-            struct p *pp = pidlegetspinning_locked();
+            struct p *pp = gort__pidlegetspinning_locked();
             gort__unlock(&gort__sched.lock);
             return pp;
         }
@@ -1134,7 +464,7 @@ static struct g *findrunnable_drop(struct m *mp, struct p *pp, bool *exit)
             gort__throw("findrunnable: negative nmspinning");
         gort__lock(&gort__sched.lock);
         if (gort__sched.runqsize != 0) {
-            struct p *p2 = pidlegetspinning_locked();
+            struct p *p2 = gort__pidlegetspinning_locked();
             if (p2) {
                 struct g *gp = gort__globrunqget_locked(p2, 0);
                 gort__unlock(&gort__sched.lock);
@@ -1185,7 +515,7 @@ static struct g *findrunnable_drop(struct m *mp, struct p *pp, bool *exit)
             return gp;
         }
     }
-    if (!stopm(mp))
+    if (!gort__stopm(mp))
         *exit = true;
     return NULL;
 }
@@ -1200,10 +530,10 @@ static struct g *findrunnable(struct m *mp, bool *inherit)
         if (GORT_UNLIKELY(load_relaxed(&mp->lockedg))) {
             /* Wired while we searched (M0, for the main goroutine). */
             *inherit = false;
-            return stoplockedm(mp);
+            return gort__stoplockedm_g(mp);
         }
         if (load_relaxed(&gort__sched.gcwaiting)) {
-            if (!gcstopm(mp))
+            if (!gort__gcstopm(mp))
                 return NULL;
             continue;
         }
@@ -1293,27 +623,9 @@ static void run_g(struct m *mp, struct g *gp, bool inherit)
     }
 }
 
-/* A wired G exited without unlocking: its thread ends with it (Go's
- * mexit), its P goes to another M.  M0 stays (gort_main returns on it).
- * Returns false when the M must exit. */
-static bool mexit_locked(struct m *mp)
-{
-    mp->exitlocked = false;
-    if (mp->is_m0)
-        return true;
-    struct p *pp = gort__releasep(mp);
-    gort__handoffp(pp);
-    gort__lock(&gort__sched.lock);
-    gort__sched.nmfreed++;
-    mp->dead = true;
-    gort__checkdead_locked();
-    gort__unlock(&gort__sched.lock);
-    return false;
-}
-
 /* One round of scheduling after another, on g0, until shutdown.
  * Mirrors schedule (proc.go). */
-static void schedule(void)
+void gort__schedule(void)
 {
     struct m *mp = gort__getm_raw(); /* g0 never changes thread */
     for (;;) {
@@ -1323,11 +635,11 @@ static void schedule(void)
          * and hands it over through startlockedm's note. */
         if (GORT_UNLIKELY(load_relaxed(&mp->lockedg))) {
             /* Wired: run only our G, when it is handed to us. */
-            struct g *lg = stoplockedm(mp);
+            struct g *lg = gort__stoplockedm_g(mp);
             if (!lg)
                 return;
             run_g(mp, lg, false);
-            if (GORT_UNLIKELY(mp->exitlocked) && !mexit_locked(mp))
+            if (GORT_UNLIKELY(mp->exitlocked) && !gort__mexit(mp))
                 return;
             continue;
         }
@@ -1338,12 +650,12 @@ static void schedule(void)
         if (mp->spinning)
             resetspinning(mp);
         if (GORT_UNLIKELY(gp->lockedm && gp->lockedm != mp)) {
-            if (!startlockedm(mp, gp))
+            if (!gort__startlockedm(mp, gp))
                 return;
             continue;
         }
         run_g(mp, gp, inherit);
-        if (GORT_UNLIKELY(mp->exitlocked) && !mexit_locked(mp))
+        if (GORT_UNLIKELY(mp->exitlocked) && !gort__mexit(mp))
             return;
     }
 }
@@ -1385,150 +697,10 @@ static void post_unlock_sched(struct m *mp)
 }
 
 /* ---------------------------------------------------------------------------
- * Goroutine creation and exit.
+ * Goroutine start and exit.
  * ------------------------------------------------------------------------- */
 
-static void allgadd(struct g *gp)
-{
-    gort__lock(&gort__allglock);
-    if (gort__allglen == allgcap) {
-        /* The first array is the reservation (allgs_map), which never
-         * fills in practice.  Past it, or without it, a copy, not
-         * realloc: a dump may be reading the old array without the lock,
-         * so it is retired (freed at shutdown). */
-        uint32_t cap = allgcap ? allgcap * 2 : 1024;
-        struct g **na = NULL;
-        if (!allgcap) {
-            void *m = mmap(NULL, (size_t)ALLGS_RESERVE * sizeof *na,
-                           PROT_READ | PROT_WRITE,
-                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
-                           0);
-            if (m != MAP_FAILED) {
-                allgs_map = na = m;
-                cap = ALLGS_RESERVE;
-            }
-        }
-        if (!na && !(na = gort__malloc(cap * sizeof *na)))
-            gort__fatal("out of memory growing allgs to %u", cap);
-        struct g **old = gort__allgs;
-        if (old) {
-            memcpy(na, old, gort__allglen * sizeof *na);
-            if (old != allgs_map)
-                gort__retire(old); /* the reservation goes at shutdown */
-        }
-        /* Release: a dump that load-acquires the array sees the copied
-         * entries. */
-        store_rel(&gort__allgs, na);
-        allgcap = cap;
-    }
-    gort__allgs[gort__allglen] = gp;
-    /* Release: the dump reads allglen then the entries without the lock. */
-    store_rel(&gort__allglen, gort__allglen + 1);
-    gort__unlock(&gort__allglock);
-}
-
-/* G structures come from chunks of GCHUNK, never freed before shutdown
- * (Go's allgs keeps every G too).  Dense: the run queues and free lists
- * touch Gs far more often than stacks, so many Gs share a page and a TLB
- * entry.  Under allglock. */
-#define GCHUNK 64
-struct gchunk {
-    struct gchunk *next;
-    uint32_t used;
-    struct g gs[GCHUNK];
-};
-static struct gchunk *gchunks;
-
-static struct g *galloc_locked(void)
-{
-    if (!gchunks || gchunks->used == GCHUNK) {
-        struct gchunk *c = gort__calloc(1, sizeof *c);
-        if (!c)
-            return NULL;
-        c->next = gchunks;
-        gchunks = c;
-    }
-    return &gchunks->gs[gchunks->used++];
-}
-
-/* A new G, without a stack yet, status DEAD, on allgs.  newproc1 gives
- * it a stack; its first context is made only when it first runs
- * (execute_prep), so creating a goroutine does not touch its stack.
- * Mirrors malg. */
-static struct g *malg(void)
-{
-    gort__lock(&gort__allglock);
-    struct g *gp = galloc_locked();
-    gort__unlock(&gort__allglock);
-    if (!gp)
-        return NULL;
-    allgadd(gp);
-    gort__casgstatus(gp, G_IDLE, G_DEAD);
-    return gp;
-}
-
-/* Put a dead G on pp's free list; a full list moves its older half to
- * the global list, keeping the Gs most likely still in the cache.
- * Mirrors gfput (proc.go). */
-static void gfput(struct p *pp, struct g *gp)
-{
-    pp->gfree[pp->ngfree++] = gp;
-    if (pp->ngfree < GORT_GFREE_MAX)
-        return;
-    int32_t n = GORT_GFREE_MAX - GORT_GFREE_KEEP;
-    gort__lock(&gort__sched.gfree_lock);
-    for (int32_t i = 0; i < n; i++)
-        gort__gsegq_push_head(&gort__sched.gfree, pp->gfree[i]);
-    store_relaxed(&gort__sched.ngfree, gort__sched.ngfree + n);
-    gort__unlock(&gort__sched.gfree_lock);
-    memmove(&pp->gfree[0], &pp->gfree[n],
-            (size_t)GORT_GFREE_KEEP * sizeof pp->gfree[0]);
-    pp->ngfree = GORT_GFREE_KEEP;
-}
-
-/* Take a dead G from pp's free list, refilling it from the global list.
- * Mirrors gfget (proc.go). */
-static struct g *gfget(struct p *pp)
-{
-    if (pp->ngfree == 0) {
-        /* Relaxed: a hint; an empty answer only means a new G. */
-        if (load_relaxed(&gort__sched.ngfree) == 0)
-            return NULL;
-        int32_t n = 0;
-        gort__lock(&gort__sched.gfree_lock);
-        struct g *gp;
-        while (n < GORT_GFREE_KEEP &&
-               (gp = gort__gsegq_pop(&gort__sched.gfree)))
-            pp->gfree[GORT_GFREE_KEEP - 1 - n++] = gp;
-        store_relaxed(&gort__sched.ngfree, gort__sched.ngfree - n);
-        gort__unlock(&gort__sched.gfree_lock);
-        /* The most recently freed at the top, as they were. */
-        memmove(&pp->gfree[0], &pp->gfree[GORT_GFREE_KEEP - n],
-                (size_t)n * sizeof pp->gfree[0]);
-        pp->ngfree = n;
-        if (n == 0)
-            return NULL;
-    }
-    struct g *gp = pp->gfree[--pp->ngfree];
-    if (pp->ngfree > 0) /* the next spawn's G */
-        gort__prefetch_g(pp->gfree[pp->ngfree - 1]);
-    return gp;
-}
-
 static GORT_NORETURN void goexit1(struct g *gp);
-
-/* A G has exited and its context is gone: its stack goes to the hot top
- * of the P's stack cache, the G to the free list. */
-static void gfree_stack_and_put(struct p *pp, struct g *gp)
-{
-    if (GORT_UNLIKELY(gort__san))
-        gort__san_g_dead(gp); /* its fiber; its stack cleaned for reuse */
-    gort__stackcache_put(&pp->stackcache, &gp->stack);
-    memset(&gp->stack, 0, sizeof gp->stack);
-    gp->sched_sp = NULL;
-    gort__stat_add(&pp->ngexited, 1);
-    gfput(pp, gp);
-}
 
 /* gostart with a sanitizer in the process (san.c). */
 static GORT_NOINLINE GORT_NORETURN void gostart_san(void *prev)
@@ -1554,147 +726,6 @@ static void gostart(void *prev)
     goexit1(gp);
 }
 
-static int64_t newgoid(struct p *pp)
-{
-    if (pp->goidcache == pp->goidcacheend) {
-        /* Relaxed: goids need only be unique, not ordered. */
-        uint64_t end = xadd_relaxed(&gort__sched.goidgen, GORT_GOID_BATCH);
-        pp->goidcache = (int64_t)(end - GORT_GOID_BATCH) + 1;
-        pp->goidcacheend = (int64_t)end + 1;
-    }
-    return pp->goidcache++;
-}
-
-/* Fill in a dead G's fields for running fn(arg). */
-static inline void gsetup(struct g *gp, void (*fn)(void *), void *arg,
-                          uintptr_t pc, int64_t goid, int64_t parent)
-{
-    gp->sched_sp = NULL; /* made when it first runs (execute_prep) */
-    gort__fpctl_save(&gp->fpctl); /* it starts with its creator's FP modes */
-    gp->fn = fn;
-    gp->arg = arg;
-    gp->gopc = pc;
-    gp->parentgoid = parent;
-    gp->defers = NULL;
-    gp->param = NULL;
-    gp->waitreason = WAIT_ZERO;
-    gp->goid = goid;
-    /* Which of its scheduling rounds are timed for /sched/latencies: a
-     * hash of the goid places the first one anywhere in the period, as
-     * Go's random trackingSeq does, without a random draw per spawn. */
-    uint8_t seq = (uint8_t)(((uint64_t)goid * 0x9e3779b97f4a7c15ull) >> 56);
-    gp->trackingseq = seq;
-    gp->tracking = seq % GORT_TRACKING_PERIOD == 0;
-    gp->runtiming = false;
-}
-
-/* Make gp (DEAD, stackless) ready to run fn(arg) and queue it on pp.
- * Returns its goid, or -ENOMEM when no stack can be had (gp is then left
- * unchanged).  san: ThreadSanitizer is in the process (gp gets a fiber,
- * san.c).  Mirrors newproc1 (proc.go). */
-static inline __attribute__((always_inline)) int64_t
-newproc1(struct p *pp, struct g *gp, void (*fn)(void *), void *arg,
-         uintptr_t pc, int64_t parent, enum gtrace t, bool san)
-{
-    /* A reservation, not a stack: the G takes one when it first runs
-     * (execute_prep). */
-    if (pp->stackres == 0) {
-        if (gort__stack_reserve(GORT_STACKRES_BATCH) != 0)
-            return -ENOMEM;
-        pp->stackres = GORT_STACKRES_BATCH;
-    }
-    pp->stackres--;
-    gsetup(gp, fn, arg, pc, newgoid(pp), parent);
-    if (san)
-        gort__san_g_new(gp);
-    int64_t goid = gp->goid;
-    gort__stat_add(&pp->ngcreated, 1);
-    gort__casgstatus_t(gp, G_DEAD, G_RUNNABLE, t);
-    gort__runqput(pp, gp, true);
-    return goid;
-}
-
-int64_t gort__newproc_sys(void (*fn)(void *), void *arg)
-{
-    struct m *mp = gort__getm();
-    struct p *pp = mp->p;
-    mp->locks++;
-    struct g *newg = gfget(pp);
-    if (!newg && !(newg = malg())) {
-        mp->locks--;
-        return -ENOMEM;
-    }
-    /* Created by the runtime (a timer's AfterFunc): no parent. */
-    int64_t goid = newproc1(pp, newg, fn, arg,
-                            (uintptr_t)__builtin_return_address(0), 0,
-                            GT_CHECK, gort__san & GORT_SAN_TSAN);
-    if (goid < 0)
-        gfput(pp, newg);
-    else if (load_relaxed(&gort__main_started))
-        gort__wakep();
-    mp->locks--;
-    return goid;
-}
-
-/* gort_go's body; pc is the caller's return address, t says whether the
- * creation is traced (see enum gtrace), san whether ThreadSanitizer is in
- * the process. */
-static inline __attribute__((always_inline)) int64_t
-go_impl(void (*fn)(void *), void *arg, uintptr_t pc, enum gtrace t, bool san)
-{
-    struct m *mp = gort__getm();
-    if (!fn)
-        return -EINVAL;
-    if (!mp || !mp->curg)
-        return -EPERM; /* the runtime is not running */
-    if (GORT_UNLIKELY(!mp->p))
-        return newproc_foreign(fn, arg, pc);
-    mp->locks++; /* keep our P while we use its caches */
-    struct p *pp = mp->p;
-    struct g *newg = gfget(pp);
-    if (!newg && !(newg = malg())) {
-        mp->locks--;
-        return -ENOMEM;
-    }
-    int64_t goid = newproc1(pp, newg, fn, arg, pc, mp->curg->goid, t, san);
-    if (goid < 0) {
-        gfput(pp, newg);
-        mp->locks--;
-        return goid;
-    }
-    /* wakep's own first test inline: no idle P, nothing to wake. */
-    if (load_relaxed(&gort__sched.npidle) != 0 &&
-        load_relaxed(&gort__main_started))
-        gort__wakep();
-    mp->locks--;
-    gort__preempt_check_m(mp);
-    return goid;
-}
-
-static GORT_NOINLINE int64_t go_traced(void (*fn)(void *), void *arg,
-                                       uintptr_t pc)
-{
-    return go_impl(fn, arg, pc, GT_ON, false);
-}
-
-static GORT_NOINLINE int64_t go_san(void (*fn)(void *), void *arg,
-                                    uintptr_t pc)
-{
-    GORT_SAN_SCOPE();
-    return go_impl(fn, arg, pc, GT_CHECK, true);
-}
-
-int64_t gort_go(void (*fn)(void *), void *arg)
-{
-    uintptr_t pc = (uintptr_t)__builtin_return_address(0);
-    if (GORT_UNLIKELY(gort__san & GORT_SAN_TSAN))
-        return go_san(fn, arg, pc);
-    /* A goroutine calling this holds its P throughout: the flag stays. */
-    if (GORT_TRACE_ON())
-        return go_traced(fn, arg, pc);
-    return go_impl(fn, arg, pc, GT_OFF, false);
-}
-
 /* Forget what a dead G ran (gdestroy's field resets). */
 static void gclear(struct g *gp)
 {
@@ -1712,18 +743,16 @@ static struct g *goexit0(struct g *gp)
     gort__casgstatus(gp, G_RUNNING, G_DEAD);
     gort__dropg(mp);
     if (GORT_UNLIKELY(gp->lockedm)) {
-        /* Exited wired: the thread goes too (schedule, mexit_locked). */
+        /* Exited wired: the thread goes too (schedule, gort__mexit). */
         mp->exitlocked = mp->lockedext > 0;
         mp->lockedext = mp->lockedint = 0;
         store_relaxed(&mp->lockedg, NULL);
         gp->lockedm = NULL;
     }
     gclear(gp);
-    gfree_stack_and_put(mp->p, gp);
+    gort__gfree_stack_and_put(mp->p, gp);
     return NULL;
 }
-
-static struct g *main_exit_m(struct g *gp);
 
 /* Run the G's deferred handlers, LIFO.  A handler may defer more (they
  * run next).  A record stays on the list while its handler runs, so that
@@ -1754,7 +783,7 @@ static void rundefers(struct g *gp)
 static void post_goexit(struct m *mp, struct g *prev)
 {
     post_unlock_sched(mp);
-    gfree_stack_and_put(mp->p, prev);
+    gort__gfree_stack_and_put(mp->p, prev);
 }
 
 /* goexit1's hand-off to the next G, traced or not (enum gtrace). */
@@ -1784,8 +813,8 @@ static GORT_NORETURN void goexit1(struct g *gp)
     if (gp->is_main && !load_relaxed(&gort__sched.main_goexited)) {
         /* ThreadSanitizer: what main did happens before gort_main
          * returns. */
-        gort__san_release(&main_status);
-        mcall(main_exit_m, true);
+        gort__san_release(&gort__main_status);
+        mcall(gort__main_exit_m, true);
     }
     /* From here on the G holds its P until it is gone. */
     if (GORT_TRACE_ON())
@@ -1822,25 +851,6 @@ void gort_goexit(void)
          * goroutine is left, checkdead reports it. */
         store_relaxed(&gort__sched.main_goexited, 1);
     goexit1(gp);
-}
-
-int64_t gort_goid(void)
-{
-    struct g *gp = gort__getg();
-    return gp ? gp->goid : 0;
-}
-
-int64_t gort_numgoroutine(void)
-{
-    int64_t n = 0;
-    gort__lock(&gort__allglock);
-    for (uint32_t i = 0; i < gort__allglen; i++) {
-        uint32_t s = gort__readgstatus(gort__allgs[i]);
-        if (s != G_DEAD && s != G_IDLE)
-            n++;
-    }
-    gort__unlock(&gort__allglock);
-    return n;
 }
 
 /* ---------------------------------------------------------------------------
@@ -1895,7 +905,7 @@ park_impl(gort__unlockf unlockf, void *lock, uint32_t reason,
     gp->waitreason = reason;
     gp->waitsince = load_relaxed(&gort__sched.coarsenow);
     if (GORT_UNLIKELY(gp->foreign)) {
-        park_foreign(mp, gp, unlockf, lock);
+        gort__foreign_park(mp, gp, unlockf, lock);
         return;
     }
     mp->waitunlockf = unlockf;
@@ -1929,36 +939,22 @@ void gort__park(gort__unlockf unlockf, void *lock,
         park_impl(unlockf, lock, reason, GT_OFF);
 }
 
-void gort__ready(struct g *gp, bool next)
-{
-    gort__ready_m(gort__getm(), gp, next);
-}
-
-/* gort__ready_m's body, traced or not (enum gtrace). */
-static inline __attribute__((always_inline)) void
-ready_impl(struct m *mp, struct g *gp, bool next, enum gtrace t)
-{
-    if (GORT_UNLIKELY(gp->foreign || !mp->p)) {
-        ready_slow(mp, gp);
-        return;
-    }
-    gort__ready_onp(mp, mp->p, gp, next, t);
-}
-
+/* gort__ready's traced body (enum gtrace). */
 static GORT_NOINLINE __attribute__((cold)) void
 ready_traced(struct m *mp, struct g *gp, bool next)
 {
-    ready_impl(mp, gp, next, GT_ON);
+    gort__ready_m(mp, gp, next, GT_ON);
 }
 
-void gort__ready_m(struct m *mp, struct g *gp, bool next)
+void gort__ready(struct g *gp, bool next)
 {
-    /* A caller holding a P keeps it throughout (one without a P takes
-     * ready_slow, which looks at the flag itself). */
+    struct m *mp = gort__getm();
+    /* A caller holding a P keeps it throughout (one without a P goes to
+     * gort__foreign_ready, which looks at the flag itself). */
     if (GORT_TRACE_ON())
         ready_traced(mp, gp, next);
     else
-        ready_impl(mp, gp, next, GT_OFF);
+        gort__ready_m(mp, gp, next, GT_OFF);
 }
 
 /* Make a batch of readied Gs runnable where they will run soonest.
@@ -2126,565 +1122,4 @@ void gort__preempt_yield(struct m *mp, struct g *gp)
     gort__stat_add(&mp->p->npreemptsync, 1);
     gort__trace_preempted(mp);
     gosched(mp, gp, true);
-}
-
-/* ---------------------------------------------------------------------------
- * Foreign threads: threads gort did not create that call into it (a
- * library's callback thread, a plain pthread).  Mirrors needm/dropm.
- *
- * On its first call such a thread gets an extra M and a G standing for
- * it (g->foreign, wired to that M through lockedm).  It never holds a P:
- *   - a G it readies, or one it starts with gort_go, goes to the global
- *     queue and an idle P is woken (wakep);
- *   - when it must block (a channel, a select, a semaphore) it parks its
- *     own thread on the M's note, and whoever readies its G wakes it;
- *   - while it is in one of those, sched.nforeigninside counts it as a
- *     running M, so checkdead does not report a deadlock it is about to
- *     end.  Outside gort it is not counted.
- * The extra M is freed when the thread exits (a pthread key destructor),
- * or, if the thread outlives the runtime, then.
- * ------------------------------------------------------------------------- */
-
-static pthread_key_t extram_key;
-static pthread_once_t extram_key_once = PTHREAD_ONCE_INIT;
-static uint32_t runtime_gen;   /* bumped by every gort_main */
-static struct m *extram;       /* extra Ms alive; under sched.lock */
-
-static void foreign_inside(int32_t d)
-{
-    gort__lock(&gort__sched.lock);
-    gort__sched.nforeigninside += d;
-    gort__unlock(&gort__sched.lock);
-}
-
-static void dropm(void *arg)
-{
-    struct m *mp = arg;
-    if (!mp || !mp->foreign)
-        return;
-    if (mp->foreign_gen == load_acq(&runtime_gen) &&
-        load_acq(&gort__main_started)) {
-        gort__lock(&gort__sched.lock);
-        struct m **pp = &extram;
-        while (*pp && *pp != mp)
-            pp = &(*pp)->schedlink;
-        if (*pp)
-            *pp = mp->schedlink;
-        struct g *gp = mp->curg;
-        gort__casgstatus(gp, G_RUNNING, G_DEAD);
-        gp->goid = 0;
-        gp->lockedm = NULL;
-        gp->m = NULL;
-        gort__unlock(&gort__sched.lock);
-    }
-    if (gort__getm_raw() == mp)
-        gort__setm(NULL);
-    gort__free(mp->g0);
-    gort__free(mp);
-}
-
-static void extram_key_init(void)
-{
-    if (pthread_key_create(&extram_key, dropm) != 0)
-        gort__throw("needm: pthread_key_create failed");
-}
-
-static struct g *foreign_g(void)
-{
-    gort__lock(&gort__allglock);
-    struct g *gp = galloc_locked();
-    gort__unlock(&gort__allglock);
-    if (!gp)
-        return NULL;
-    allgadd(gp);
-    gort__casgstatus(gp, G_IDLE, G_DEAD);
-    gort__casgstatus(gp, G_DEAD, G_RUNNABLE);
-    gort__casgstatus(gp, G_RUNNABLE, G_RUNNING);
-    return gp;
-}
-
-/* Make the calling thread an extra M.  Mirrors needm (proc.go). */
-static struct m *needm(void)
-{
-    pthread_once(&extram_key_once, extram_key_init);
-    struct m *mp = allocm();
-    if (!mp)
-        gort__fatal("out of memory making an M for a foreign thread");
-    mp->foreign = true;
-    mp->foreign_gen = load_acq(&runtime_gen);
-    /* The locks below find this M through gort__getm. */
-    gort__setm(mp);
-    struct g *gp = foreign_g();
-    if (!gp)
-        gort__fatal("out of memory making a G for a foreign thread");
-    mp->procid = gort__gettid();
-    mp->errnop = gort__errno_ptr();
-    uint64_t seed = (uint64_t)gort_nanotime() ^ (uint64_t)(uintptr_t)mp;
-    mp->fastrand[0] = (uint32_t)(seed | 1);
-    mp->fastrand[1] = (uint32_t)(seed >> 32) | 0x9e3779b9u;
-    gp->foreign = true;
-    gp->goid = (int64_t)xadd_relaxed(&gort__sched.goidgen, 1);
-    gp->lockedm = mp;
-    store_relaxed(&gp->m, mp);
-    store_rel(&mp->curg, gp);
-    gort__lock(&gort__sched.lock);
-    mp->id = -(int64_t)(++gort__sched.nforeign);
-    mp->schedlink = extram;
-    extram = mp;
-    gort__unlock(&gort__sched.lock);
-    pthread_setspecific(extram_key, mp);
-    return mp;
-}
-
-struct m *gort__getm_noextra_slow(void)
-{
-    /* A thread without an M gets none here: a runtime lock or a
-     * read-only call needs none, and an extra M stays with its thread
-     * (and counts as a goroutine) until the thread ends. */
-    return gort__getm_raw() ? gort__getm_slow() : NULL;
-}
-
-GORT_NOINLINE struct m *gort__getm_slow(void)
-{
-    GORT_SAN_SCOPE(); /* needm allocates */
-    struct m *mp = gort__getm_raw();
-    if (mp && mp->foreign) {
-        if (mp->foreign_gen == load_acq(&runtime_gen) &&
-            load_acq(&gort__main_started))
-            return mp;
-        if (mp->foreign_gen == load_acq(&runtime_gen))
-            return NULL; /* shutting down */
-        /* Left over from an earlier gort_main: start afresh. */
-        pthread_setspecific(extram_key, NULL);
-        gort__setm(NULL);
-        gort__free(mp->g0);
-        gort__free(mp);
-        mp = NULL;
-    }
-    if (!mp) {
-        if (!load_acq(&gort__main_started) ||
-            load_relaxed(&gort__sched.exiting))
-            return NULL;
-        return needm();
-    }
-    /* An inspector claimed this thread while it slept in a call nobody
-     * wrapped (rawsys.c): settle the claim before anything else. */
-    if (load_acq(&mp->rawmark) != RAWMARK_NONE)
-        gort__rawsys_back(mp);
-    /* The thread was put into a syscall while blocked in the kernel (by
-     * an inspector, or by the preemption signal); it is back in gort now.
-     * Else the fast slot was cleared by a claim that was withdrawn. */
-    if (load_relaxed(&mp->insyscall) == 2)
-        gort__exitsyscall_m(mp, mp->curg);
-    else
-        gort__setm_fast(mp);
-    return gort__getm_raw();
-}
-
-/* Teardown: forget extra Ms whose threads still live (their threads free
- * them, seeing the generation change). */
-static void extram_fini(void)
-{
-    extram = NULL;
-    xadd_acqrel(&runtime_gen, 1);
-}
-
-/* A foreign thread makes gp (status from) runnable: the global queue and
- * a wakep, the thread counted as running until an M is on its way. */
-static void foreign_queue(struct m *mp, struct g *gp, uint32_t from)
-{
-    mp->locks++;
-    gort__lock(&gort__sched.lock);
-    gort__sched.nforeigninside++;
-    if (from == G_DEAD) /* a new goroutine (newproc_foreign); relaxed:
-                           metrics read it without the lock */
-        store_relaxed(&gort__sched.ngcreatednop,
-                      gort__sched.ngcreatednop + 1);
-    gort__casgstatus(gp, from, G_RUNNABLE);
-    gort__globrunqput_locked(gp);
-    gort__unlock(&gort__sched.lock);
-    gort__wakep();
-    mp->locks--;
-    foreign_inside(-1);
-}
-
-/* gort__ready_m's rare cases: the G stands for a foreign thread (wake the
- * thread), or the caller is one (no P: the global queue). */
-static GORT_NOINLINE void ready_slow(struct m *mp, struct g *gp)
-{
-    if (gp->foreign) {
-        gort__casgstatus(gp, G_WAITING, G_RUNNABLE);
-        gort__notewakeup(&gp->lockedm->park);
-        return;
-    }
-    foreign_queue(mp, gp, G_WAITING);
-}
-
-/* gort__park on a foreign thread: sleep on the M's note. */
-static GORT_NOINLINE void park_foreign(struct m *mp, struct g *gp,
-                                       gort__unlockf unlockf,
-                                       void *lock)
-{
-    foreign_inside(1);
-    gort__casgstatus(gp, G_RUNNING, G_WAITING);
-    if (unlockf && !unlockf(mp, gp, lock)) {
-        gort__casgstatus(gp, G_WAITING, G_RUNNABLE);
-    } else {
-        gort__notesleep(&mp->park);
-        gort__noteclear(&mp->park);
-    }
-    gort__casgstatus(gp, G_RUNNABLE, G_RUNNING);
-    foreign_inside(-1);
-}
-
-/* gort_go from a foreign thread: the new G goes to the global queue. */
-static int64_t newproc_foreign(void (*fn)(void *), void *arg, uintptr_t pc)
-{
-    struct m *mp = gort__getm_raw();
-    mp->locks++;
-    gort__lock(&gort__sched.gfree_lock);
-    struct g *gp = gort__gsegq_pop(&gort__sched.gfree);
-    if (gp)
-        store_relaxed(&gort__sched.ngfree, gort__sched.ngfree - 1);
-    gort__unlock(&gort__sched.gfree_lock);
-    if (!gp && !(gp = malg())) {
-        mp->locks--;
-        return -ENOMEM;
-    }
-    if (gort__stack_reserve(1) != 0) {
-        gort__lock(&gort__sched.gfree_lock);
-        gort__gsegq_push_head(&gort__sched.gfree, gp);
-        store_relaxed(&gort__sched.ngfree, gort__sched.ngfree + 1);
-        gort__unlock(&gort__sched.gfree_lock);
-        mp->locks--;
-        return -ENOMEM;
-    }
-    gsetup(gp, fn, arg, pc, (int64_t)xadd_relaxed(&gort__sched.goidgen, 1),
-           mp->curg->goid);
-    if (gort__san & GORT_SAN_TSAN)
-        gort__san_g_new(gp);
-    int64_t goid = gp->goid;
-    mp->locks--;
-    foreign_queue(mp, gp, G_DEAD);
-    return goid;
-}
-
-/* ---------------------------------------------------------------------------
- * Deadlock detection.  Mirrors checkdead (proc.go).
- * ------------------------------------------------------------------------- */
-
-/* Where a runnable G found by checkdead is queued, for the message:
- * nothing runs, so the queues hold still.  sched.lock held. */
-static const char *where_queued_locked(struct g *gp, char *buf, size_t n)
-{
-    if (gort__globrunq_has_locked(gp))
-        return "on the global queue";
-    int32_t procs = load_acq(&gort__gomaxprocs);
-    for (int32_t i = 0; i < procs; i++) {
-        struct p *pp = gort__allp_load()[i];
-        const char *how = NULL;
-        if (load_relaxed(&pp->runnext) == gp)
-            how = "in runnext";
-        uint32_t h = load_relaxed(&pp->runqhead);
-        uint32_t t = load_relaxed(&pp->runqtail);
-        for (uint32_t k = h; !how && k != t; k++)
-            if (load_relaxed(&pp->runq[k % GORT_RUNQ_SIZE]) == gp)
-                how = "in the run queue";
-        if (how) {
-            snprintf(buf, n, "%s of P%d (status %u, idle %d)", how, i,
-                     (unsigned)load_relaxed(&pp->status),
-                     (int)gort__isidlep(i));
-            return buf;
-        }
-    }
-    return "on no run queue";
-}
-
-void gort__checkdead_locked(void)
-{
-    if (gort__debug.checkdeadoff || load_relaxed(&gort__sched.exiting))
-        return;
-    int32_t run = mcount_locked() - gort__sched.nmidle -
-                  gort__sched.nmidlelocked - gort__sched.nmsys +
-                  gort__sched.nforeigninside +
-                  load_seqcst(&gort__sched.nretaking);
-    if (run > 0)
-        return;
-    if (run < 0)
-        gort__throw("checkdead: inconsistent counts: run=%d nmidle=%d "
-                    "mcount=%d nmsys=%d", run, gort__sched.nmidle,
-                    mcount_locked(), gort__sched.nmsys);
-    int32_t waiting = 0;
-    uint32_t n = load_acq(&gort__allglen);
-    for (uint32_t i = 0; i < n; i++) {
-        struct g *gp = gort__allgs[i];
-        uint32_t s = gort__readgstatus(gp);
-        if (gp->foreign)
-            continue; /* a thread outside gort: not ours to judge */
-        if (s == G_WAITING || s == G_PREEMPTED)
-            waiting++;
-        else if (s == G_RUNNABLE || s == G_RUNNING || s == G_SYSCALL) {
-            char buf[96];
-            gort__throw("checkdead: runnable goroutine %lld (status %s, %s; "
-                        "npidle=%d nmspinning=%d runqsize=%d)",
-                        (long long)gp->goid, gort__gstatus_name(s),
-                        where_queued_locked(gp, buf, sizeof buf),
-                        (int)load_relaxed(&gort__sched.npidle),
-                        (int)load_relaxed(&gort__sched.nmspinning),
-                        (int)gort__sched.runqsize);
-        }
-    }
-    if (waiting == 0 && load_relaxed(&gort__sched.main_goexited))
-        gort__fatal("no goroutines (main called runtime.Goexit) - deadlock!");
-    /* A pending timer will wake someone (a sleeper, a timer's channel
-     * or function): not a deadlock, as in Go. */
-    if (gort__timers_any())
-        return;
-    gort__fatal("all goroutines are asleep - deadlock!");
-}
-
-/* ---------------------------------------------------------------------------
- * Boot and shutdown.
- * ------------------------------------------------------------------------- */
-
-/* On g0 of the M that ran the main goroutine when it returned: stop the
- * world, then tell every M to exit; M0 frees everything in gort_main. */
-static struct g *main_exit_m(struct g *gp)
-{
-    struct m *mp = gort__getm();
-    gort__casgstatus(gp, G_RUNNING, G_DEAD);
-    gort__dropg(mp);
-    store_relaxed(&gort__sched.exiting, 1);
-    gort__stw_stop(mp);
-    gort__lock(&gort__sched.lock);
-    struct m *idle;
-    while ((idle = gort__mget_locked())) {
-        idle->exiting = true;
-        gort__notewakeup(&idle->park);
-    }
-    for (struct m *w = gort__allm; w; w = w->alllink)
-        if (w->lockedsleep) {
-            w->exiting = true;
-            gort__notewakeup(&w->park);
-        }
-    gort__unlock(&gort__sched.lock);
-    /* An M sleeping as the poller finds exiting set when it wakes. */
-    gort__netpoll_wake();
-    /* Our own P stays with us; we exit through findrunnable's check. */
-    store_relaxed(&mp->p->m, NULL);
-    store_relaxed(&mp->p, NULL);
-    return NULL;
-}
-
-/* Arrays replaced while racy readers may hold them (growallp). */
-struct retired {
-    struct retired *next;
-    void *mem;
-};
-static struct retired *retired;
-static gort_spinlock retired_lock; /* a leaf: taken under allplock or the
-                                  poll cache's lock */
-
-void gort__retire(void *mem)
-{
-    struct retired *r = gort__malloc(sizeof *r);
-    if (!r)
-        gort__fatal("out of memory retiring an array");
-    r->mem = mem;
-    gort__spinlock(&retired_lock);
-    r->next = retired;
-    retired = r;
-    gort__spinunlock(&retired_lock);
-}
-
-static void retired_free(void)
-{
-    while (retired) {
-        struct retired *next = retired->next;
-        gort__free(retired->mem);
-        gort__free(retired);
-        retired = next;
-    }
-}
-
-static void reset_globals(void)
-{
-    memset(&gort__sched, 0, sizeof gort__sched);
-    gort__sched.maxmcount = gort__sched.maxmcount ? gort__sched.maxmcount
-                                                  : GORT_DEFAULT_MAX_THREADS;
-    gort__allp = NULL;
-    gort__allp_len = 0;
-    gort__gomaxprocs = 0;
-    gort__allm = NULL;
-    gort__allgs = NULL;
-    gort__allglen = 0;
-    allgcap = 0;
-    gort__newprocs = 0;
-    gort__worldsema = 1;
-    gort__sched.lastpoll = 1; /* nobody sleeps as the poller */
-    gort__sched.coarsenow = gort_nanotime();
-    memset(gort__idlepmask, 0, sizeof gort__idlepmask);
-}
-
-static int32_t max_threads_setting = GORT_DEFAULT_MAX_THREADS;
-
-int gort_set_max_threads(int n)
-{
-    if (n < 1)
-        return -EINVAL;
-    int32_t old = max_threads_setting;
-    max_threads_setting = n;
-    if (load_relaxed(&gort_running)) {
-        gort__lock(&gort__sched.lock);
-        gort__sched.maxmcount = n;
-        checkmcount_locked();
-        gort__unlock(&gort__sched.lock);
-    }
-    return old;
-}
-
-/* Free every G, M and P after all threads have exited. */
-static void teardown(void)
-{
-    for (uint32_t i = 0; i < gort__allglen; i++) {
-        struct g *gp = gort__allgs[i];
-        struct gort_defer_rec *d = gp->defers;
-        while (d) {
-            struct gort_defer_rec *next = d->next;
-            gort__free(d);
-            d = next;
-        }
-        if (gort__san & GORT_SAN_TSAN)
-            gort__san_g_teardown(gp);
-        gort__stackfree(&gp->stack); /* no-op for stackless Gs */
-        gort__preemptstk_free(gp);
-    }
-    for (int32_t i = 0; i < gort__allp_len; i++) {
-        gort__stackcache_flush(&gort__allp[i]->stackcache);
-        gort__timers_fini(gort__allp[i]);
-    }
-    while (gchunks) {
-        struct gchunk *next = gchunks->next;
-        gort__free(gchunks);
-        gchunks = next;
-    }
-    if (gort__allgs != allgs_map)
-        gort__free(gort__allgs);
-    if (allgs_map)
-        munmap(allgs_map, (size_t)ALLGS_RESERVE * sizeof *allgs_map);
-    allgs_map = NULL;
-    for (int32_t i = 0; i < gort__allp_len; i++)
-        gort__free(gort__allp[i]);
-    gort__free(gort__allp);
-    retired_free();
-    struct m *mp = gort__allm;
-    while (mp) {
-        struct m *next = mp->alllink;
-        freem(mp);
-        mp = next;
-    }
-    gort__globrunq_fini();
-    gort__gsegq_fini(&gort__sched.gfree);
-    gort__semafini();
-    gort__netpoll_fini();
-    gort__stackfini();
-    extram_fini();
-    reset_globals();
-}
-
-/* Wait for every M thread but the caller's to end. */
-static void join_ms(struct m *self)
-{
-    for (struct m *mp = gort__allm; mp; mp = mp->alllink)
-        if (mp != self && mp->thread)
-            pthread_join(mp->thread, NULL);
-}
-
-static int boot(struct m *mp, void (*fn)(void *), void *arg)
-{
-    gort__read_env();
-    gort__fatal_set_dump(gort__traceback_fatal);
-    gort__trace_register();
-    int err = gort__stackinit();
-    if (err)
-        return err;
-    gort__lock(&gort__sched.lock);
-    gort__sched.maxmcount = max_threads_setting;
-    mcommoninit_id_locked(mp, -1);
-    int32_t procs = gort__gomaxprocs; /* from the environment */
-    gort__gomaxprocs = 0;
-    gort__procresize(mp, procs);
-    gort__unlock(&gort__sched.lock);
-    struct g *gp = malg();
-    if (!gp)
-        return -ENOMEM;
-    gp->is_main = true;
-    int64_t goid = newproc1(mp->p, gp, fn, arg,
-                            (uintptr_t)__builtin_return_address(0), 0,
-                            GT_CHECK, gort__san & GORT_SAN_TSAN);
-    return goid < 0 ? (int)goid : 0;
-}
-
-int gort_main(void (*fn)(void *), void *arg)
-{
-    GORT_SAN_SCOPE();
-    if (!fn)
-        return -EINVAL;
-    if (!cas_acqrel(&gort_running, 0, 1))
-        return -EBUSY;
-    reset_globals();
-    gort__runtime_init_time = gort_nanotime();
-    gort__track_clock_init();
-    gort__spinpay_reset();
-    struct m *mp = allocm();
-    if (!mp) {
-        store_rel(&gort_running, 0);
-        return -ENOMEM;
-    }
-    mp->is_m0 = true;
-    mp->thread = 0;
-    m0 = mp;
-    int err = mstart_common(mp);
-    if (!err && GORT_UNLIKELY(gort__san))
-        gort__san_main_start();
-    if (!err)
-        err = gort__signals_install();
-    if (!err)
-        err = boot(mp, fn, arg); /* reads GORTDEBUG */
-    if (!err)
-        gort__trace_boot(mp, gort__debug.trace);
-    if (!err) {
-        gort__rawsys_init();
-        err = gort__preempt_init();
-    }
-    if (!err)
-        err = gort__sysmon_start();
-    if (err) {
-        gort__trace_shutdown();
-        gort__preempt_fini();
-        gort__signals_restore();
-        gort__preempt_thread_exit(mp);
-        gort__unminit(mp);
-        gort__setm(NULL);
-        teardown();
-        store_rel(&gort_running, 0);
-        return err;
-    }
-    store_rel(&gort__main_started, 1);
-    schedule();
-    gort__san_acquire(&main_status);
-    /* Every other M has been told to exit. */
-    gort__sysmon_stop();
-    join_ms(mp);
-    gort__trace_shutdown(); /* GORTDEBUG=trace, or a trace never stopped */
-    gort__preempt_fini();
-    gort__rawsys_thread_exit(mp);
-    gort__preempt_thread_exit(mp);
-    gort__unminit(mp);
-    gort__signals_restore();
-    gort__setm(NULL);
-    teardown();
-    store_rel(&gort__main_started, 0);
-    store_rel(&gort_running, 0);
-    return main_status;
 }

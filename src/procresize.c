@@ -1,6 +1,8 @@
 /*
- * procresize.c - stop-the-world and GOMAXPROCS.  Mirrors
- * stopTheWorldWithSema, startTheWorldWithSema and procresize (proc.go).
+ * procresize.c - Ps: which M holds each (acquirep, releasep) and the list
+ * of idle ones, stop-the-world, and GOMAXPROCS.  Mirrors acquirep,
+ * releasep, pidleput, pidleget, gcstopm, stopTheWorldWithSema,
+ * startTheWorldWithSema and procresize (proc.go).
  *
  * Stopping the world: set sched.gcwaiting, mark the caller's P stopped,
  * take every idle P, and ask every running G to yield at its next runtime
@@ -10,6 +12,8 @@
  * (procresize) and hands every P with work to an M.
  *
  * Invariants:
+ *   - sched.npidle equals the length of sched.pidle; idlepmask mirrors
+ *     it, and a P on the list has an empty run queue.
  *   - While the world is stopped, only the stopper's M holds a P, and no M
  *     runs findrunnable's steal loop (it needs a P), so allp, the steal
  *     order and the P structures may change.
@@ -25,6 +29,100 @@ int32_t gort__newprocs; /* GOMAXPROCS wanted by the next start; STW only */
 /* When the current stop-the-world began (nanotime), for the pause
  * metrics.  Written by the stopper; relaxed: one stopper at a time. */
 static int64_t stw_began;
+
+/* ---------------------------------------------------------------------------
+ * P ownership.
+ * ------------------------------------------------------------------------- */
+
+void gort__setidlep(int32_t id, bool idle)
+{
+    uint32_t bit = 1u << (id % 32);
+    if (idle)
+        or_relaxed(&gort__idlepmask[id / 32], bit);
+    else
+        and_relaxed(&gort__idlepmask[id / 32], ~bit);
+}
+
+/* Associate pp with mp.  Mirrors gort__acquirep/wirep (proc.go). */
+void gort__acquirep(struct m *mp, struct p *pp)
+{
+    if (mp->p || pp->m)
+        gort__throw("gort__acquirep: M%lld already has P%d or P%d has an M",
+                    (long long)mp->id, mp->p ? mp->p->id : -1, pp->id);
+    /* Relaxed: the caller took the P (a list under sched.lock, or a CAS
+     * out of P_SYSCALL); this only checks it. */
+    uint32_t st = load_relaxed(&pp->status);
+    if (st != P_IDLE)
+        gort__throw("gort__acquirep: P%d has status %u, want idle", pp->id,
+                    st);
+    store_relaxed(&mp->p, pp);
+    store_relaxed(&pp->sysmon_schedwhen, 0); /* restart sysmon's clock */
+    /* Release: sysmon load-acquires pp->m and then reads the M. */
+    store_rel(&pp->m, mp);
+    store_relaxed(&pp->status, P_RUNNING);
+    gort__trace_procstart(mp, pp);
+    /* sysmon sleeps deeply while every P is idle; work has resumed.
+     * (The npidle change that made this P busy was seq-cst: see
+     * deep_sleep in sysmon.c.) */
+    gort__sysmon_wake();
+}
+
+/* Disassociate mp's P from it and return the P, now idle.  Mirrors
+ * releasep (proc.go). */
+struct p *gort__releasep(struct m *mp)
+{
+    struct p *pp = mp->p;
+    if (!pp || pp->m != mp)
+        gort__throw("releasep: M%lld has P%d whose M is %lld",
+                    (long long)mp->id, pp ? pp->id : -1,
+                    pp && pp->m ? (long long)pp->m->id : -1LL);
+    gort__trace_procstop(mp, pp);
+    store_relaxed(&mp->p, NULL);
+    store_relaxed(&pp->m, NULL);
+    store_relaxed(&pp->status, P_IDLE);
+    return pp;
+}
+
+/* Idle P list; sched.lock held.  Mirrors pidleput/pidleget. */
+void gort__pidleput_locked(struct p *pp)
+{
+    if (!gort__runqempty(pp))
+        gort__throw("pidleput: P%d has a non-empty run queue", pp->id);
+    pp->link = gort__sched.pidle;
+    gort__sched.pidle = pp;
+    gort__setidlep(pp->id, true);
+    /* Seq-cst: readers of npidle outside the lock (wakep, the spinning
+     * limit) see the P on the list once they see the count, and sysmon's
+     * deep_sleep handshake needs a total order. */
+    xadd_seqcst(&gort__sched.npidle, 1);
+}
+
+struct p *gort__pidleget_locked(void)
+{
+    struct p *pp = gort__sched.pidle;
+    if (pp) {
+        gort__sched.pidle = pp->link;
+        pp->link = NULL;
+        gort__setidlep(pp->id, false);
+        xadd_seqcst(&gort__sched.npidle, -1); /* see pidleput */
+    }
+    return pp;
+}
+
+/* As pidleget, but if no P is idle, record that a spinning M was wanted
+ * so that the next M releasing its P spins instead.  Mirrors
+ * pidlegetSpinning (proc.go). */
+struct p *gort__pidlegetspinning_locked(void)
+{
+    struct p *pp = gort__pidleget_locked();
+    if (!pp)
+        store_relaxed(&gort__sched.needspinning, 1);
+    return pp;
+}
+
+/* ---------------------------------------------------------------------------
+ * Stop-the-world.
+ * ------------------------------------------------------------------------- */
 
 /* Ask every running G to yield at its next runtime call.  A P whose
  * thread has slept for a while in a system call nobody wrapped is handed
@@ -62,6 +160,23 @@ static int32_t stop_syscall_ps_locked(void)
     }
     gort__sched.stopwait -= n;
     return n;
+}
+
+/* Stop the current M's P for a pending stop-the-world.  Mirrors gcstopm. */
+bool gort__gcstopm(struct m *mp)
+{
+    if (mp->spinning) {
+        mp->spinning = false;
+        if (xadd_acqrel(&gort__sched.nmspinning, -1) < 0)
+            gort__throw("gcstopm: negative nmspinning");
+    }
+    struct p *pp = gort__releasep(mp);
+    gort__lock(&gort__sched.lock);
+    store_relaxed(&pp->status, P_GCSTOP);
+    if (--gort__sched.stopwait == 0)
+        gort__notewakeup(&gort__sched.stopnote);
+    gort__unlock(&gort__sched.lock);
+    return gort__stopm(mp);
 }
 
 /* Stop every P but the caller's.  Runs on any stack of an M holding a P;
@@ -172,6 +287,10 @@ void gort__start_the_world(void)
 
 /* ---------------------------------------------------------------------------
  * GOMAXPROCS.  Mirrors gort__procresize (proc.go).
+ * ------------------------------------------------------------------------- */
+
+/* ---------------------------------------------------------------------------
+ * GOMAXPROCS.
  * ------------------------------------------------------------------------- */
 
 static struct p *newp(int32_t id)

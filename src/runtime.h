@@ -39,7 +39,7 @@
  *     6. stack pool lock          the global stack pool and arenas (stack.c)
  *     7. preempt.c's ranges lock  gort_preempt_allow_object; a leaf
  *     -  netpoll.c's poll cache lock is held with no other runtime lock
- *        but the retired-array lock (proc.c), a leaf below it
+ *        but the retired-array lock (boot.c), a leaf below it
  *     -  the schedtrace print lock (debug.c) is taken before 2.
  *     -  trace.c's buffer lock is a leaf, taken under any of the above
  *        (an event is recorded wherever the scheduler is).
@@ -402,10 +402,10 @@ GORT_HIDDEN __attribute__((cold)) void gort__gtrack_ran(struct g *gp);
 /*
  * Whether a status change goes into the execution trace (trace.c):
  * GT_CHECK looks at gort__trace_on, one load and a predictable branch.
- * The hottest paths (park, ready, goexit, gort_go in proc.c) look once on
- * entry instead and run a body made with GT_OFF or GT_ON: the untraced
- * body then has no call to keep registers around (a call site costs
- * saved registers on every wake-up).
+ * The hottest paths (park, ready and goexit in proc.c, gort_go in
+ * newproc.c) look once on entry instead and run a body made with GT_OFF
+ * or GT_ON: the untraced body then has no call to keep registers around
+ * (a call site costs saved registers on every wake-up).
  * The flag cannot change meanwhile: it changes only while the world is
  * stopped, and those paths hold their P throughout.
  */
@@ -630,7 +630,7 @@ struct m {
     struct p *watchp;      /* woken to watch this P's syscall (set with
                               watchword by the waker, before the note) */
     uint32_t watchword;
-    /* LockOSThread (proc.c). */
+    /* LockOSThread (mthread.c). */
     struct g *lockedg;     /* G wired to this M, or NULL; the owner writes
                               (M0: under sched.lock), others read relaxed */
     uint32_t lockedext;    /* gort_lock_os_thread depth; owner */
@@ -883,8 +883,6 @@ static inline struct p **gort__allp_load(void)
     /* Acquire: pairs with growallp's release store. */
     return load_acq(&gort__allp);
 }
-/* Keep a replaced array until shutdown (racy readers may hold it). */
-GORT_HIDDEN void gort__retire(void *mem);
 GORT_HIDDEN extern int32_t gort__gomaxprocs;   /* atomic reads outside STW */
 GORT_HIDDEN extern int32_t gort__ncpu;
 GORT_HIDDEN extern struct m *gort__allm;       /* atomic head, push-only */
@@ -1229,6 +1227,75 @@ static inline struct g *gort__globrunqget_locked(struct p *pp, int32_t max)
 }
 
 /* ---------------------------------------------------------------------------
+ * Ms (mthread.c).
+ * ------------------------------------------------------------------------- */
+
+/* A new M and its g0, not yet counted or on allm (NULL when out of
+ * memory). */
+GORT_HIDDEN struct m *gort__allocm(void);
+GORT_HIDDEN void gort__freem(struct m *mp);
+/* An M for a runtime thread that runs without a P (sysmon), counted in
+ * sched.nmsys. */
+GORT_HIDDEN struct m *gort__allocm_sys(void);
+/* Give mp an id (id, reserved, or a new one when id < 0), seed its
+ * random state and put it on allm.  sched.lock held. */
+GORT_HIDDEN void gort__mcommoninit_id_locked(struct m *mp, int64_t id);
+/* Fatal if the Ms pass sched.maxmcount.  sched.lock held. */
+GORT_HIDDEN void gort__checkmcount_locked(void);
+/* Threads the runtime has made (racy outside sched.lock; for reports). */
+GORT_HIDDEN int32_t gort__mcount(void);
+/* Set up the calling thread as mp (TLS, signal stack, sanitizer fiber):
+ * 0 or a negative errno. */
+GORT_HIDDEN int gort__mstart_common(struct m *mp);
+/* A new M (a thread) to run pp.  Mirrors newm (proc.go). */
+GORT_HIDDEN void gort__newm(struct p *pp, bool spinning);
+/* An M off the idle list, or NULL.  sched.lock held.  Mirrors mget. */
+GORT_HIDDEN struct m *gort__mget_locked(void);
+/* Park the current M, which holds no P, until it is handed one.  Returns
+ * false when the M must exit instead.  Mirrors stopm (proc.go). */
+GORT_HIDDEN bool gort__stopm(struct m *mp);
+GORT_HIDDEN void gort__stopm_schedule(struct m *mp);
+/* startm with an idle P and no spinning (for injectglist). */
+GORT_HIDDEN void gort__startm_idle(void);
+/* Hand pp, whose M is blocking, to another M or the idle list. */
+GORT_HIDDEN void gort__handoffp(struct p *pp);
+/* Try to put one more P to work with a spinning M.  Mirrors wakep. */
+GORT_HIDDEN void gort__wakep(void);
+/* A wired G exited without unlocking: its M's thread ends (not M0's).
+ * Returns false when the M must exit.  Mirrors mexit (proc.go). */
+GORT_HIDDEN bool gort__mexit(struct m *mp);
+/* LockOSThread.  The wired G of mp cannot run: give the P away and sleep
+ * until a P comes with the G; returns the G (mp holding a P), or NULL
+ * when the M must exit.  gort__stoplockedm: the same, returning whether
+ * the M got its G.  Mirrors stoplockedm (proc.go). */
+GORT_HIDDEN struct g *gort__stoplockedm_g(struct m *mp);
+GORT_HIDDEN bool gort__stoplockedm(struct m *mp);
+/* gp, just taken from a run queue, is wired to another M: hand it over.
+ * Returns false when the caller must exit.  Mirrors startlockedm. */
+GORT_HIDDEN bool gort__startlockedm(struct m *mp, struct g *gp);
+/* Deadlock detection whenever an M goes idle.  sched.lock held.  Mirrors
+ * checkdead (proc.go). */
+GORT_HIDDEN void gort__checkdead_locked(void);
+
+/* ---------------------------------------------------------------------------
+ * Foreign threads (foreign.c).  gort__getm_slow and
+ * gort__getm_noextra_slow (above) are foreign.c's too.
+ * ------------------------------------------------------------------------- */
+
+/* A foreign thread (mp, without a P) makes gp, of status from, runnable:
+ * the global queue and a wakep. */
+GORT_HIDDEN void gort__foreign_queue(struct m *mp, struct g *gp,
+                                     uint32_t from);
+/* gort__ready where the G stands for a foreign thread (its thread is
+ * woken) or the caller is one (mp without a P: gort__foreign_queue). */
+GORT_HIDDEN void gort__foreign_ready(struct m *mp, struct g *gp);
+/* gort__park on a foreign thread: it sleeps on its M's note. */
+GORT_HIDDEN void gort__foreign_park(struct m *mp, struct g *gp,
+                                    gort__unlockf unlockf, void *lock);
+/* Teardown: forget the extra Ms (their threads free them). */
+GORT_HIDDEN void gort__foreign_fini(void);
+
+/* ---------------------------------------------------------------------------
  * Scheduler (proc.c).
  * ------------------------------------------------------------------------- */
 
@@ -1237,57 +1304,87 @@ static inline struct g *gort__globrunqget_locked(struct p *pp, int32_t max)
  * G resumes at once.  Mirrors gopark (proc.go). */
 GORT_HIDDEN void gort__park(gort__unlockf unlockf, void *lock,
                             uint32_t reason);
-/* Make a WAITING G runnable on the current P (in runnext when next).
- * Mirrors goready/ready (proc.go). */
+/* Make a WAITING G runnable (in runnext when next): on the caller's P;
+ * from a caller without a P (a foreign thread), on the global queue; a G
+ * standing for a foreign thread has its thread woken.  Mirrors goready
+ * (proc.go). */
 GORT_HIDDEN void gort__ready(struct g *gp, bool next);
-/* gort__ready for a caller that has its M at hand. */
-GORT_HIDDEN void gort__ready_m(struct m *mp, struct g *gp, bool next);
-GORT_HIDDEN void gort__wakep(void);
 /* Queue a batch of runnable Gs: one on the global queue per idle P (with
  * an M started for it), the rest on the caller's P, if it holds one.
  * Mirrors injectglist (proc.go). */
 GORT_HIDDEN void gort__injectglist(struct gqueue *q, int32_t n);
-/* startm with an idle P and no spinning (for injectglist). */
-GORT_HIDDEN void gort__startm_idle(void);
-/* Start a goroutine from the scheduler (g0 of an M holding a P): the
- * goid, or -ENOMEM. */
-GORT_HIDDEN int64_t gort__newproc_sys(void (*fn)(void *), void *arg);
-/* The wake-up itself, for a caller holding P pp and a G of gort's own:
- * gort__ready_m's body (proc.c) and the inline one below. */
+/* gort__ready for a caller that has its M at hand, with the usual case
+ * inline: gp is a G of gort's own and mp holds a P, which it keeps
+ * throughout (m->locks).  The rest goes to gort__foreign_ready.  t (enum
+ * gtrace): GT_OFF or GT_ON from a caller that has looked at the trace
+ * flag (gort__ready's two bodies); GT_CHECK looks at it here and sends a
+ * traced wake-up to gort__ready (the channel hand-offs).  Mirrors ready
+ * (proc.go). */
 static inline __attribute__((always_inline)) void
-gort__ready_onp(struct m *mp, struct p *pp, struct g *gp, bool next,
-                enum gtrace t)
+gort__ready_m(struct m *mp, struct g *gp, bool next, enum gtrace t)
 {
+    if (t == GT_CHECK && GORT_TRACE_ON()) {
+        gort__ready(gp, next);
+        return;
+    }
+    struct p *pp = mp->p;
+    if (GORT_UNLIKELY(gp->foreign || !pp)) {
+        gort__foreign_ready(mp, gp);
+        return;
+    }
     mp->locks++;
-    gort__casgstatus_t(gp, G_WAITING, G_RUNNABLE, t);
+    /* Past the test above, GT_CHECK means untraced. */
+    gort__casgstatus_t(gp, G_WAITING, G_RUNNABLE,
+                       t == GT_ON ? GT_ON : GT_OFF);
     gort__runqput(pp, gp, next);
     if (load_relaxed(&gort__sched.npidle) != 0) /* wakep's first test */
         gort__wakep();
     mp->locks--;
 }
 
-/* gort__ready_m with its usual case inline, for the channel hand-offs:
- * tracing off, the caller holding a P, a G of gort's own; anything else
- * goes to gort__ready_m. */
-static inline __attribute__((always_inline)) void
-gort__ready_inline(struct m *mp, struct g *gp, bool next)
-{
-    struct p *pp = mp->p;
-    if (GORT_TRACE_ON() || GORT_UNLIKELY(gp->foreign || !pp)) {
-        gort__ready_m(mp, gp, next);
-        return;
-    }
-    gort__ready_onp(mp, pp, gp, next, GT_OFF);
-}
-/* Hand pp, whose M is blocking, to another M or the idle list. */
-GORT_HIDDEN void gort__handoffp(struct p *pp);
-GORT_HIDDEN struct m *gort__allocm_sys(void);
+/* The scheduler's loop on g0, until the M must exit.  Mirrors schedule
+ * (proc.go). */
+GORT_HIDDEN void gort__schedule(void);
 GORT_HIDDEN void gort__dropg(struct m *mp);
-GORT_HIDDEN struct p *gort__releasep(struct m *mp);
 /* Run fn(gp) on g0 with the current G's context saved (mcall). */
 GORT_HIDDEN void gort__mcall(struct g *(*fn)(struct g *));
-GORT_HIDDEN void gort__stopm_schedule(struct m *mp);
-GORT_HIDDEN bool gort__stoplockedm(struct m *mp);
+/* Reset the steal order for count Ps.  World stopped. */
+GORT_HIDDEN void gort__steal_order_reset(uint32_t count);
+
+/* ---------------------------------------------------------------------------
+ * Goroutine creation (newproc.c).
+ * ------------------------------------------------------------------------- */
+
+/* A new G on allgs: G_DEAD, no stack.  NULL when out of memory.  Mirrors
+ * malg (proc.go). */
+GORT_HIDDEN struct g *gort__malg(void);
+/* A G whose goroutine has ended (its context gone): its stack to pp's
+ * stack cache, the G to pp's free list.  Owner P only. */
+GORT_HIDDEN void gort__gfree_stack_and_put(struct p *pp, struct g *gp);
+/* Start a goroutine from the scheduler (g0 of an M holding a P): the
+ * goid, or -ENOMEM. */
+GORT_HIDDEN int64_t gort__newproc_sys(void (*fn)(void *), void *arg);
+/* Queue the main goroutine on pp at boot: 0 or -ENOMEM. */
+GORT_HIDDEN int gort__newproc_main(struct p *pp, void (*fn)(void *),
+                                   void *arg, uintptr_t pc);
+/* Free every G and allgs at shutdown. */
+GORT_HIDDEN void gort__allgs_fini(void);
+
+/* ---------------------------------------------------------------------------
+ * Boot and shutdown (boot.c).
+ * ------------------------------------------------------------------------- */
+
+/* The thread that called gort_main. */
+GORT_HIDDEN extern struct m *gort__m0;
+/* gort_main's result; for ThreadSanitizer, the address that orders the
+ * main goroutine's work before gort_main's return. */
+GORT_HIDDEN extern int gort__main_status;
+/* On g0, the main goroutine gp having returned: stop the world and tell
+ * every M to exit (an mcall function). */
+GORT_HIDDEN struct g *gort__main_exit_m(struct g *gp);
+/* Keep a replaced array until shutdown (racy readers may hold it). */
+GORT_HIDDEN void gort__retire(void *mem);
+
 /* Syscalls (syscall.c).  how: 1 explicit, 2 marked by the preemption
  * signal. */
 GORT_HIDDEN void gort__entersyscall_m(struct m *mp, struct g *gp,
@@ -1331,7 +1428,6 @@ GORT_HIDDEN void gort__rawsys_thread_exit(struct m *mp);
 /* On an idle M woken to watch a syscall: take its P if the syscall lasts.
  * True when mp now holds a P. */
 GORT_HIDDEN bool gort__syscall_watch(struct m *mp);
-GORT_HIDDEN int32_t gort__mcount(void);
 /* Cooperative preemption point: yield if sysmon asked this G to. */
 GORT_HIDDEN void gort__preempt_check(void);
 GORT_HIDDEN void gort__preempt_yield(struct m *mp, struct g *gp);
@@ -1345,7 +1441,6 @@ static inline void gort__preempt_check_m(struct m *mp)
 }
 GORT_HIDDEN uint32_t gort__fastrand(void);
 GORT_HIDDEN uint32_t gort__fastrandn(uint32_t n);
-GORT_HIDDEN void gort__checkdead_locked(void);
 GORT_HIDDEN void gort__stop_the_world(const char *why);
 GORT_HIDDEN void gort__start_the_world(void);
 /* The halves of stop/start-the-world that run on any stack of an M
@@ -1358,19 +1453,24 @@ GORT_HIDDEN struct p *gort__procresize(struct m *mp, int32_t nprocs);
 GORT_HIDDEN extern int32_t gort__newprocs;
 GORT_HIDDEN extern uint32_t gort__worldsema;
 GORT_HIDDEN extern int32_t gort__allp_len;
-/* P and M lists and hand-over (proc.c); the _locked ones need
+/* P ownership and the idle P list (procresize.c); the _locked ones need
  * sched.lock. */
 GORT_HIDDEN void gort__acquirep(struct m *mp, struct p *pp);
+/* Take mp's P from it and return the P, now idle.  Mirrors releasep. */
+GORT_HIDDEN struct p *gort__releasep(struct m *mp);
 GORT_HIDDEN void gort__pidleput_locked(struct p *pp);
 GORT_HIDDEN struct p *gort__pidleget_locked(void);
-GORT_HIDDEN struct m *gort__mget_locked(void);
-GORT_HIDDEN void gort__newm(struct p *pp, bool spinning);
-GORT_HIDDEN void gort__steal_order_reset(uint32_t count);
+/* pidleget, recording that a spinning M was wanted when no P is idle.
+ * Mirrors pidlegetSpinning (proc.go). */
+GORT_HIDDEN struct p *gort__pidlegetspinning_locked(void);
 GORT_HIDDEN void gort__setidlep(int32_t id, bool idle);
 static inline bool gort__isidlep(int32_t id)
 {
     return (load_relaxed(&gort__idlepmask[id / 32]) >> (id % 32)) & 1;
 }
+/* Stop the current M's P for a pending stop-the-world; false when the M
+ * must exit.  Mirrors gcstopm (procresize.c). */
+GORT_HIDDEN bool gort__gcstopm(struct m *mp);
 
 /* Asynchronous preemption (preempt.c). */
 GORT_HIDDEN int gort__preempt_init(void);

@@ -24,6 +24,7 @@ gort_lock gort__allplock;
 struct g **gort__allgs;
 uint32_t gort__allglen;
 uint32_t gort__idlepmask[GORT_MAX_PROCS / 32];
+int32_t gort__allp_len; /* entries of gort__allp allocated (>= procs) */
 int64_t gort__runtime_init_time;
 uint32_t gort__main_started;
 /* Tracing (tracehooks.h): the flag every hook tests, and the recorder's

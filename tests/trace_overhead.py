@@ -242,7 +242,7 @@ def measure(name, traced, base, args, limit):
         print("    %-28s %+6.2f Ir/call x %d calls" % (f, per, n))
     # What makes the runs differ besides the hooks (see the top).
     for label, calls in (("traced", tcalls), ("baseline", bcalls)):
-        print("    %-8s build: G structs allocated %d" % (label, calls["malg"]))
+        print("    %-8s build: G structs allocated %d" % (label, calls["gort__malg"]))
     return hooks <= limit
 
 

@@ -174,7 +174,7 @@ static void lock_exit_round(struct soak_worker *w)
     gort_waitgroup_wait(&e.sent);
     soak_chan_free(w, e.tid);
     /* The thread that called gort_main stays: gort_main returns on it
-     * (src/proc.c, mexit_locked). */
+     * (src/mthread.c, gort__mexit). */
     if (tid == getpid())
         return;
     char path[64];

@@ -1,0 +1,260 @@
+/*
+ * boot.c - boot and shutdown: gort_main sets up the calling thread as M0
+ * and the runtime around it (environment, stacks, Ps, the main goroutine,
+ * signals, the execution trace, preemption, sysmon), runs the scheduler
+ * there until the main goroutine returns, then ends every other thread
+ * and frees everything it made.  Also here: the thread limit
+ * (gort_set_max_threads) and the arrays kept until shutdown
+ * (gort__retire).  Mirrors schedinit, main and exit (proc.go).
+ *
+ * Shutdown: the M running the main goroutine when it returns stops the
+ * world and tells every M to exit (gort__main_exit_m); M0 leaves
+ * schedule(), stops sysmon, joins the other threads and frees every G, M
+ * and P (teardown).  Goroutines still alive are discarded, as Go
+ * discards them at exit, and gort_main can be called again.
+ *
+ * Invariants:
+ *   - One gort_main at a time (gort_running).
+ *   - gort__main_started is set once boot is done (the scheduler runs)
+ *     and cleared after teardown; code that may run before, after or
+ *     beside gort_main (foreign threads, metrics, a wakep during boot)
+ *     looks at it first.
+ */
+#include "runtime.h"
+#include "trace.h"
+
+#include <errno.h>
+#include <string.h>
+
+static uint32_t gort_running;  /* atomic: a gort_main is in progress */
+struct m *gort__m0;            /* the thread that called gort_main */
+/* What gort_main returns after the main goroutine has returned (0).  Its
+ * address also orders the main goroutine's work before gort_main's
+ * return for ThreadSanitizer (gort__san_release in goexit1, proc.c). */
+int gort__main_status;
+
+/* On g0 of the M that ran the main goroutine when it returned: stop the
+ * world, then tell every M to exit; M0 frees everything in gort_main. */
+struct g *gort__main_exit_m(struct g *gp)
+{
+    struct m *mp = gort__getm();
+    gort__casgstatus(gp, G_RUNNING, G_DEAD);
+    gort__dropg(mp);
+    store_relaxed(&gort__sched.exiting, 1);
+    gort__stw_stop(mp);
+    gort__lock(&gort__sched.lock);
+    struct m *idle;
+    while ((idle = gort__mget_locked())) {
+        idle->exiting = true;
+        gort__notewakeup(&idle->park);
+    }
+    for (struct m *w = gort__allm; w; w = w->alllink)
+        if (w->lockedsleep) {
+            w->exiting = true;
+            gort__notewakeup(&w->park);
+        }
+    gort__unlock(&gort__sched.lock);
+    /* An M sleeping as the poller finds exiting set when it wakes. */
+    gort__netpoll_wake();
+    /* Our own P stays with us; we exit through findrunnable's check. */
+    store_relaxed(&mp->p->m, NULL);
+    store_relaxed(&mp->p, NULL);
+    return NULL;
+}
+
+/* Arrays replaced while racy readers may hold them (growallp). */
+struct retired {
+    struct retired *next;
+    void *mem;
+};
+static struct retired *retired;
+static gort_spinlock retired_lock; /* a leaf: taken under allplock or the
+                                  poll cache's lock */
+
+void gort__retire(void *mem)
+{
+    struct retired *r = gort__malloc(sizeof *r);
+    if (!r)
+        gort__fatal("out of memory retiring an array");
+    r->mem = mem;
+    gort__spinlock(&retired_lock);
+    r->next = retired;
+    retired = r;
+    gort__spinunlock(&retired_lock);
+}
+
+static void retired_free(void)
+{
+    while (retired) {
+        struct retired *next = retired->next;
+        gort__free(retired->mem);
+        gort__free(retired);
+        retired = next;
+    }
+}
+
+static void reset_globals(void)
+{
+    memset(&gort__sched, 0, sizeof gort__sched);
+    gort__sched.maxmcount = gort__sched.maxmcount ? gort__sched.maxmcount
+                                                  : GORT_DEFAULT_MAX_THREADS;
+    gort__allp = NULL;
+    gort__allp_len = 0;
+    gort__gomaxprocs = 0;
+    gort__allm = NULL;
+    gort__allgs = NULL;
+    gort__allglen = 0;
+    gort__newprocs = 0;
+    gort__worldsema = 1;
+    gort__sched.lastpoll = 1; /* nobody sleeps as the poller */
+    gort__sched.coarsenow = gort_nanotime();
+    memset(gort__idlepmask, 0, sizeof gort__idlepmask);
+}
+
+static int32_t max_threads_setting = GORT_DEFAULT_MAX_THREADS;
+
+int gort_set_max_threads(int n)
+{
+    if (n < 1)
+        return -EINVAL;
+    int32_t old = max_threads_setting;
+    max_threads_setting = n;
+    if (load_relaxed(&gort_running)) {
+        gort__lock(&gort__sched.lock);
+        gort__sched.maxmcount = n;
+        gort__checkmcount_locked();
+        gort__unlock(&gort__sched.lock);
+    }
+    return old;
+}
+
+/* Free every G, M and P after all threads have exited. */
+static void teardown(void)
+{
+    for (uint32_t i = 0; i < gort__allglen; i++) {
+        struct g *gp = gort__allgs[i];
+        struct gort_defer_rec *d = gp->defers;
+        while (d) {
+            struct gort_defer_rec *next = d->next;
+            gort__free(d);
+            d = next;
+        }
+        if (gort__san & GORT_SAN_TSAN)
+            gort__san_g_teardown(gp);
+        gort__stackfree(&gp->stack); /* no-op for stackless Gs */
+        gort__preemptstk_free(gp);
+    }
+    for (int32_t i = 0; i < gort__allp_len; i++) {
+        gort__stackcache_flush(&gort__allp[i]->stackcache);
+        gort__timers_fini(gort__allp[i]);
+    }
+    gort__allgs_fini();
+    for (int32_t i = 0; i < gort__allp_len; i++)
+        gort__free(gort__allp[i]);
+    gort__free(gort__allp);
+    retired_free();
+    struct m *mp = gort__allm;
+    while (mp) {
+        struct m *next = mp->alllink;
+        gort__freem(mp);
+        mp = next;
+    }
+    gort__globrunq_fini();
+    gort__gsegq_fini(&gort__sched.gfree);
+    gort__semafini();
+    gort__netpoll_fini();
+    gort__stackfini();
+    gort__foreign_fini();
+    reset_globals();
+}
+
+/* Wait for every M thread but the caller's to end. */
+static void join_ms(struct m *self)
+{
+    for (struct m *mp = gort__allm; mp; mp = mp->alllink)
+        if (mp != self && mp->thread)
+            pthread_join(mp->thread, NULL);
+}
+
+static int boot(struct m *mp, void (*fn)(void *), void *arg)
+{
+    gort__read_env();
+    gort__fatal_set_dump(gort__traceback_fatal);
+    gort__trace_register();
+    int err = gort__stackinit();
+    if (err)
+        return err;
+    gort__lock(&gort__sched.lock);
+    gort__sched.maxmcount = max_threads_setting;
+    gort__mcommoninit_id_locked(mp, -1);
+    int32_t procs = gort__gomaxprocs; /* from the environment */
+    gort__gomaxprocs = 0;
+    gort__procresize(mp, procs);
+    gort__unlock(&gort__sched.lock);
+    return gort__newproc_main(mp->p, fn, arg,
+                              (uintptr_t)__builtin_return_address(0));
+}
+
+int gort_main(void (*fn)(void *), void *arg)
+{
+    GORT_SAN_SCOPE();
+    if (!fn)
+        return -EINVAL;
+    if (!cas_acqrel(&gort_running, 0, 1))
+        return -EBUSY;
+    reset_globals();
+    gort__runtime_init_time = gort_nanotime();
+    gort__track_clock_init();
+    gort__spinpay_reset();
+    struct m *mp = gort__allocm();
+    if (!mp) {
+        store_rel(&gort_running, 0);
+        return -ENOMEM;
+    }
+    mp->is_m0 = true;
+    mp->thread = 0;
+    gort__m0 = mp;
+    int err = gort__mstart_common(mp);
+    if (!err && GORT_UNLIKELY(gort__san))
+        gort__san_main_start();
+    if (!err)
+        err = gort__signals_install();
+    if (!err)
+        err = boot(mp, fn, arg); /* reads GORTDEBUG */
+    if (!err)
+        gort__trace_boot(mp, gort__debug.trace);
+    if (!err) {
+        gort__rawsys_init();
+        err = gort__preempt_init();
+    }
+    if (!err)
+        err = gort__sysmon_start();
+    if (err) {
+        gort__trace_shutdown();
+        gort__preempt_fini();
+        gort__signals_restore();
+        gort__preempt_thread_exit(mp);
+        gort__unminit(mp);
+        gort__setm(NULL);
+        teardown();
+        store_rel(&gort_running, 0);
+        return err;
+    }
+    store_rel(&gort__main_started, 1);
+    gort__schedule();
+    gort__san_acquire(&gort__main_status);
+    /* Every other M has been told to exit. */
+    gort__sysmon_stop();
+    join_ms(mp);
+    gort__trace_shutdown(); /* GORTDEBUG=trace, or a trace never stopped */
+    gort__preempt_fini();
+    gort__rawsys_thread_exit(mp);
+    gort__preempt_thread_exit(mp);
+    gort__unminit(mp);
+    gort__signals_restore();
+    gort__setm(NULL);
+    teardown();
+    store_rel(&gort__main_started, 0);
+    store_rel(&gort_running, 0);
+    return gort__main_status;
+}
