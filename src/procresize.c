@@ -115,13 +115,34 @@ void gort__stw_stop(struct m *mp)
 }
 
 
+/* The P that procresize leaves the stopper holding with nprocs Ps: its
+ * own, unless that one goes, then P0. */
+static struct p *keptp(struct m *mp, int32_t nprocs)
+{
+    return mp->p && mp->p->id < nprocs ? mp->p : gort__allp[0];
+}
+
+/* Move the timers of the Ps that procresize is about to destroy (ids from
+ * nprocs up) to the P it leaves the stopper: they go on running from
+ * there.  The world is stopped and sched.lock not held: a timer's
+ * function runs under its heap's lock and may take sched.lock, so heap
+ * locks come before sched.lock in the lock order (runtime.h).  Mirrors
+ * the timer move of (*p).destroy. */
+static void movetimers(struct m *mp, int32_t nprocs)
+{
+    struct p *to = keptp(mp, nprocs);
+    for (int32_t i = nprocs; i < gort__gomaxprocs; i++)
+        gort__timers_move(gort__allp[i], to);
+}
+
 /* Restart after gort__stw_stop, applying a pending GOMAXPROCS change.  Mirrors
  * startTheWorldWithSema (proc.go). */
 void gort__stw_start(struct m *mp)
 {
-    gort__lock(&gort__sched.lock);
     int32_t procs = gort__newprocs ? gort__newprocs : gort__gomaxprocs;
     gort__newprocs = 0;
+    movetimers(mp, procs);
+    gort__lock(&gort__sched.lock);
     struct p *runnable = gort__procresize(mp, procs);
     /* Seq-cst, then sysmon_wake's seq-cst load: sysmon's deep_sleep
      * handshake (it sleeps while gcwaiting is set). */
@@ -198,10 +219,9 @@ static void gfpurge(struct p *pp)
     gort__unlock(&gort__sched.gfree_lock);
 }
 
-static void destroyp_locked(struct m *mp, struct p *pp)
+/* pp's timers went to the caller's P before (movetimers). */
+static void destroyp_locked(struct p *pp)
 {
-    /* Its timers go on running from the caller's P (moveTimers). */
-    gort__timers_move(pp, mp->p);
     gort__runqdrain_to_global_locked(pp);
     gfpurge(pp);
     gort__stackcache_flush(&pp->stackcache);
@@ -249,7 +269,7 @@ struct p *gort__procresize(struct m *mp, int32_t nprocs)
     growallp(nprocs);
     for (int32_t i = old; i < nprocs; i++)
         store_relaxed(&gort__allp[i]->status, P_GCSTOP);
-    if (mp->p && mp->p->id < nprocs) {
+    if (keptp(mp, nprocs) == mp->p) {
         store_relaxed(&mp->p->status, P_RUNNING);
     } else {
         if (mp->p) {
@@ -264,7 +284,7 @@ struct p *gort__procresize(struct m *mp, int32_t nprocs)
         gort__acquirep(mp, pp);
     }
     for (int32_t i = nprocs; i < old; i++)
-        destroyp_locked(mp, gort__allp[i]);
+        destroyp_locked(gort__allp[i]);
     for (int32_t i = nprocs; i < GORT_MAX_PROCS && i < gort__allp_len; i++)
         gort__setidlep(i, false);
     store_rel(&gort__gomaxprocs, nprocs);

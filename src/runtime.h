@@ -26,7 +26,9 @@
  * Lock order (a lock may be taken while holding only locks above it):
  *
  *     0a. a timer's mu            stop/reset/free of one timer (time.c)
- *     0b. a P's timers lock       its heap; held while due timers run
+ *     0b. a P's timers lock       its heap; held while due timers run;
+ *                                 two only in address order
+ *                                 (gort__timers_move)
  *     1. object locks             a semaphore bucket (sema.c), a channel
  *                                 (chan.c); several channels only in
  *                                 address order (select.c), never two

@@ -576,20 +576,24 @@ static bool timer_remove(struct gtimer *t)
 }
 
 /* Move every timer of a removed P to pp (procresize, world stopped).
- * Mirrors moveTimers. */
+ * The two heaps' locks are taken in address order, as two locks of one
+ * rank must be (runtime.h).  Mirrors moveTimers. */
 void gort__timers_move(struct p *from, struct p *to)
 {
     struct timers *src = &from->timers, *dst = &to->timers;
-    gort__lock(&src->lock);
-    gort__lock(&dst->lock);
+    bool srcfirst = (uintptr_t)src < (uintptr_t)dst;
+    struct timers *first = srcfirst ? src : dst;
+    struct timers *second = srcfirst ? dst : src;
+    gort__lock(&first->lock);
+    gort__lock(&second->lock);
     for (uint32_t i = 0; i < src->len; i++) {
         struct gtimer *t = src->heap[i].t;
         heap_add(dst, t);
     }
     src->len = 0;
     update_minwhen(src);
-    gort__unlock(&dst->lock);
-    gort__unlock(&src->lock);
+    gort__unlock(&second->lock);
+    gort__unlock(&first->lock);
 }
 
 /* Forget every pending timer at shutdown: their owners may still stop or
