@@ -499,7 +499,7 @@ static void newm_id(struct p *pp, bool spinning, int64_t id)
     int err = gort__newosproc(mp, mstart);
     if (err)
         gort__fatal("newosproc: cannot create a thread (%s; threads=%d)",
-                    strerror(-err), (int)mcount_locked());
+                    strerror(-err), (int)gort__mcount());
 }
 
 void gort__newm(struct p *pp, bool spinning)
@@ -1424,7 +1424,7 @@ static void run_g(struct m *mp, struct g *gp, bool inherit)
 /* A wired G exited without unlocking: its thread ends with it (Go's
  * mexit), its P goes to another M.  M0 stays (gort_main returns on it).
  * Returns false when the M must exit. */
-static bool mexit_locked(struct m *mp)
+static bool mexit_wired(struct m *mp)
 {
     mp->exitlocked = false;
     if (mp->is_m0)
@@ -1455,7 +1455,7 @@ static void schedule(void)
             if (!lg)
                 return;
             run_g(mp, lg, false);
-            if (GORT_UNLIKELY(mp->exitlocked) && !mexit_locked(mp))
+            if (GORT_UNLIKELY(mp->exitlocked) && !mexit_wired(mp))
                 return;
             continue;
         }
@@ -1471,7 +1471,7 @@ static void schedule(void)
             continue;
         }
         run_g(mp, gp, inherit);
-        if (GORT_UNLIKELY(mp->exitlocked) && !mexit_locked(mp))
+        if (GORT_UNLIKELY(mp->exitlocked) && !mexit_wired(mp))
             return;
     }
 }
@@ -1840,7 +1840,7 @@ static struct g *goexit0(struct g *gp)
     gort__casgstatus(gp, G_RUNNING, G_DEAD);
     gort__dropg(mp);
     if (GORT_UNLIKELY(gp->lockedm)) {
-        /* Exited wired: the thread goes too (schedule, mexit_locked). */
+        /* Exited wired: the thread goes too (schedule, mexit_wired). */
         mp->exitlocked = mp->lockedext > 0;
         mp->lockedext = mp->lockedint = 0;
         store_relaxed(&mp->lockedg, NULL);
