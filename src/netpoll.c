@@ -124,7 +124,7 @@ static struct {
     /* every pollDesc ever made, for teardown */
     struct polldesc **all;
     int nall, capall;
-} pollcache;
+} pollcache = {.lock = GORT_LOCK_INIT(LOCKRANK_POLLCACHE)};
 
 static int epfd = -1, breakfd = -1;
 /* epoll_pwait2 (Linux 5.11) is missing: use epoll_wait's milliseconds.
@@ -204,6 +204,7 @@ void gort__netpoll_fini(void)
     gort__free(pollcache.all);
     gort__free(pollcache.byfd);
     memset(&pollcache, 0, sizeof pollcache);
+    gort__lock_init(&pollcache.lock, LOCKRANK_POLLCACHE);
     store_relaxed(&wakesig, 0);
     store_relaxed(&nwaiters, 0);
 }
@@ -636,6 +637,8 @@ static int fd_register(int fd, bool inq)
             goto out;
         }
         pollcache.all[pollcache.nall++] = pd;
+        gort__lock_init(&pd->rt.mu, LOCKRANK_TIMER);
+        gort__lock_init(&pd->wt.mu, LOCKRANK_TIMER);
         pd->rt.arg = pd->wt.arg = pd;
         pd->rt.f = pd->wt.f = deadline_fire;
     }

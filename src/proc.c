@@ -42,13 +42,16 @@
 #include <unistd.h>
 
 
-struct schedt gort__sched;
+struct schedt gort__sched = {
+    .lock = GORT_LOCK_INIT(LOCKRANK_SCHED),
+    .gfree_lock = GORT_LOCK_INIT(LOCKRANK_GFREE),
+};
 struct p **gort__allp;
 int32_t gort__gomaxprocs;
 int32_t gort__ncpu = 1;
 struct m *gort__allm;
-gort_lock gort__allglock;
-gort_lock gort__allplock;
+gort_lock gort__allglock = GORT_LOCK_INIT(LOCKRANK_ALLG);
+gort_lock gort__allplock = GORT_LOCK_INIT(LOCKRANK_ALLP);
 struct g **gort__allgs;
 uint32_t gort__allglen;
 uint32_t gort__idlepmask[GORT_MAX_PROCS / 32];
@@ -2567,8 +2570,8 @@ struct retired {
     void *mem;
 };
 static struct retired *retired;
-static gort_spinlock retired_lock; /* a leaf: taken under allplock or the
-                                  poll cache's lock */
+/* A leaf: taken under allplock or the poll cache's lock. */
+static gort_spinlock retired_lock = GORT_LOCK_INIT(LOCKRANK_RETIRED);
 
 void gort__retire(void *mem)
 {
@@ -2595,6 +2598,8 @@ static void retired_free(void)
 static void reset_globals(void)
 {
     memset(&gort__sched, 0, sizeof gort__sched);
+    gort__lock_init(&gort__sched.lock, LOCKRANK_SCHED);
+    gort__lock_init(&gort__sched.gfree_lock, LOCKRANK_GFREE);
     gort__sched.maxmcount = gort__sched.maxmcount ? gort__sched.maxmcount
                                                   : GORT_DEFAULT_MAX_THREADS;
     gort__allp = NULL;

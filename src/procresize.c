@@ -201,6 +201,7 @@ static struct p *newp(int32_t id)
     if (!pp)
         gort__fatal("out of memory allocating P%d", id);
     pp->id = id;
+    gort__lock_init(&pp->timers.lock, LOCKRANK_TIMERS);
     /* Until it has timed a run: as if Gs ran long, so readied ones wake
      * idle Ps as in Go (netpoll.c, injectglist). */
     pp->runavg = GORT_WAKE_WORTH_NS;

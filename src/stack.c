@@ -114,7 +114,7 @@ static struct {
     bool madvise_ok;         /* MADV_GUARD_INSTALL guards (probed) */
     int64_t navail;          /* slots on the free list + slots not carved */
     int64_t nreserved;       /* promised to stackless Gs; <= navail */
-} pool;
+} pool = {.lock = GORT_LOCK_INIT(LOCKRANK_STACKPOOL)};
 
 const char *gort__stack_guard_name(int guard)
 {
@@ -171,6 +171,7 @@ int gort__stackinit(void)
         usable *= 4;
     usable = (usable + page - 1) & ~(page - 1);
     memset(&pool, 0, sizeof pool);
+    gort__lock_init(&pool.lock, LOCKRANK_STACKPOOL);
     pool.usable = usable;
     pool.slot = GUARD_SIZE + usable;
     pool.mode = gort__debug.stackguard >= 0 ? gort__debug.stackguard
@@ -652,6 +653,7 @@ void gort__stackfini(void)
     if (pool.pidfd >= 0)
         close(pool.pidfd);
     memset(&pool, 0, sizeof pool);
+    gort__lock_init(&pool.lock, LOCKRANK_STACKPOOL);
 }
 
 bool gort__stack_canary_ok(struct g *gp)

@@ -607,6 +607,7 @@ void gort__timers_fini(struct p *pp)
     }
     gort__free(ts->heap);
     memset(ts, 0, sizeof *ts);
+    gort__lock_init(&ts->lock, LOCKRANK_TIMERS);
 }
 
 /* ---------------------------------------------------------------------------
@@ -641,6 +642,7 @@ static inline __attribute__((always_inline)) void sleep_common(int64_t ns)
     struct g *gp = gort__need_goroutine("gort_sleep")->curg;
     struct gtimer t;
     memset(&t, 0, sizeof t);
+    gort__lock_init(&t.mu, LOCKRANK_TIMER);
     t.idx = -1;
     t.f = sleep_fire;
     t.arg = gp;
@@ -749,6 +751,7 @@ int gort_timer_make(gort_timer **tp, int64_t ns, void (*fn)(void *),
         ut->fn = fn;
         ut->arg = arg;
     }
+    gort__lock_init(&ut->t.mu, LOCKRANK_TIMER);
     ut->t.idx = -1;
     ut->t.when = deadline(ns);
     gort__san_release(ut);

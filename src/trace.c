@@ -73,7 +73,10 @@
 
 uint32_t gort__trace_on;
 uint32_t gort__trace_stall;
-struct gort__trace_state gort__tr = {.fd = -1};
+struct gort__trace_state gort__tr = {
+    .lock = GORT_LOCK_INIT(LOCKRANK_TRACEBUF),
+    .fd = -1,
+};
 
 /* ---------------------------------------------------------------------------
  * The writer's queue.

@@ -33,7 +33,7 @@ GORT_HIDDEN extern uint64_t gort__lock_sleeps;
 #define NTHREADS 8
 #define ITERS 4000
 
-static gort_lock lk;
+static gort_lock lk = GORT_LOCK_INIT(LOCKRANK_SCHED); /* taken alone */
 static int inside;          /* threads in the critical section */
 static uint64_t counter;    /* plain: the lock alone protects it */
 static int overlaps;

@@ -99,6 +99,7 @@ static void reset(int32_t procs)
     }
     gort__globrunq_fini(); /* the segments of the test before */
     memset(&gort__sched, 0, sizeof gort__sched);
+    gort__lock_init(&gort__sched.lock, LOCKRANK_SCHED);
     gort__gomaxprocs = procs;
     gort__debug.randomize = 0;
     check_layout();
@@ -328,6 +329,7 @@ static void overflow_round(uint32_t start)
      * as the batch's last G; the new G stays in runnext. */
     gort__globrunq_fini();
     memset(&gort__sched, 0, sizeof gort__sched);
+    gort__lock_init(&gort__sched.lock, LOCKRANK_SCHED);
     gort__runqput(pp, &gs[0], true);
     for (int i = 1; i <= RQ; i++)
         gort__runqput(pp, &gs[i], false);
