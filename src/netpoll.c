@@ -142,6 +142,7 @@ static uint32_t nwaiters;        /* atomic: goroutines parked in IO wait */
 
 static int netpollinit_locked(void)
 {
+    gort__lock_assert_held(&pollcache.lock);
     if (load_relaxed(&inited))
         return 0;
     epfd = epoll_create1(EPOLL_CLOEXEC);

@@ -322,6 +322,7 @@ struct p *gort__releasep(struct m *mp)
 /* Idle P list; sched.lock held.  Mirrors pidleput/pidleget. */
 void gort__pidleput_locked(struct p *pp)
 {
+    gort__lock_assert_held(&gort__sched.lock);
     if (!gort__runqempty(pp))
         gort__throw("pidleput: P%d has a non-empty run queue", pp->id);
     pp->link = gort__sched.pidle;
@@ -335,6 +336,7 @@ void gort__pidleput_locked(struct p *pp)
 
 struct p *gort__pidleget_locked(void)
 {
+    gort__lock_assert_held(&gort__sched.lock);
     struct p *pp = gort__sched.pidle;
     if (pp) {
         gort__sched.pidle = pp->link;
@@ -350,6 +352,7 @@ struct p *gort__pidleget_locked(void)
  * pidlegetSpinning (proc.go). */
 static struct p *pidlegetspinning_locked(void)
 {
+    gort__lock_assert_held(&gort__sched.lock);
     struct p *pp = gort__pidleget_locked();
     if (!pp)
         store_relaxed(&gort__sched.needspinning, 1);
@@ -362,6 +365,7 @@ static struct p *pidlegetspinning_locked(void)
 
 static int32_t mcount_locked(void)
 {
+    gort__lock_assert_held(&gort__sched.lock);
     return (int32_t)(gort__sched.mnext - gort__sched.nmfreed);
 }
 
@@ -376,6 +380,7 @@ int32_t gort__mcount(void)
  * Mirrors checkmcount (proc.go). */
 static void checkmcount_locked(void)
 {
+    gort__lock_assert_held(&gort__sched.lock);
     if (mcount_locked() > gort__sched.maxmcount) {
         gort__printf(2, "gort: program exceeds %d-thread limit\n",
                      gort__sched.maxmcount);
@@ -409,6 +414,7 @@ static void freem(struct m *mp)
  * from the moment its creator lets go of the lock. */
 static int64_t mreserveid_locked(void)
 {
+    gort__lock_assert_held(&gort__sched.lock);
     int64_t id = gort__sched.mnext++;
     checkmcount_locked();
     return id;
@@ -418,6 +424,7 @@ static int64_t mreserveid_locked(void)
  * state and publish it on allm.  sched.lock held.  Mirrors mcommoninit. */
 static void mcommoninit_id_locked(struct m *mp, int64_t id)
 {
+    gort__lock_assert_held(&gort__sched.lock);
     mp->id = id >= 0 ? id : mreserveid_locked();
     uint64_t seed = (uint64_t)gort_nanotime() ^ ((uint64_t)mp->id << 32) ^
                     (uint64_t)(uintptr_t)mp;
@@ -513,6 +520,7 @@ void gort__newm(struct p *pp, bool spinning)
 /* Put mp on the idle list and check for deadlock.  sched.lock held. */
 static void mput_locked(struct m *mp)
 {
+    gort__lock_assert_held(&gort__sched.lock);
     mp->inmidle = true;
     mp->schedlink = gort__sched.midle;
     gort__sched.midle = mp;
@@ -522,6 +530,7 @@ static void mput_locked(struct m *mp)
 
 struct m *gort__mget_locked(void)
 {
+    gort__lock_assert_held(&gort__sched.lock);
     struct m *mp = gort__sched.midle;
     if (mp) {
         gort__sched.midle = mp->schedlink;
@@ -653,6 +662,7 @@ void gort__stopm_schedule(struct m *mp)
 /* Take the G waiting for mp, if any.  sched.lock held. */
 static struct g *take_lockedwant_locked(struct m *mp)
 {
+    gort__lock_assert_held(&gort__sched.lock);
     struct g *gp = mp->lockedwant;
     if (gp)
         store_relaxed(&mp->lockedwant, NULL);
@@ -727,6 +737,7 @@ bool gort__stoplockedm(struct m *mp)
 
 static void unlink_midle_locked(struct m *mp)
 {
+    gort__lock_assert_held(&gort__sched.lock);
     struct m **pp = &gort__sched.midle;
     while (*pp != mp)
         pp = &(*pp)->schedlink;
@@ -1572,6 +1583,7 @@ static struct gchunk *gchunks;
 
 static struct g *galloc_locked(void)
 {
+    gort__lock_assert_held(&gort__allglock);
     if (!gchunks || gchunks->used == GCHUNK) {
         struct gchunk *c = gort__calloc(1, sizeof *c);
         if (!c)
@@ -2465,6 +2477,7 @@ static int64_t newproc_foreign(void (*fn)(void *), void *arg, uintptr_t pc)
  * nothing runs, so the queues hold still.  sched.lock held. */
 static const char *where_queued_locked(struct g *gp, char *buf, size_t n)
 {
+    gort__lock_assert_held(&gort__sched.lock);
     if (gort__globrunq_has_locked(gp))
         return "on the global queue";
     int32_t procs = load_acq(&gort__gomaxprocs);
@@ -2490,6 +2503,7 @@ static const char *where_queued_locked(struct g *gp, char *buf, size_t n)
 
 void gort__checkdead_locked(void)
 {
+    gort__lock_assert_held(&gort__sched.lock);
     if (gort__debug.checkdeadoff || load_relaxed(&gort__sched.exiting))
         return;
     int32_t run = mcount_locked() - gort__sched.nmidle -

@@ -48,6 +48,7 @@ static void preemptall(void)
  * G, when it comes back).  sched.lock held.  Returns how many. */
 static int32_t stop_syscall_ps_locked(void)
 {
+    gort__lock_assert_held(&gort__sched.lock);
     int32_t n = 0;
     for (int32_t i = 0; i < gort__gomaxprocs; i++) {
         struct p *pp = gort__allp[i];
@@ -223,6 +224,7 @@ static void gfpurge(struct p *pp)
 /* pp's timers went to the caller's P before (movetimers). */
 static void destroyp_locked(struct p *pp)
 {
+    gort__lock_assert_held(&gort__sched.lock);
     gort__runqdrain_to_global_locked(pp);
     gfpurge(pp);
     gort__stackcache_flush(&pp->stackcache);

@@ -26,7 +26,7 @@
  * Lock order: a thread may take a lock only while every lock it holds
  * comes earlier in this list.  Each line is a rank (enum lockrank,
  * LOCKRANK_<name>); builds with GORT_LOCKRANK check every acquisition
- * against it (lockrank.c).
+ * against it (lockrank.c) and every _locked function's lock.
  *
  *     SCHEDTRACE     the schedtrace print lock (debug.c)
  *     TIMER          a timer's mu: stop/reset/free of one timer (time.c)
@@ -1236,6 +1236,7 @@ static inline struct g *gort__gqueue_pop(struct gqueue *q)
 /* Put gp at the tail of the global queue; sched.lock held. */
 static inline void gort__globrunqput_locked(struct g *gp)
 {
+    gort__lock_assert_held(&gort__sched.lock);
     gort__gsegq_push(&gort__sched.runq, gp);
     /* Relaxed store: readers outside the lock use it as a hint only. */
     store_relaxed(&gort__sched.runqsize, gort__sched.runqsize + 1);
@@ -1259,6 +1260,7 @@ static inline void gort__runqput(struct p *pp, struct g *gp, bool next)
  * sched.lock held. */
 static inline struct g *gort__globpop_locked(void)
 {
+    gort__lock_assert_held(&gort__sched.lock);
     if (GORT_UNLIKELY(gort__sched.nwoken > 0)) {
         /* Relaxed store: pick_fast reads it outside the lock. */
         store_relaxed(&gort__sched.nwoken, gort__sched.nwoken - 1);
@@ -1275,6 +1277,7 @@ static inline struct g *gort__globpop_locked(void)
  * taken first, but only when pp's queue is empty).  sched.lock held. */
 static inline struct g *gort__globrunqget_turn_locked(struct p *pp)
 {
+    gort__lock_assert_held(&gort__sched.lock);
     int32_t size = gort__sched.runqsize;
     if (size == 0)
         return NULL;
@@ -1289,6 +1292,7 @@ static inline struct g *gort__globrunqget_turn_locked(struct p *pp)
  * pp's ring (runq.c).  The single-G case, the usual one, inline. */
 static inline struct g *gort__globrunqget_locked(struct p *pp, int32_t max)
 {
+    gort__lock_assert_held(&gort__sched.lock);
     int32_t size = gort__sched.runqsize;
     if (size == 1 || (max == 1 && size > 0)) {
         /* Relaxed store: readers outside the lock use it as a hint. */

@@ -234,6 +234,7 @@ static size_t treap_check(const struct semawaiter *t, uintptr_t lo,
 static void queue_locked(struct semaroot *root, uint32_t *addr,
                          struct semawaiter *s, struct g *gp, bool lifo)
 {
+    gort__lock_assert_held(&root->lock);
     s->addr = addr;
     s->g = gp;
     s->ticket = 0;
@@ -282,6 +283,7 @@ static void queue_locked(struct semaroot *root, uint32_t *addr,
 static struct semawaiter *dequeue_locked(struct semaroot *root,
                                          uint32_t *addr)
 {
+    gort__lock_assert_held(&root->lock);
     struct semawaiter *s = root->treap;
     while (s && s->addr != addr)
         s = (uintptr_t)addr < (uintptr_t)s->addr ? s->left : s->right;

@@ -278,6 +278,7 @@ static uint8_t install_guard(uintptr_t base)
  * held. */
 static int map_arena_locked(void)
 {
+    gort__lock_assert_held(&pool.lock);
     uint32_t n = (uint32_t)(ARENA_TARGET / pool.slot);
     if (n == 0)
         n = 1;
@@ -326,6 +327,7 @@ static int map_arena_locked(void)
  * bulk, 0 if it still needs its guard.  pool.lock held. */
 static int carve_locked(uintptr_t *base)
 {
+    gort__lock_assert_held(&pool.lock);
     struct arena *a = pool.room;
     if (!a)
         gort__throw("stack pool: no slot although %lld are available",
@@ -362,6 +364,7 @@ static void fill(struct gstack *st, uintptr_t base, uint8_t guard)
  * held. */
 static void prepare_ahead_locked(void)
 {
+    gort__lock_assert_held(&pool.lock);
     struct arena *a = pool.room;
     if (a && a->bulk && a->ready < a->nslots &&
         a->ready < a->used + PREP_BATCH)
@@ -395,6 +398,7 @@ void gort__stackunreserve(int32_t n)
  * STACK_GUARD_NONE.  pool.lock held. */
 static struct freeslot take_slot_locked(void)
 {
+    gort__lock_assert_held(&pool.lock);
     struct freeslot fs;
     if (pool.nfree > 0)
         return pool.free[--pool.nfree];
@@ -480,6 +484,7 @@ void gort__stack_renew(struct gstack *st)
 /* Make room for n more entries on the free list.  pool.lock held. */
 static bool free_reserve_locked(size_t n)
 {
+    gort__lock_assert_held(&pool.lock);
     if (pool.nfree + n <= pool.capfree)
         return true;
     size_t cap = pool.capfree ? pool.capfree : 64;

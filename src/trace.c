@@ -92,6 +92,7 @@ static void writer_wake(void)
 /* Queue a buffer for the writer; the buffer lock is held. */
 static void enqueue_locked(struct gort__tracebuf *b)
 {
+    gort__lock_assert_held(&gort__tr.lock);
     b->next = NULL;
     if (gort__tr.qtail)
         gort__tr.qtail->next = b;

@@ -160,10 +160,14 @@ static bool global_empty(void)
 /* Pop the global queue's head as the scheduler does (woken part first). */
 static struct g *global_pop(void)
 {
-    if (gort__sched.runqsize == 0)
-        return NULL;
-    gort__sched.runqsize--;
-    return gort__globpop_locked();
+    gort__lock(&gort__sched.lock);
+    struct g *gp = NULL;
+    if (gort__sched.runqsize > 0) {
+        gort__sched.runqsize--;
+        gp = gort__globpop_locked();
+    }
+    gort__unlock(&gort__sched.lock);
+    return gp;
 }
 
 /* ------------------------------------------------------------------------
@@ -1033,12 +1037,11 @@ static void stress_round(int nthieves, uint64_t ops, bool randomized,
     uint64_t global_left = 0;
     gort__lock(&gort__sched.lock);
     int32_t left = gort__sched.runqsize;
+    gort__unlock(&gort__sched.lock);
     while ((gp = global_pop())) {
         consume(&st, gp);
         global_left++;
     }
-    gort__sched.runqsize = 0;
-    gort__unlock(&gort__sched.lock);
     CHECK_EQ(left, (int64_t)global_left);
     for (int i = 0; i < st.nps; i++) {
         CHECK(gort__runqempty(st.ps[i]));
