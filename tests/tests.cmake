@@ -1,7 +1,7 @@
 # Every test binary and its cases; each case is its own ctest entry.
 gort_test(test_ctx CASES pingpong entry_arg callee_saved fp_control stack_alignment)
 gort_test(test_env CASES traceback maxprocs_valid maxprocs_bad debug_keys debug_bad debug_many_bad stacksize cgroup_v2 cgroup_v1 cgroup_mount_root cgroup_long_lines cgroup_missing default_procs affinity read_env)
-gort_test(test_lock TIMEOUT 120 CASES exclusion exclusion_exchange unlock_unlocked)
+gort_test(test_lock TIMEOUT 120 CASES exclusion exclusion_exchange unlock_unlocked lock_order lock_order_cyclic locked_without_lock)
 gort_test(test_runq TIMEOUT 300 CASES put_get_order overflow_batch_129 runqempty_and_len globrunqget_batch global_segments steal_half steal_stress)
 gort_test(test_sched TIMEOUT 180 CASES runnext_order distribution fairness fairness_waitgroup yield_one_p no_early_preempt million g_reuse park_100k park_million gomaxprocs_change gomaxprocs_concurrent gomaxprocs_no_self_preempt goexit_lifo main_goexit_others_run twice gomaxprocs_query_outside stack_scavenge fp_modes idle_cost sysmon_light_load)
 # Counts sysmon's sleeps in 1 s of wall-clock time; other jobs beside it

@@ -16,6 +16,15 @@
  *                       lockfence=0: the exchange protocol, whatever the
  *                       kernel offers
  *   unlock_unlocked     unlocking a free lock is a fatal error naming it
+ *   lock_order          with lock ranks checked (GORT_LOCKRANK), taking
+ *                       sched.lock while holding allplock, which ranks
+ *                       after it, is a fatal error naming both
+ *   lock_order_cyclic   two channel locks (a cyclic rank) may be held
+ *                       together when taken in address order; the other
+ *                       order is a fatal error naming both
+ *   locked_without_lock calling a _locked function without its lock is a
+ *                       fatal error naming the function and the lock
+ * The last three skip, saying so, in builds that do not check ranks.
  */
 #include "runtime.h"
 #include "test_util.h"
@@ -119,12 +128,104 @@ TEST(unlock_unlocked_child)
     say("survived\n");
 }
 
+/* Run child, which must abort before it says "survived"; r holds what it
+ * wrote. */
+static void run_dying(const char *child, struct test_child *r)
+{
+    run_death(child, NULL, r);
+    CHECK_EQ(r->signal, SIGABRT);
+    CHECK(strstr(r->out, "survived") == NULL);
+}
+
 TEST(unlock_unlocked)
 {
     struct test_child r;
-    run_death("unlock_unlocked_child", NULL, &r);
-    CHECK_EQ(r.signal, SIGABRT);
-    CHECK(strstr(r.out, "survived") == NULL);
+    run_dying("unlock_unlocked_child", &r);
     CHECK_STR_CONTAINS(r.err, "unlock of unlocked lock");
+    test_child_free(&r);
+}
+
+/* True when this build checks lock ranks; otherwise says why what needs
+ * it is skipped. */
+static bool ranks_checked(const char *what)
+{
+#ifdef GORT_LOCKRANK
+    (void)what;
+    return true;
+#else
+    fprintf(stderr, "%s: skipped (built without GORT_LOCKRANK: lock ranks "
+                    "are not checked)\n",
+            what);
+    return false;
+#endif
+}
+
+TEST(lock_order_child)
+{
+    gort__lock(&gort__allplock);
+    gort__lock(&gort__sched.lock);
+    say("survived\n");
+}
+
+TEST(lock_order)
+{
+    if (!ranks_checked("lock_order"))
+        return;
+    struct test_child r;
+    run_dying("lock_order_child", &r);
+    /* The child's addresses are its own (it is started afresh). */
+    CHECK_STR_CONTAINS(r.err, "fatal error: lock order: taking sched.lock "
+                              "0x");
+    CHECK_STR_CONTAINS(r.err, " while holding allplock 0x");
+    test_child_free(&r);
+}
+
+/* Two locks of the cyclic channel rank, at increasing addresses. */
+static gort_spinlock chanlocks[2] = {GORT_LOCK_INIT(LOCKRANK_HCHAN),
+                                     GORT_LOCK_INIT(LOCKRANK_HCHAN)};
+
+TEST(lock_order_cyclic_child)
+{
+    gort__spinlock(&chanlocks[1]);
+    gort__spinlock(&chanlocks[0]);
+    say("survived\n");
+}
+
+TEST(lock_order_cyclic)
+{
+    if (!ranks_checked("lock_order_cyclic"))
+        return;
+    /* In address order: allowed, and released in either order. */
+    gort__spinlock(&chanlocks[0]);
+    gort__spinlock(&chanlocks[1]);
+    gort__spinunlock(&chanlocks[0]);
+    gort__spinunlock(&chanlocks[1]);
+    struct test_child r;
+    run_dying("lock_order_cyclic_child", &r);
+    /* The lower address taken while holding the higher one. */
+    const char *msg = "fatal error: lock order: taking channel lock ";
+    CHECK_STR_CONTAINS(r.err, msg);
+    void *taken = NULL, *holding = NULL;
+    CHECK_EQ(sscanf(strstr(r.err, msg) + strlen(msg),
+                    "%p while holding channel lock %p", &taken, &holding),
+             2);
+    CHECK_EQ((char *)holding - (char *)taken, sizeof(gort_spinlock));
+    test_child_free(&r);
+}
+
+TEST(locked_without_lock_child)
+{
+    gort__pidleget_locked();
+    say("survived\n");
+}
+
+TEST(locked_without_lock)
+{
+    if (!ranks_checked("locked_without_lock"))
+        return;
+    struct test_child r;
+    run_dying("locked_without_lock_child", &r);
+    CHECK_STR_CONTAINS(r.err, "fatal error: gort__pidleget_locked: called "
+                              "without holding sched.lock 0x");
     test_child_free(&r);
 }
