@@ -68,8 +68,8 @@ struct retired {
     void *mem;
 };
 static struct retired *retired;
-static gort_spinlock retired_lock; /* a leaf: taken under allplock or the
-                                  poll cache's lock */
+/* A leaf: taken under allplock, allglock or the poll cache's lock. */
+static gort_spinlock retired_lock = GORT_LOCK_INIT(LOCKRANK_RETIRED);
 
 void gort__retire(void *mem)
 {
@@ -96,6 +96,8 @@ static void retired_free(void)
 static void reset_globals(void)
 {
     memset(&gort__sched, 0, sizeof gort__sched);
+    gort__lock_init(&gort__sched.lock, LOCKRANK_SCHED);
+    gort__lock_init(&gort__sched.gfree_lock, LOCKRANK_GFREE);
     gort__sched.maxmcount = gort__sched.maxmcount ? gort__sched.maxmcount
                                                   : GORT_DEFAULT_MAX_THREADS;
     gort__allp = NULL;

@@ -92,6 +92,7 @@ int gort__chan_alloc(gort_chan **chp, size_t elemsize, size_t cap)
     if (!c)
         return -ENOMEM;
     memset(c, 0, sizeof *c);
+    gort__lock_init(&c->lock, LOCKRANK_HCHAN);
     c->elemsize = (uint32_t)elemsize;
     c->dataqsiz = (uint32_t)cap;
     c->buf = bytes ? (char *)c + HCHAN_SIZE : NULL;

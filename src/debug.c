@@ -158,7 +158,7 @@ GORT_NO_TSAN static void trace_gs(struct line *l)
 void gort__schedtrace(bool detail)
 {
     static struct line l; /* sysmon or a G calls this: serialised below */
-    static gort_lock tracelock;
+    static gort_lock tracelock = GORT_LOCK_INIT(LOCKRANK_SCHEDTRACE);
     gort__lock(&tracelock);
     gort__lock(&gort__sched.lock);
     int64_t now = gort_nanotime();

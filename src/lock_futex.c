@@ -42,6 +42,10 @@
  *     decrements it, so code holding a runtime lock is never preempted
  *     asynchronously (the signal handler checks m->locks).
  *   - A note is woken at most once between clears (double wake: fatal).
+ *   - With GORT_LOCKRANK, every lock and unlock, here and in runtime.h's
+ *     inline paths, is reported to lockrank.c, which checks the lock
+ *     order; the reports come after m->locks is counted up and before it
+ *     is counted down.
  */
 #include "runtime.h"
 
@@ -196,6 +200,9 @@ void gort__lock(gort_lock *l)
         return;
     }
     /* No M (a thread outside the runtime): no lock count to keep. */
+#ifdef GORT_LOCKRANK
+    gort__lockrank_acquire(l, l->rank);
+#endif
     uint32_t v = xchg_acqrel(&l->key, MUTEX_LOCKED);
     if (v != MUTEX_UNLOCKED)
         gort__lock_slow(l, v);
@@ -257,6 +264,9 @@ void gort__unlock(gort_lock *l)
     }
     /* No M (a thread outside the runtime): no lock count to keep. */
     gort__unlock_word(l);
+#ifdef GORT_LOCKRANK
+    gort__lockrank_release(l);
+#endif
 }
 
 void gort__noteclear(gort_note *n)

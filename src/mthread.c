@@ -29,6 +29,7 @@
 
 static int32_t mcount_locked(void)
 {
+    gort__lock_assert_held(&gort__sched.lock);
     return (int32_t)(gort__sched.mnext - gort__sched.nmfreed);
 }
 
@@ -43,6 +44,7 @@ int32_t gort__mcount(void)
  * Mirrors checkmcount (proc.go). */
 void gort__checkmcount_locked(void)
 {
+    gort__lock_assert_held(&gort__sched.lock);
     if (mcount_locked() > gort__sched.maxmcount) {
         gort__printf(2, "gort: program exceeds %d-thread limit\n",
                      gort__sched.maxmcount);
@@ -76,6 +78,7 @@ void gort__freem(struct m *mp)
  * from the moment its creator lets go of the lock. */
 static int64_t mreserveid_locked(void)
 {
+    gort__lock_assert_held(&gort__sched.lock);
     int64_t id = gort__sched.mnext++;
     gort__checkmcount_locked();
     return id;
@@ -85,6 +88,7 @@ static int64_t mreserveid_locked(void)
  * state and publish it on allm.  sched.lock held.  Mirrors mcommoninit. */
 void gort__mcommoninit_id_locked(struct m *mp, int64_t id)
 {
+    gort__lock_assert_held(&gort__sched.lock);
     mp->id = id >= 0 ? id : mreserveid_locked();
     uint64_t seed = (uint64_t)gort_nanotime() ^ ((uint64_t)mp->id << 32) ^
                     (uint64_t)(uintptr_t)mp;
@@ -165,7 +169,7 @@ static void newm_id(struct p *pp, bool spinning, int64_t id)
     int err = gort__newosproc(mp, mstart);
     if (err)
         gort__fatal("newosproc: cannot create a thread (%s; threads=%d)",
-                    strerror(-err), (int)mcount_locked());
+                    strerror(-err), (int)gort__mcount());
 }
 
 void gort__newm(struct p *pp, bool spinning)
@@ -176,6 +180,7 @@ void gort__newm(struct p *pp, bool spinning)
 /* Put mp on the idle list and check for deadlock.  sched.lock held. */
 static void mput_locked(struct m *mp)
 {
+    gort__lock_assert_held(&gort__sched.lock);
     mp->inmidle = true;
     mp->schedlink = gort__sched.midle;
     gort__sched.midle = mp;
@@ -185,6 +190,7 @@ static void mput_locked(struct m *mp)
 
 struct m *gort__mget_locked(void)
 {
+    gort__lock_assert_held(&gort__sched.lock);
     struct m *mp = gort__sched.midle;
     if (mp) {
         gort__sched.midle = mp->schedlink;
@@ -402,6 +408,7 @@ bool gort__mexit(struct m *mp)
 /* Take the G waiting for mp, if any.  sched.lock held. */
 static struct g *take_lockedwant_locked(struct m *mp)
 {
+    gort__lock_assert_held(&gort__sched.lock);
     struct g *gp = mp->lockedwant;
     if (gp)
         store_relaxed(&mp->lockedwant, NULL);
@@ -476,6 +483,7 @@ bool gort__stoplockedm(struct m *mp)
 
 static void unlink_midle_locked(struct m *mp)
 {
+    gort__lock_assert_held(&gort__sched.lock);
     struct m **pp = &gort__sched.midle;
     while (*pp != mp)
         pp = &(*pp)->schedlink;
@@ -608,6 +616,7 @@ void gort_unlock_os_thread(void)
  * nothing runs, so the queues hold still.  sched.lock held. */
 static const char *where_queued_locked(struct g *gp, char *buf, size_t n)
 {
+    gort__lock_assert_held(&gort__sched.lock);
     if (gort__globrunq_has_locked(gp))
         return "on the global queue";
     int32_t procs = load_acq(&gort__gomaxprocs);
@@ -633,6 +642,7 @@ static const char *where_queued_locked(struct g *gp, char *buf, size_t n)
 
 void gort__checkdead_locked(void)
 {
+    gort__lock_assert_held(&gort__sched.lock);
     if (gort__debug.checkdeadoff || load_relaxed(&gort__sched.exiting))
         return;
     int32_t run = mcount_locked() - gort__sched.nmidle -

@@ -83,7 +83,7 @@ static struct {
     /* every pollDesc ever made, for teardown */
     struct polldesc **all;
     int nall, capall;
-} pollcache;
+} pollcache = {.lock = GORT_LOCK_INIT(LOCKRANK_POLLCACHE)};
 
 /* Release store once the backend is set up (a thread that sees it sees
  * the backend's descriptors); cleared only by gort__netpoll_fini.
@@ -101,6 +101,7 @@ static void futex_wake_poller(void);
  * Mirrors netpollGenericInit. */
 static int generic_init_locked(void)
 {
+    gort__lock_assert_held(&pollcache.lock);
     if (load_relaxed(&gort__netpollinited))
         return 0;
     int err = gort__netpoll_init();
@@ -130,6 +131,7 @@ void gort__netpoll_fini(void)
     gort__free(pollcache.all);
     gort__free(pollcache.byfd);
     memset(&pollcache, 0, sizeof pollcache);
+    gort__lock_init(&pollcache.lock, LOCKRANK_POLLCACHE);
     store_relaxed(&nwaiters, 0);
 }
 
@@ -446,6 +448,8 @@ int gort__fd_register(int fd, bool inq)
             goto out;
         }
         pollcache.all[pollcache.nall++] = pd;
+        gort__lock_init(&pd->rt.mu, LOCKRANK_TIMER);
+        gort__lock_init(&pd->wt.mu, LOCKRANK_TIMER);
         pd->rt.arg = pd->wt.arg = pd;
         pd->rt.f = pd->wt.f = deadline_fire;
     }

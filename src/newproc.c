@@ -92,6 +92,7 @@ static struct gchunk *gchunks;
 
 static struct g *galloc_locked(void)
 {
+    gort__lock_assert_held(&gort__allglock);
     if (!gchunks || gchunks->used == GCHUNK) {
         struct gchunk *c = gort__calloc(1, sizeof *c);
         if (!c)

@@ -121,7 +121,8 @@ static uintptr_t gort_text_lo, gort_text_hi;
 static bool async_on;              /* set at init, read by the handler */
 static struct sigaction old_urg;
 static bool urg_installed;
-static gort_lock ranges_lock;      /* serialises gort_preempt_allow_object */
+/* Serialises gort_preempt_allow_object. */
+static gort_lock ranges_lock = GORT_LOCK_INIT(LOCKRANK_PREEMPTRANGES);
 
 static void add_range(struct ranges *rs, uintptr_t lo, uintptr_t hi)
 {

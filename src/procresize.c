@@ -86,6 +86,7 @@ struct p *gort__releasep(struct m *mp)
 /* Idle P list; sched.lock held.  Mirrors pidleput/pidleget. */
 void gort__pidleput_locked(struct p *pp)
 {
+    gort__lock_assert_held(&gort__sched.lock);
     if (!gort__runqempty(pp))
         gort__throw("pidleput: P%d has a non-empty run queue", pp->id);
     pp->link = gort__sched.pidle;
@@ -99,6 +100,7 @@ void gort__pidleput_locked(struct p *pp)
 
 struct p *gort__pidleget_locked(void)
 {
+    gort__lock_assert_held(&gort__sched.lock);
     struct p *pp = gort__sched.pidle;
     if (pp) {
         gort__sched.pidle = pp->link;
@@ -114,6 +116,7 @@ struct p *gort__pidleget_locked(void)
  * pidlegetSpinning (proc.go). */
 struct p *gort__pidlegetspinning_locked(void)
 {
+    gort__lock_assert_held(&gort__sched.lock);
     struct p *pp = gort__pidleget_locked();
     if (!pp)
         store_relaxed(&gort__sched.needspinning, 1);
@@ -146,6 +149,7 @@ static void preemptall(void)
  * G, when it comes back).  sched.lock held.  Returns how many. */
 static int32_t stop_syscall_ps_locked(void)
 {
+    gort__lock_assert_held(&gort__sched.lock);
     int32_t n = 0;
     for (int32_t i = 0; i < gort__gomaxprocs; i++) {
         struct p *pp = gort__allp[i];
@@ -230,13 +234,34 @@ void gort__stw_stop(struct m *mp)
 }
 
 
+/* The P that procresize leaves the stopper holding with nprocs Ps: its
+ * own, unless that one goes, then P0. */
+static struct p *keptp(struct m *mp, int32_t nprocs)
+{
+    return mp->p && mp->p->id < nprocs ? mp->p : gort__allp[0];
+}
+
+/* Move the timers of the Ps that procresize is about to destroy (ids from
+ * nprocs up) to the P it leaves the stopper: they go on running from
+ * there.  The world is stopped and sched.lock not held: a timer's
+ * function runs under its heap's lock and may take sched.lock, so heap
+ * locks come before sched.lock in the lock order (runtime.h).  Mirrors
+ * the timer move of (*p).destroy. */
+static void movetimers(struct m *mp, int32_t nprocs)
+{
+    struct p *to = keptp(mp, nprocs);
+    for (int32_t i = nprocs; i < gort__gomaxprocs; i++)
+        gort__timers_move(gort__allp[i], to);
+}
+
 /* Restart after gort__stw_stop, applying a pending GOMAXPROCS change.  Mirrors
  * startTheWorldWithSema (proc.go). */
 void gort__stw_start(struct m *mp)
 {
-    gort__lock(&gort__sched.lock);
     int32_t procs = gort__newprocs ? gort__newprocs : gort__gomaxprocs;
     gort__newprocs = 0;
+    movetimers(mp, procs);
+    gort__lock(&gort__sched.lock);
     struct p *runnable = gort__procresize(mp, procs);
     /* Seq-cst, then sysmon_wake's seq-cst load: sysmon's deep_sleep
      * handshake (it sleeps while gcwaiting is set). */
@@ -299,6 +324,7 @@ static struct p *newp(int32_t id)
     if (!pp)
         gort__fatal("out of memory allocating P%d", id);
     pp->id = id;
+    gort__lock_init(&pp->timers.lock, LOCKRANK_TIMERS);
     /* Until it has timed a run: as if Gs ran long, so readied ones wake
      * idle Ps as in Go (proc.c, injectglist). */
     pp->runavg = GORT_WAKE_WORTH_NS;
@@ -317,10 +343,10 @@ static void gfpurge(struct p *pp)
     gort__unlock(&gort__sched.gfree_lock);
 }
 
-static void destroyp_locked(struct m *mp, struct p *pp)
+/* pp's timers went to the caller's P before (movetimers). */
+static void destroyp_locked(struct p *pp)
 {
-    /* Its timers go on running from the caller's P (moveTimers). */
-    gort__timers_move(pp, mp->p);
+    gort__lock_assert_held(&gort__sched.lock);
     gort__runqdrain_to_global_locked(pp);
     gfpurge(pp);
     gort__stackcache_flush(&pp->stackcache);
@@ -368,7 +394,7 @@ struct p *gort__procresize(struct m *mp, int32_t nprocs)
     growallp(nprocs);
     for (int32_t i = old; i < nprocs; i++)
         store_relaxed(&gort__allp[i]->status, P_GCSTOP);
-    if (mp->p && mp->p->id < nprocs) {
+    if (keptp(mp, nprocs) == mp->p) {
         store_relaxed(&mp->p->status, P_RUNNING);
     } else {
         if (mp->p) {
@@ -383,7 +409,7 @@ struct p *gort__procresize(struct m *mp, int32_t nprocs)
         gort__acquirep(mp, pp);
     }
     for (int32_t i = nprocs; i < old; i++)
-        destroyp_locked(mp, gort__allp[i]);
+        destroyp_locked(gort__allp[i]);
     for (int32_t i = nprocs; i < GORT_MAX_PROCS && i < gort__allp_len; i++)
         gort__setidlep(i, false);
     store_rel(&gort__gomaxprocs, nprocs);

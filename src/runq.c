@@ -279,6 +279,7 @@ struct g *gort__runqsteal(struct p *pp, struct p *p2, bool stealnext)
  * keeping their order.  STW only, sched.lock held.  From (*p).destroy. */
 void gort__runqdrain_to_global_locked(struct p *pp)
 {
+    gort__lock_assert_held(&gort__sched.lock);
     while (pp->runqhead != pp->runqtail) {
         pp->runqtail--;
         gort__globrunqputhead_locked(pp->runq[SLOT(pp->runqtail)]);
@@ -364,6 +365,7 @@ void gort__gsegq_fini(struct gsegq *q)
 
 void gort__globrunqputhead_locked(struct g *gp)
 {
+    gort__lock_assert_held(&gort__sched.lock);
     gort__gsegq_push_head(&gort__sched.runq, gp);
     store_relaxed(&gort__sched.runqsize, gort__sched.runqsize + 1);
 }
@@ -378,6 +380,7 @@ static void gsegq_push_list(struct gsegq *q, struct gqueue *batch)
 
 void gort__globrunqputbatch_locked(struct gqueue *batch, int32_t n)
 {
+    gort__lock_assert_held(&gort__sched.lock);
     gsegq_push_list(&gort__sched.runq, batch);
     store_relaxed(&gort__sched.runqsize, gort__sched.runqsize + n);
 }
@@ -389,6 +392,7 @@ void gort__globrunqputbatch_locked(struct gqueue *batch, int32_t n)
  * own, runq_woken, taken before runq. */
 void gort__globrunqputwoken_locked(struct gqueue *batch, int32_t n)
 {
+    gort__lock_assert_held(&gort__sched.lock);
     gsegq_push_list(&gort__sched.runq_woken, batch);
     /* Relaxed store: pick_fast reads it outside the lock as a hint. */
     store_relaxed(&gort__sched.nwoken, gort__sched.nwoken + n);
@@ -406,6 +410,7 @@ static bool gsegq_has(const struct gsegq *q, const struct g *gp)
 
 bool gort__globrunq_has_locked(struct g *gp)
 {
+    gort__lock_assert_held(&gort__sched.lock);
     return gsegq_has(&gort__sched.runq_woken, gp) ||
            gsegq_has(&gort__sched.runq, gp);
 }

@@ -23,26 +23,37 @@
  *     while there is more than one P (with one, only the owner touches
  *     runqhead and runnext, by plain stores: runq.c).
  *
- * Lock order (a lock may be taken while holding only locks above it):
+ * Lock order: a thread may take a lock only while every lock it holds
+ * comes earlier in this list.  Each line is a rank (enum lockrank,
+ * LOCKRANK_<name>); builds with GORT_LOCKRANK check every acquisition
+ * against it (lockrank.c) and every _locked function's lock.
  *
- *     0a. a timer's mu            stop/reset/free of one timer (time.c)
- *     0b. a P's timers lock       its heap; held while due timers run
- *     1. object locks             a semaphore bucket (sema.c), a channel
- *                                 (chan.c); several channels only in
- *                                 address order (select.c), never two
- *                                 buckets
- *     2. gort__sched.lock         scheduler state: idle lists, global queue
- *     3. gort__allplock           the allp array (sysmon walks it without
- *                                 sched.lock; procresize grows it)
- *     4. gort__sched.gfree_lock   the global free-G list
- *     5. gort__allglock           the all-G table
- *     6. stack pool lock          the global stack pool and arenas (stack.c)
- *     7. preempt.c's ranges lock  gort_preempt_allow_object; a leaf
- *     -  netpoll.c's poll cache lock is held with no other runtime lock
- *        but the retired-array lock (boot.c), a leaf below it
- *     -  the schedtrace print lock (debug.c) is taken before 2.
- *     -  trace.c's buffer lock is a leaf, taken under any of the above
- *        (an event is recorded wherever the scheduler is).
+ *     SCHEDTRACE     the schedtrace print lock (debug.c)
+ *     TIMER          a timer's mu: stop/reset/free of one timer (time.c, timerchan.c)
+ *     TIMERS         a P's timers lock: its heap; held while due timers
+ *                    run.  Cyclic: two only in address order (moving a
+ *                    destroyed P's timers, gort__timers_move)
+ *     SEMAROOT       a semaphore root (sema.c)
+ *     NOTIFYLIST     a gort_cond's notify list (sema.c)
+ *     HCHAN          a channel (chan.c).  Cyclic: several only in address
+ *                    order (select.c)
+ *                    These three are the object locks; a root and a
+ *                    notify list are never held with another of the three.
+ *     SCHED          gort__sched.lock: idle lists, global queue
+ *     ALLP           gort__allplock: the allp array (sysmon walks it
+ *                    without sched.lock; procresize grows it)
+ *     GFREE          gort__sched.gfree_lock: the global free-G list
+ *     ALLG           gort__allglock: the all-G table
+ *     STACKPOOL      the global stack pool and arenas (stack.c)
+ *     PREEMPTRANGES  preempt.c's ranges lock (gort_preempt_allow_object);
+ *                    a leaf
+ *     POLLCACHE      netpoll.c's poll cache lock: held with no other
+ *                    runtime lock but RETIRED
+ *     RETIRED        the retired-array lock (boot.c): a leaf, under
+ *                    ALLP, ALLG or POLLCACHE
+ *     TRACEBUF       trace.c's buffer lock: a leaf, taken under any of the
+ *                    above (an event is recorded wherever the scheduler
+ *                    is)
  *
  *   A lock may be held across a context switch only on the same M: park
  *   hands its lock to g0 or to the next G, which releases it once the
@@ -168,18 +179,85 @@ _Static_assert(GORT_RUNQ_SIZE >= 2 &&
  * Low-level locks and notes (lock_futex.c).  Mirrors lock_futex.go.
  * ------------------------------------------------------------------------- */
 
+/*
+ * Lock ranks: the lock order at the top of this file as numbers, lowest
+ * first.  A thread may take a lock only while every lock it holds ranks
+ * lower; the two cyclic ranks (TIMERS, HCHAN) also allow another lock of
+ * the same rank at a higher address.  Builds with GORT_LOCKRANK (a CMake
+ * option, on in Debug builds) keep each lock's rank in it and check every
+ * acquisition (lockrank.c); other builds keep neither, and their lock and
+ * unlock paths are the instructions they would be without ranks.  Mirrors
+ * lockrank.go.
+ */
+enum lockrank {
+    LOCKRANK_NONE,        /* never given one: fatal to take when checked */
+    LOCKRANK_SCHEDTRACE,
+    LOCKRANK_TIMER,
+    LOCKRANK_TIMERS,      /* cyclic */
+    LOCKRANK_SEMAROOT,
+    LOCKRANK_NOTIFYLIST,
+    LOCKRANK_HCHAN,       /* cyclic */
+    LOCKRANK_SCHED,
+    LOCKRANK_ALLP,
+    LOCKRANK_GFREE,
+    LOCKRANK_ALLG,
+    LOCKRANK_STACKPOOL,
+    LOCKRANK_PREEMPTRANGES,
+    LOCKRANK_POLLCACHE,
+    LOCKRANK_RETIRED,
+    LOCKRANK_TRACEBUF,
+    LOCKRANK_N
+};
+
 /* A runtime mutex (lock_futex.c): key 0 unlocked, 1 locked; in the
  * exchange protocol also 2, locked and someone may sleep.  nsleep: in the
  * fenced protocol, the threads asleep or about to sleep on key. */
 typedef struct gort_lock {
     uint32_t key;
     uint32_t nsleep;
+#ifdef GORT_LOCKRANK
+    uint32_t rank;        /* enum lockrank; set before first use */
+#endif
 } gort_lock;
 
 /* A spin lock (below): key 0 unlocked, 1 locked; waiters never sleep. */
 typedef struct gort_spinlock {
     uint32_t key;
+#ifdef GORT_LOCKRANK
+    uint32_t rank;        /* enum lockrank; set before first use */
+#endif
 } gort_spinlock;
+
+/* A lock's rank (either lock type): GORT_LOCK_INIT(rank) for a static
+ * lock, gort__lock_init(l, rank) where a lock is set up (after any memset
+ * of its structure).  Without GORT_LOCKRANK they store nothing. */
+#ifdef GORT_LOCKRANK
+#define GORT_LOCK_INIT(r) {.rank = (r)}
+#define gort__lock_init(l, r) ((void)((l)->rank = (enum lockrank)(r)))
+#else
+#define GORT_LOCK_INIT(r) {0}
+#define gort__lock_init(l, r) ((void)(l), (void)(enum lockrank)(r))
+#endif
+
+#ifdef GORT_LOCKRANK
+/* The checks (lockrank.c), on a list of the locks the calling thread
+ * holds.  acquire: before taking l, throws unless rank may be taken now;
+ * record: after a trylock took l (it never waits, so only what comes
+ * after it is checked); release: after l is released, throws unless the
+ * thread held it; held: throws, naming fn, unless the thread holds l. */
+GORT_HIDDEN void gort__lockrank_acquire(const void *l, uint32_t rank);
+GORT_HIDDEN void gort__lockrank_record(const void *l, uint32_t rank);
+GORT_HIDDEN void gort__lockrank_release(const void *l);
+GORT_HIDDEN void gort__lockrank_held(const void *l, uint32_t rank,
+                                     const char *fn);
+/* The precondition of a _locked function: the caller holds l (either
+ * lock type).  Checked only with GORT_LOCKRANK; l is not evaluated
+ * otherwise. */
+#define gort__lock_assert_held(l)                                              \
+    gort__lockrank_held((l), (l)->rank, __func__)
+#else
+#define gort__lock_assert_held(l) ((void)sizeof(l))
+#endif
 
 /* A one-shot wake-up event: sleep until woken, wake exactly once, clear
  * before reuse.  key 0 = not signalled, 1 = signalled. */
@@ -1164,6 +1242,7 @@ static inline struct g *gort__gqueue_pop(struct gqueue *q)
 /* Put gp at the tail of the global queue; sched.lock held. */
 static inline void gort__globrunqput_locked(struct g *gp)
 {
+    gort__lock_assert_held(&gort__sched.lock);
     gort__gsegq_push(&gort__sched.runq, gp);
     /* Relaxed store: readers outside the lock use it as a hint only. */
     store_relaxed(&gort__sched.runqsize, gort__sched.runqsize + 1);
@@ -1187,6 +1266,7 @@ static inline void gort__runqput(struct p *pp, struct g *gp, bool next)
  * sched.lock held. */
 static inline struct g *gort__globpop_locked(void)
 {
+    gort__lock_assert_held(&gort__sched.lock);
     if (GORT_UNLIKELY(gort__sched.nwoken > 0)) {
         /* Relaxed store: pick_fast reads it outside the lock. */
         store_relaxed(&gort__sched.nwoken, gort__sched.nwoken - 1);
@@ -1203,6 +1283,7 @@ static inline struct g *gort__globpop_locked(void)
  * taken first, but only when pp's queue is empty).  sched.lock held. */
 static inline struct g *gort__globrunqget_turn_locked(struct p *pp)
 {
+    gort__lock_assert_held(&gort__sched.lock);
     int32_t size = gort__sched.runqsize;
     if (size == 0)
         return NULL;
@@ -1217,6 +1298,7 @@ static inline struct g *gort__globrunqget_turn_locked(struct p *pp)
  * pp's ring (runq.c).  The single-G case, the usual one, inline. */
 static inline struct g *gort__globrunqget_locked(struct p *pp, int32_t max)
 {
+    gort__lock_assert_held(&gort__sched.lock);
     int32_t size = gort__sched.runqsize;
     if (size == 1 || (max == 1 && size > 0)) {
         /* Relaxed store: readers outside the lock use it as a hint. */
@@ -1893,6 +1975,9 @@ GORT_HIDDEN void gort__notifylistnotifyall(gort_cond *c);
 static inline void gort__lock_m(struct m *mp, gort_lock *l)
 {
     mp->locks++;
+#ifdef GORT_LOCKRANK
+    gort__lockrank_acquire(l, l->rank);
+#endif
     /* Acquire: pairs with the release store or exchange in unlock. */
     uint32_t v = xchg_acqrel(&l->key, 1);
     if (GORT_UNLIKELY(v != 0))
@@ -1930,6 +2015,9 @@ static inline void gort__unlock_word(gort_lock *l)
 static inline void gort__unlock_m(struct m *mp, gort_lock *l)
 {
     gort__unlock_word(l);
+#ifdef GORT_LOCKRANK
+    gort__lockrank_release(l);
+#endif
     mp->locks--;
 }
 
@@ -1942,16 +2030,37 @@ static inline void gort__unlock_m(struct m *mp, gort_lock *l)
  * (docs/design.md, "Channel locks never sleep"), and no sleeper needs to
  * fence (the runtime mutex's
  * fenced protocol, lock_futex.c).  One word, so it fits a public
- * structure's uint32_t (gort_cond).  mp may be NULL (a thread outside the
+ * structure's uint32_t (gort_cond); such a lock has no room for a rank
+ * even with GORT_LOCKRANK, and its taker passes it
+ * (gort__spinlock_rank_m).  mp may be NULL (a thread outside the
  * runtime).
  */
-static inline void gort__spinlock_m(struct m *mp, gort_spinlock *l)
+static inline void gort__spinlock_rank_m(struct m *mp, gort_spinlock *l,
+                                         enum lockrank rank)
 {
     if (mp)
         mp->locks++;
+#ifdef GORT_LOCKRANK
+    gort__lockrank_acquire(l, rank);
+#else
+    (void)rank;
+#endif
     /* Acquire: pairs with the release store in unlock. */
     if (GORT_UNLIKELY(xchg_acqrel(&l->key, 1) != 0))
         gort__spinlock_slow(l);
+}
+
+/* The rank a spin lock holds (LOCKRANK_NONE without GORT_LOCKRANK, where
+ * it holds none and nothing reads it). */
+#ifdef GORT_LOCKRANK
+#define GORT_SPINLOCK_RANK(l) ((enum lockrank)(l)->rank)
+#else
+#define GORT_SPINLOCK_RANK(l) LOCKRANK_NONE
+#endif
+
+static inline void gort__spinlock_m(struct m *mp, gort_spinlock *l)
+{
+    gort__spinlock_rank_m(mp, l, GORT_SPINLOCK_RANK(l));
 }
 
 /* Take l only if it is free at the first try (the buffered channel fast
@@ -1960,8 +2069,12 @@ static inline bool gort__spintrylock_m(struct m *mp, gort_spinlock *l)
 {
     mp->locks++;
     /* Acquire: pairs with the release store in unlock. */
-    if (GORT_LIKELY(xchg_acqrel(&l->key, 1) == 0))
+    if (GORT_LIKELY(xchg_acqrel(&l->key, 1) == 0)) {
+#ifdef GORT_LOCKRANK
+        gort__lockrank_record(l, l->rank);
+#endif
         return true;
+    }
     mp->locks--;
     return false;
 }
@@ -1970,6 +2083,9 @@ static inline void gort__spinunlock_m(struct m *mp, gort_spinlock *l)
 {
     /* Release: publishes the critical section to the next locker. */
     store_rel(&l->key, 0);
+#ifdef GORT_LOCKRANK
+    gort__lockrank_release(l);
+#endif
     if (mp)
         mp->locks--;
 }

@@ -14,13 +14,16 @@
 
 #include <errno.h>
 
-struct schedt gort__sched;
+struct schedt gort__sched = {
+    .lock = GORT_LOCK_INIT(LOCKRANK_SCHED),
+    .gfree_lock = GORT_LOCK_INIT(LOCKRANK_GFREE),
+};
 struct p **gort__allp;
 int32_t gort__gomaxprocs;
 int32_t gort__ncpu = 1;
 struct m *gort__allm;
-gort_lock gort__allglock;
-gort_lock gort__allplock;
+gort_lock gort__allglock = GORT_LOCK_INIT(LOCKRANK_ALLG);
+gort_lock gort__allplock = GORT_LOCK_INIT(LOCKRANK_ALLP);
 struct g **gort__allgs;
 uint32_t gort__allglen;
 uint32_t gort__idlepmask[GORT_MAX_PROCS / 32];

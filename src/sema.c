@@ -62,7 +62,7 @@
  * tickets, and a signal that comes between a waiter's ticket and its park
  * is not lost: the waiter sees its ticket already passed and does not
  * park.  The list's lock is the uint32_t `lock` of gort_cond used as a
- * gort_lock.
+ * gort_spinlock.
  *
  * Invariants:
  *   - root->nwait >= the number of waiters queued in the root: it is
@@ -111,7 +111,9 @@ struct semaroot {
 };
 _Static_assert(sizeof(struct semaroot) == 64, "one root per cache line");
 
-static struct semaroot semtable[SEMTABSIZE];
+static struct semaroot semtable[SEMTABSIZE] = {
+    [0 ... SEMTABSIZE - 1] = {.lock = GORT_LOCK_INIT(LOCKRANK_SEMAROOT)},
+};
 
 static struct semaroot *semroot(const uint32_t *addr)
 {
@@ -232,6 +234,7 @@ static size_t treap_check(const struct semawaiter *t, uintptr_t lo,
 static void queue_locked(struct semaroot *root, uint32_t *addr,
                          struct semawaiter *s, struct g *gp, bool lifo)
 {
+    gort__lock_assert_held(&root->lock);
     s->addr = addr;
     s->g = gp;
     s->ticket = 0;
@@ -280,6 +283,7 @@ static void queue_locked(struct semaroot *root, uint32_t *addr,
 static struct semawaiter *dequeue_locked(struct semaroot *root,
                                          uint32_t *addr)
 {
+    gort__lock_assert_held(&root->lock);
     struct semawaiter *s = root->treap;
     while (s && s->addr != addr)
         s = (uintptr_t)addr < (uintptr_t)s->addr ? s->left : s->right;
@@ -396,6 +400,8 @@ void gort__semafini(void)
 {
     /* Waiters of goroutines discarded at shutdown are forgotten. */
     memset(semtable, 0, sizeof semtable);
+    for (int i = 0; i < SEMTABSIZE; i++)
+        gort__lock_init(&semtable[i].lock, LOCKRANK_SEMAROOT);
 }
 
 /* ---------------------------------------------------------------------------
@@ -410,14 +416,29 @@ struct notifywaiter {
 };
 
 /* The list lock is a spin lock: its holders only queue, unqueue and
- * count, and a waiter's park releases it at once (as a channel's). */
+ * count, and a waiter's park releases it at once (as a channel's).  The
+ * uint32_t is the lock's key; with GORT_LOCKRANK a gort_spinlock also has
+ * a rank after it, which this one lacks: it is taken with its rank passed
+ * (notifylock_take), and nothing else reads a spin lock's rank. */
+#ifdef GORT_LOCKRANK
+_Static_assert(offsetof(gort_spinlock, key) == 0 &&
+                   sizeof(((gort_spinlock *)0)->key) ==
+                       sizeof(((gort_cond *)0)->lock),
+               "gort_cond.lock holds a gort_spinlock's key");
+#else
 _Static_assert(sizeof(gort_spinlock) == sizeof(((gort_cond *)0)->lock) &&
                    _Alignof(gort_spinlock) == _Alignof(uint32_t),
                "gort_cond.lock holds a gort_spinlock");
+#endif
 
 static gort_spinlock *notifylock(gort_cond *c)
 {
     return (gort_spinlock *)&c->lock;
+}
+
+static inline void notifylock_take(gort_spinlock *l)
+{
+    gort__spinlock_rank_m(gort__getm(), l, LOCKRANK_NOTIFYLIST);
 }
 
 
@@ -440,7 +461,7 @@ uint32_t gort__notifylistadd(gort_cond *c)
 void gort__notifylistwait(gort_cond *c, uint32_t t)
 {
     gort_spinlock *l = notifylock(c);
-    gort__spinlock(l);
+    notifylock_take(l);
     /* Relaxed under the list lock, which every store of notify holds. */
     if (ticket_less(t, load_relaxed(&c->notify))) {
         gort__spinunlock(l); /* already notified */
@@ -472,7 +493,7 @@ void gort__notifylistnotifyone(gort_cond *c)
     if (notify_none(c))
         return;
     gort_spinlock *l = notifylock(c);
-    gort__spinlock(l);
+    notifylock_take(l);
     uint32_t t = load_relaxed(&c->notify);
     if (t == load_relaxed(&c->wait)) {
         gort__spinunlock(l);
@@ -509,7 +530,7 @@ void gort__notifylistnotifyall(gort_cond *c)
     if (notify_none(c))
         return;
     gort_spinlock *l = notifylock(c);
-    gort__spinlock(l);
+    notifylock_take(l);
     struct notifywaiter *s = c->head;
     c->head = c->tail = NULL;
     /* Every ticket handed out so far is notified: those holders are on

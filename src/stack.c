@@ -114,7 +114,7 @@ static struct {
     bool madvise_ok;         /* MADV_GUARD_INSTALL guards (probed) */
     int64_t navail;          /* slots on the free list + slots not carved */
     int64_t nreserved;       /* promised to stackless Gs; <= navail */
-} pool;
+} pool = {.lock = GORT_LOCK_INIT(LOCKRANK_STACKPOOL)};
 
 const char *gort__stack_guard_name(int guard)
 {
@@ -171,6 +171,7 @@ int gort__stackinit(void)
         usable *= 4;
     usable = (usable + page - 1) & ~(page - 1);
     memset(&pool, 0, sizeof pool);
+    gort__lock_init(&pool.lock, LOCKRANK_STACKPOOL);
     pool.usable = usable;
     pool.slot = GUARD_SIZE + usable;
     pool.mode = gort__debug.stackguard >= 0 ? gort__debug.stackguard
@@ -277,6 +278,7 @@ static uint8_t install_guard(uintptr_t base)
  * held. */
 static int map_arena_locked(void)
 {
+    gort__lock_assert_held(&pool.lock);
     uint32_t n = (uint32_t)(ARENA_TARGET / pool.slot);
     if (n == 0)
         n = 1;
@@ -325,6 +327,7 @@ static int map_arena_locked(void)
  * bulk, 0 if it still needs its guard.  pool.lock held. */
 static int carve_locked(uintptr_t *base)
 {
+    gort__lock_assert_held(&pool.lock);
     struct arena *a = pool.room;
     if (!a)
         gort__throw("stack pool: no slot although %lld are available",
@@ -361,6 +364,7 @@ static void fill(struct gstack *st, uintptr_t base, uint8_t guard)
  * held. */
 static void prepare_ahead_locked(void)
 {
+    gort__lock_assert_held(&pool.lock);
     struct arena *a = pool.room;
     if (a && a->bulk && a->ready < a->nslots &&
         a->ready < a->used + PREP_BATCH)
@@ -394,6 +398,7 @@ void gort__stackunreserve(int32_t n)
  * STACK_GUARD_NONE.  pool.lock held. */
 static struct freeslot take_slot_locked(void)
 {
+    gort__lock_assert_held(&pool.lock);
     struct freeslot fs;
     if (pool.nfree > 0)
         return pool.free[--pool.nfree];
@@ -479,6 +484,7 @@ void gort__stack_renew(struct gstack *st)
 /* Make room for n more entries on the free list.  pool.lock held. */
 static bool free_reserve_locked(size_t n)
 {
+    gort__lock_assert_held(&pool.lock);
     if (pool.nfree + n <= pool.capfree)
         return true;
     size_t cap = pool.capfree ? pool.capfree : 64;
@@ -652,6 +658,7 @@ void gort__stackfini(void)
     if (pool.pidfd >= 0)
         close(pool.pidfd);
     memset(&pool, 0, sizeof pool);
+    gort__lock_init(&pool.lock, LOCKRANK_STACKPOOL);
 }
 
 bool gort__stack_canary_ok(struct g *gp)

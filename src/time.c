@@ -337,20 +337,24 @@ bool gort__timer_remove(struct gtimer *t)
 }
 
 /* Move every timer of a removed P to pp (procresize, world stopped).
- * Mirrors moveTimers. */
+ * The two heaps' locks are taken in address order, as two locks of one
+ * rank must be (runtime.h).  Mirrors moveTimers. */
 void gort__timers_move(struct p *from, struct p *to)
 {
     struct timers *src = &from->timers, *dst = &to->timers;
-    gort__lock(&src->lock);
-    gort__lock(&dst->lock);
+    bool srcfirst = (uintptr_t)src < (uintptr_t)dst;
+    struct timers *first = srcfirst ? src : dst;
+    struct timers *second = srcfirst ? dst : src;
+    gort__lock(&first->lock);
+    gort__lock(&second->lock);
     for (uint32_t i = 0; i < src->len; i++) {
         struct gtimer *t = src->heap[i].t;
         heap_add(dst, t);
     }
     src->len = 0;
     update_minwhen(src);
-    gort__unlock(&dst->lock);
-    gort__unlock(&src->lock);
+    gort__unlock(&second->lock);
+    gort__unlock(&first->lock);
 }
 
 /* Forget every pending timer at shutdown: their owners may still stop or
@@ -364,6 +368,7 @@ void gort__timers_fini(struct p *pp)
     }
     gort__free(ts->heap);
     memset(ts, 0, sizeof *ts);
+    gort__lock_init(&ts->lock, LOCKRANK_TIMERS);
 }
 
 /* ---------------------------------------------------------------------------
@@ -398,6 +403,7 @@ static inline __attribute__((always_inline)) void sleep_common(int64_t ns)
     struct g *gp = gort__need_goroutine("gort_sleep")->curg;
     struct gtimer t;
     memset(&t, 0, sizeof t);
+    gort__lock_init(&t.mu, LOCKRANK_TIMER);
     t.idx = -1;
     t.f = sleep_fire;
     t.arg = gp;

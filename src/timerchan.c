@@ -80,6 +80,7 @@ int gort_timer_make(gort_timer **tp, int64_t ns, void (*fn)(void *),
     struct gort_timer *ut = gort__calloc(1, sizeof *ut);
     if (!ut)
         return -ENOMEM;
+    gort__lock_init(&ut->t.mu, LOCKRANK_TIMER);
     if (!fn) {
         int r = gort__chan_alloc(&ut->ch, sizeof(int64_t), 1);
         if (r < 0) {

@@ -73,7 +73,10 @@
 #include <unistd.h>
 
 uint32_t gort__trace_stall;
-struct gort__trace_state gort__tr = {.fd = -1};
+struct gort__trace_state gort__tr = {
+    .lock = GORT_LOCK_INIT(LOCKRANK_TRACEBUF),
+    .fd = -1,
+};
 
 /* ---------------------------------------------------------------------------
  * The writer's queue.
@@ -89,6 +92,7 @@ static void writer_wake(void)
 /* Queue a buffer for the writer; the buffer lock is held. */
 static void enqueue_locked(struct gort__tracebuf *b)
 {
+    gort__lock_assert_held(&gort__tr.lock);
     b->next = NULL;
     if (gort__tr.qtail)
         gort__tr.qtail->next = b;

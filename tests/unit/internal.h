@@ -37,6 +37,10 @@
  *                               gort__globrunq_has_locked,
  *                               gort__gqueue_push
  *   locks (lock_futex.c)        gort__lock, gort__unlock, gort__lock_fenced,
+ *                               gort__spinlock, gort__spinunlock,
+ *                               gort_spinlock, GORT_LOCK_INIT,
+ *                               LOCKRANK_*, gort__allplock,
+ *                               gort__pidleget_locked (test_lock),
  *                               gort__lock_sleeps (declared here)
  *   context switch (arch/)      gort__ctx_make, gort__ctx_switch
  *   stacks (stack.c)            GORT_PREEMPT_STK, STACK_GUARD_CANARY,
@@ -65,7 +69,7 @@
  *   atomics (atomic.h)          load_acq, load_relaxed
  *
  * What the tests set, through the functions below: the scheduler's global
- * state (rt_sched_reset, rt_set_gomaxprocs, rt_globrunq_pop_locked), the
+ * state (rt_sched_reset, rt_set_gomaxprocs, rt_globrunq_pop(_locked)), the
  * debug knobs (rt_set_randomize, rt_set_schedtrace, rt_set_netpollspin),
  * the goroutine stack size (rt_set_stack_size), a G's wait start
  * (rt_set_waitsince) and the tracer's writer (rt_set_trace_stall).
@@ -97,6 +101,8 @@ static inline void rt_sched_reset(void)
 {
     gort__globrunq_fini();
     memset(&gort__sched, 0, sizeof gort__sched);
+    gort__lock_init(&gort__sched.lock, LOCKRANK_SCHED);
+    gort__lock_init(&gort__sched.gfree_lock, LOCKRANK_GFREE);
 }
 
 /* GOMAXPROCS as the run queues see it (globrunqget divides by it), without
@@ -116,6 +122,15 @@ static inline struct g *rt_globrunq_pop_locked(void)
         return NULL;
     store_relaxed(&gort__sched.runqsize, gort__sched.runqsize - 1);
     return gort__globpop_locked();
+}
+
+/* rt_globrunq_pop_locked with sched.lock taken around it. */
+static inline struct g *rt_globrunq_pop(void)
+{
+    gort__lock(&gort__sched.lock);
+    struct g *gp = rt_globrunq_pop_locked();
+    gort__unlock(&gort__sched.lock);
+    return gp;
 }
 
 /* ---------------------------------------------------------------------------

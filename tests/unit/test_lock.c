@@ -18,7 +18,7 @@
 #define NTHREADS 8
 #define ITERS 4000
 
-static gort_lock lk;
+static gort_lock lk = GORT_LOCK_INIT(LOCKRANK_SCHED); /* taken alone */
 static int inside;          /* threads in the critical section */
 static uint64_t counter;    /* plain: the lock alone protects it */
 static int overlaps;
@@ -112,13 +112,107 @@ TEST_HIDDEN(unlock_unlocked_child)
     say("survived\n");
 }
 
+/* Run child, which must abort before it says "survived"; r holds what it
+ * wrote. */
+static void run_dying(const char *child, struct test_child *r)
+{
+    run_death(child, NULL, r);
+    CHECK_EQ(r->signal, SIGABRT);
+    CHECK(strstr(r->out, "survived") == NULL);
+}
+
 /* Unlocking a free lock is a fatal error naming it. */
 TEST(unlock_unlocked)
 {
     struct test_child r;
-    run_death("unlock_unlocked_child", NULL, &r);
-    CHECK_EQ(r.signal, SIGABRT);
-    CHECK(strstr(r.out, "survived") == NULL);
+    run_dying("unlock_unlocked_child", &r);
     CHECK_STR_CONTAINS(r.err, "unlock of unlocked lock");
+    test_child_free(&r);
+}
+
+/* Skips the case (exit 77, which ctest shows as skipped) unless this
+ * build checks lock ranks. */
+static void need_ranks(const char *what)
+{
+#ifdef GORT_LOCKRANK
+    (void)what;
+#else
+    fprintf(stderr, "%s: skipped (built without GORT_LOCKRANK: lock ranks "
+                    "are not checked)\n",
+            what);
+    exit(77);
+#endif
+}
+
+TEST_HIDDEN(lock_order_child)
+{
+    gort__lock(&gort__allplock);
+    gort__lock(&gort__sched.lock);
+    say("survived\n");
+}
+
+/* With lock ranks checked (GORT_LOCKRANK), taking sched.lock while
+ * holding allplock, which ranks after it, is a fatal error naming both. */
+TEST(lock_order)
+{
+    need_ranks("lock_order");
+    struct test_child r;
+    run_dying("lock_order_child", &r);
+    /* The child's addresses are its own (it is started afresh). */
+    CHECK_STR_CONTAINS(r.err, "fatal error: lock order: taking sched.lock "
+                              "0x");
+    CHECK_STR_CONTAINS(r.err, " while holding allplock 0x");
+    test_child_free(&r);
+}
+
+/* Two locks of the cyclic channel rank, at increasing addresses. */
+static gort_spinlock chanlocks[2] = {GORT_LOCK_INIT(LOCKRANK_HCHAN),
+                                     GORT_LOCK_INIT(LOCKRANK_HCHAN)};
+
+TEST_HIDDEN(lock_order_cyclic_child)
+{
+    gort__spinlock(&chanlocks[1]);
+    gort__spinlock(&chanlocks[0]);
+    say("survived\n");
+}
+
+/* Two channel locks (a cyclic rank) may be held together when taken in
+ * address order; the other order is a fatal error naming both. */
+TEST(lock_order_cyclic)
+{
+    need_ranks("lock_order_cyclic");
+    /* In address order: allowed, and released in either order. */
+    gort__spinlock(&chanlocks[0]);
+    gort__spinlock(&chanlocks[1]);
+    gort__spinunlock(&chanlocks[0]);
+    gort__spinunlock(&chanlocks[1]);
+    struct test_child r;
+    run_dying("lock_order_cyclic_child", &r);
+    /* The lower address taken while holding the higher one. */
+    const char *msg = "fatal error: lock order: taking channel lock ";
+    CHECK_STR_CONTAINS(r.err, msg);
+    void *taken = NULL, *holding = NULL;
+    CHECK_EQ(sscanf(strstr(r.err, msg) + strlen(msg),
+                    "%p while holding channel lock %p", &taken, &holding),
+             2);
+    CHECK_EQ((char *)holding - (char *)taken, sizeof(gort_spinlock));
+    test_child_free(&r);
+}
+
+TEST_HIDDEN(locked_without_lock_child)
+{
+    gort__pidleget_locked();
+    say("survived\n");
+}
+
+/* Calling a _locked function without its lock is a fatal error naming
+ * the function and the lock. */
+TEST(locked_without_lock)
+{
+    need_ranks("locked_without_lock");
+    struct test_child r;
+    run_dying("locked_without_lock_child", &r);
+    CHECK_STR_CONTAINS(r.err, "fatal error: gort__pidleget_locked: called "
+                              "without holding sched.lock 0x");
     test_child_free(&r);
 }

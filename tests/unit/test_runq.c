@@ -237,7 +237,7 @@ static void drain_all_once(struct p *pp, struct g *gs, int n, char *seen)
 {
     bool inherit;
     struct g *gp;
-    while ((gp = get(pp, &inherit)) || (gp = rt_globrunq_pop_locked())) {
+    while ((gp = get(pp, &inherit)) || (gp = rt_globrunq_pop())) {
         CHECK(gp >= gs && gp < gs + n);
         CHECK_EQ(seen[gp - gs], 0);
         seen[gp - gs] = 1;
