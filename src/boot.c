@@ -4,11 +4,10 @@
  * signals, the execution trace, preemption, sysmon), runs the scheduler
  * there until the main goroutine returns, then ends every other thread
  * and frees everything it made.  Also here: the thread limit
- * (gort_set_max_threads) and the arrays kept until shutdown
- * (gort__retire).  Mirrors schedinit, main and exit (proc.go).
+ * (gort_set_max_threads).  Mirrors schedinit, main and exit (proc.go).
  *
  * Shutdown: the M running the main goroutine when it returns stops the
- * world and tells every M to exit (gort__main_exit_m); M0 leaves
+ * world and tells every M to exit (gort__main_exit_m, mthread.c); M0 leaves
  * schedule(), stops sysmon, joins the other threads and frees every G, M
  * and P (teardown).  Goroutines still alive are discarded, as Go
  * discards them at exit, and gort_main can be called again.
@@ -27,72 +26,6 @@
 #include <string.h>
 
 static uint32_t gort_running;  /* atomic: a gort_main is in progress */
-struct m *gort__m0;            /* the thread that called gort_main */
-/* What gort_main returns after the main goroutine has returned (0).  Its
- * address also orders the main goroutine's work before gort_main's
- * return for ThreadSanitizer (gort__san_release in goexit1, proc.c). */
-int gort__main_status;
-
-/* On g0 of the M that ran the main goroutine when it returned: stop the
- * world, then tell every M to exit; M0 frees everything in gort_main. */
-struct g *gort__main_exit_m(struct g *gp)
-{
-    struct m *mp = gort__getm();
-    gort__casgstatus(gp, G_RUNNING, G_DEAD);
-    gort__dropg(mp);
-    store_relaxed(&gort__sched.exiting, 1);
-    gort__stw_stop(mp);
-    gort__lock(&gort__sched.lock);
-    struct m *idle;
-    while ((idle = gort__mget_locked())) {
-        idle->exiting = true;
-        gort__notewakeup(&idle->park);
-    }
-    for (struct m *w = gort__allm; w; w = w->alllink)
-        if (w->lockedsleep) {
-            w->exiting = true;
-            gort__notewakeup(&w->park);
-        }
-    gort__unlock(&gort__sched.lock);
-    /* An M sleeping as the poller finds exiting set when it wakes. */
-    gort__netpoll_wake();
-    /* Our own P stays with us; we exit through findrunnable's check. */
-    store_relaxed(&mp->p->m, NULL);
-    store_relaxed(&mp->p, NULL);
-    return NULL;
-}
-
-/* Arrays replaced while racy readers may hold them (growallp). */
-struct retired {
-    struct retired *next;
-    void *mem;
-};
-static struct retired *retired;
-/* A leaf: taken under allplock, allglock or the poll cache's lock. */
-static gort_spinlock retired_lock = GORT_LOCK_INIT(LOCKRANK_RETIRED);
-
-void gort__retire(void *mem)
-{
-    struct retired *r = gort__malloc(sizeof *r);
-    if (!r)
-        gort__fatal("out of memory retiring an array");
-    r->mem = mem;
-    gort__spinlock(&retired_lock);
-    r->next = retired;
-    retired = r;
-    gort__spinunlock(&retired_lock);
-}
-
-static void retired_free(void)
-{
-    while (retired) {
-        struct retired *next = retired->next;
-        gort__free(retired->mem);
-        gort__free(retired);
-        retired = next;
-    }
-}
-
 static void reset_globals(void)
 {
     memset(&gort__sched, 0, sizeof gort__sched);
@@ -154,7 +87,7 @@ static void teardown(void)
     for (int32_t i = 0; i < gort__allp_len; i++)
         gort__free(gort__allp[i]);
     gort__free(gort__allp);
-    retired_free();
+    gort__retired_free();
     struct m *mp = gort__allm;
     while (mp) {
         struct m *next = mp->alllink;
@@ -183,6 +116,7 @@ static int boot(struct m *mp, void (*fn)(void *), void *arg)
     gort__read_env();
     gort__fatal_set_dump(gort__traceback_fatal);
     gort__trace_register();
+    gort__getm_set_slow(gort__foreign_getm);
     int err = gort__stackinit();
     if (err)
         return err;

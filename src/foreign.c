@@ -112,15 +112,10 @@ static struct m *needm(void)
     return mp;
 }
 
-struct m *gort__getm_noextra_slow(void)
-{
-    /* A thread without an M gets none here: a runtime lock or a
-     * read-only call needs none, and an extra M stays with its thread
-     * (and counts as a goroutine) until the thread ends. */
-    return gort__getm_raw() ? gort__getm_slow() : NULL;
-}
-
-GORT_NOINLINE struct m *gort__getm_slow(void)
+/* gort__getm's slow path (registered with gort__getm_set_slow at boot):
+ * an extra M for a thread gort did not create, or the M of a thread back
+ * from a signal-marked syscall with the syscall finished. */
+struct m *gort__foreign_getm(void)
 {
     GORT_SAN_SCOPE(); /* needm allocates */
     struct m *mp = gort__getm_raw();

@@ -683,3 +683,36 @@ void gort__checkdead_locked(void)
         return;
     gort__fatal("all goroutines are asleep - deadlock!");
 }
+
+/* ---------------------------------------------------------------------------
+ * The end of gort_main's main goroutine.
+ * ------------------------------------------------------------------------- */
+
+/* On g0 of the M that ran the main goroutine when it returned: stop the
+ * world, then tell every M to exit; M0 frees everything in gort_main. */
+struct g *gort__main_exit_m(struct g *gp)
+{
+    struct m *mp = gort__getm();
+    gort__casgstatus(gp, G_RUNNING, G_DEAD);
+    gort__dropg(mp);
+    store_relaxed(&gort__sched.exiting, 1);
+    gort__stw_stop(mp);
+    gort__lock(&gort__sched.lock);
+    struct m *idle;
+    while ((idle = gort__mget_locked())) {
+        idle->exiting = true;
+        gort__notewakeup(&idle->park);
+    }
+    for (struct m *w = gort__allm; w; w = w->alllink)
+        if (w->lockedsleep) {
+            w->exiting = true;
+            gort__notewakeup(&w->park);
+        }
+    gort__unlock(&gort__sched.lock);
+    /* An M sleeping as the poller finds exiting set when it wakes. */
+    gort__netpoll_wake();
+    /* Our own P stays with us; we exit through findrunnable's check. */
+    store_relaxed(&mp->p->m, NULL);
+    store_relaxed(&mp->p, NULL);
+    return NULL;
+}

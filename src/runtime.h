@@ -1025,6 +1025,11 @@ GORT_HIDDEN void gort__setm(struct m *mp);
  * syscall). */
 GORT_HIDDEN void gort__setm_fast(struct m *mp);
 GORT_HIDDEN struct m *gort__getm_slow(void);
+/* gort__getm_slow's work is the scheduler's (foreign.c: an extra M for a
+ * thread gort did not create, a signal-marked syscall finished), which it
+ * registers here at start-up; before that no thread has an M to finish
+ * and gort__getm_slow returns NULL. */
+GORT_HIDDEN void gort__getm_set_slow(struct m *(*fn)(void));
 /* gort__getm, but NULL for a thread gort did not create that has no M
  * yet, instead of making it one (runtime locks, read-only calls). */
 GORT_HIDDEN struct m *gort__getm_noextra_slow(void);
@@ -1041,10 +1046,12 @@ gort__getm_finish(struct m *fast)
     return fast;
 }
 
-#if defined(__x86_64__) && defined(__GNUC__)
-/* The current M (proc.c); initial-exec, also in the shared library. */
+/* The current M's fast slot (sched.c); initial-exec, also in the shared
+ * library. */
 GORT_HIDDEN extern __thread struct m *gort__tls_mfast
     __attribute__((tls_model("initial-exec")));
+
+#if defined(__x86_64__) && defined(__GNUC__)
 
 /* The fast slot alone: the M, or NULL when gort__getm would have to take
  * its slow path (which a caller with a slow path of its own can leave to
@@ -1376,6 +1383,8 @@ GORT_HIDDEN void gort__foreign_park(struct m *mp, struct g *gp,
                                     gort__unlockf unlockf, void *lock);
 /* Teardown: forget the extra Ms (their threads free them). */
 GORT_HIDDEN void gort__foreign_fini(void);
+/* gort__getm_slow's work (registered at boot). */
+GORT_HIDDEN struct m *gort__foreign_getm(void);
 
 /* ---------------------------------------------------------------------------
  * Scheduler (proc.c).
@@ -1464,8 +1473,10 @@ GORT_HIDDEN extern int gort__main_status;
 /* On g0, the main goroutine gp having returned: stop the world and tell
  * every M to exit (an mcall function). */
 GORT_HIDDEN struct g *gort__main_exit_m(struct g *gp);
-/* Keep a replaced array until shutdown (racy readers may hold it). */
+/* Keep a replaced array until shutdown (racy readers may hold it), and
+ * free them all then (sched.c). */
 GORT_HIDDEN void gort__retire(void *mem);
+GORT_HIDDEN void gort__retired_free(void);
 
 /* Syscalls (syscall.c).  how: 1 explicit, 2 marked by the preemption
  * signal. */

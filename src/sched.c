@@ -34,6 +34,11 @@ uint32_t gort__main_started;
  * functions, filled by trace.c at start-up. */
 uint32_t gort__trace_on;
 struct gort__tracehooks gort__tracehooks;
+struct m *gort__m0;            /* the thread that called gort_main */
+/* What gort_main returns after the main goroutine has returned (0).  Its
+ * address also orders the main goroutine's work before gort_main's
+ * return for ThreadSanitizer (gort__san_release in goexit1, proc.c). */
+int gort__main_status;
 
 /* The current M.  initial-exec TLS: one %fs-relative load, also in the
  * shared library (static TLS is reserved for libraries loaded at start).
@@ -85,6 +90,30 @@ GORT_NOINLINE void gort__setm(struct m *mp)
 void gort__setm_fast(struct m *mp)
 {
     store_relaxed(&gort__tls_mfast, mp);
+}
+
+/* The scheduler's slow path of gort__getm (foreign.c), set at boot. */
+static struct m *(*getm_slow_fn)(void);
+
+void gort__getm_set_slow(struct m *(*fn)(void))
+{
+    /* Relaxed: set before the threads that need it exist (boot), and a
+     * foreign thread that reads NULL meanwhile has no runtime to join. */
+    store_relaxed(&getm_slow_fn, fn);
+}
+
+GORT_NOINLINE struct m *gort__getm_slow(void)
+{
+    struct m *(*fn)(void) = load_relaxed(&getm_slow_fn);
+    return fn ? fn() : NULL;
+}
+
+struct m *gort__getm_noextra_slow(void)
+{
+    /* A thread without an M gets none here: a runtime lock or a
+     * read-only call needs none, and an extra M stays with its thread
+     * (and counts as a goroutine) until the thread ends. */
+    return gort__getm_raw() ? gort__getm_slow() : NULL;
 }
 
 int *gort_errno_location(void)
@@ -199,4 +228,39 @@ const char *gort__waitreason_name(uint32_t r)
     return r < WAIT_NREASONS && gort__waitreason_names[r][0]
                ? gort__waitreason_names[r]
                : "???";
+}
+
+/* ---------------------------------------------------------------------------
+ * Arrays kept until shutdown.
+ * ------------------------------------------------------------------------- */
+
+/* Arrays replaced while racy readers may hold them (growallp). */
+struct retired {
+    struct retired *next;
+    void *mem;
+};
+static struct retired *retired;
+/* A leaf: taken under allplock, allglock or the poll cache's lock. */
+static gort_spinlock retired_lock = GORT_LOCK_INIT(LOCKRANK_RETIRED);
+
+void gort__retire(void *mem)
+{
+    struct retired *r = gort__malloc(sizeof *r);
+    if (!r)
+        gort__fatal("out of memory retiring an array");
+    r->mem = mem;
+    gort__spinlock(&retired_lock);
+    r->next = retired;
+    retired = r;
+    gort__spinunlock(&retired_lock);
+}
+
+void gort__retired_free(void)
+{
+    while (retired) {
+        struct retired *next = retired->next;
+        gort__free(retired->mem);
+        gort__free(retired);
+        retired = next;
+    }
 }

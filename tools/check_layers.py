@@ -30,17 +30,20 @@ import tempfile
 
 # Lowest first.  A module may use its own layer and those listed before it.
 LAYERS = [
-    ("base", "atomics and the context switch",
-     ["atomic", "aarch64", "x86_64"]),
+    ("base", "atomics and the context switch (arch/)",
+     ["atomic", "aarch64", "aarch64_bti", "x86_64"]),
     ("core", "G, M, P, sched and the status change; the OS; locks; fatal "
              "errors; settings; run queues; stacks; symbol tables; "
              "sanitizer glue; scheduling statistics; the hooks",
-     ["runtime", "sched", "tracehooks", "os_linux", "lock_futex", "fatal", "env",
+     ["runtime", "sched", "tracehooks", "os_linux", "lock_futex", "lockrank",
+      "fatal", "env",
       "symbolize", "runq", "stack", "san", "schedstats"]),
-    ("scheduler", "scheduling, Ps, sysmon and the schedtrace it prints, "
+    ("scheduler", "scheduling, Ps, the preemption stub (arch/), "
+                  "sysmon and the schedtrace it prints, "
                   "syscalls, preemption, the runtime semaphore, timers, "
                   "the network poller",
-     ["proc", "procresize", "mthread", "newproc", "foreign", "sysmon",
+     ["aarch64_preempt", "x86_64_preempt", "proc", "procresize",
+      "mthread", "newproc", "foreign", "sysmon",
       "debug", "syscall", "preempt", "rawsys", "sema", "time", "netpoll",
       "netpoll_epoll"]),
     ("objects", "channels, select, sync, timer channels, descriptor I/O",

@@ -58,15 +58,7 @@
  *     stack_top.  Returns its sp.
  */
 
-/* With -mbranch-protection=bti (or =standard) every function that may be
- * reached indirectly starts with a landing pad, and the object is marked
- * BTI-compatible below so that the linker keeps the marking.  `hint #34`
- * is `bti c`, a NOP on cores without BTI. */
-#if defined(__ARM_FEATURE_BTI_DEFAULT) && __ARM_FEATURE_BTI_DEFAULT
-#define GORT_BTI_C hint #34
-#else
-#define GORT_BTI_C
-#endif
+#include "aarch64_bti.h"
 
         .text
 
@@ -224,49 +216,6 @@ gort__fpctl_save:
         .cfi_endproc
         .size   gort__fpctl_save, .-gort__fpctl_save
 
-#if defined(__ARM_FEATURE_BTI_DEFAULT) && __ARM_FEATURE_BTI_DEFAULT
-/* GNU property note: GNU_PROPERTY_AARCH64_FEATURE_1_AND = BTI.  (Not PAC:
- * the saved resume address is not signed.) */
-        .section .note.gnu.property, "a"
-        .p2align 3
-        .word   4                       /* name size ("GNU\0") */
-        .word   16                      /* descriptor size */
-        .word   5                       /* NT_GNU_PROPERTY_TYPE_0 */
-        .asciz  "GNU"
-        .word   0xc0000000              /* GNU_PROPERTY_AARCH64_FEATURE_1_AND */
-        .word   4                       /* pr_datasz */
-        .word   1                       /* GNU_PROPERTY_AARCH64_FEATURE_1_BTI */
-        .word   0                       /* padding to 8 */
-#endif
-
-        /*
- * void gort__async_preempt(void)  -- reached from the SIGURG handler
- * (preempt.c), never called: sp and x0 point at a copy of the kernel's
- * signal frame (siginfo, then the ucontext) on the G's stack.  Yields the
- * G (gort__async_preempt2), then resumes the interrupted code with
- * rt_sigreturn on the copy, which restores every register.  x19 is
- * callee-saved, so it survives the yield on any thread.
- */
-        .text
-        .globl  gort__async_preempt
-        .hidden gort__async_preempt
-        .type   gort__async_preempt, %function
-        .p2align 4
-gort__async_preempt:
-        .cfi_startproc
-        .cfi_undefined x30
-        mov     x19, x0
-        bl      gort__async_preempt2
-        /* The return address of that call: a stack walk that meets it
-         * continues in the interrupted code (traceback.c). */
-        .globl  gort__async_preempt_ret
-        .hidden gort__async_preempt_ret
-gort__async_preempt_ret:
-        mov     sp, x19
-        mov     x8, #139                /* __NR_rt_sigreturn */
-        svc     #0
-        brk     #0
-        .cfi_endproc
-        .size   gort__async_preempt, .-gort__async_preempt
+        GORT_BTI_NOTE
 
         .section .note.GNU-stack,"",%progbits

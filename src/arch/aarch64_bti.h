@@ -1,0 +1,35 @@
+/*
+ * aarch64_bti.h - Branch Target Identification for gort's aarch64
+ * assembly (included by aarch64.S and aarch64_preempt.S).
+ *
+ * With -mbranch-protection=bti (or =standard) every function that may be
+ * reached indirectly starts with a landing pad (GORT_BTI_C: `hint #34` is
+ * `bti c`, a NOP on cores without BTI), and every object is marked
+ * BTI-compatible (GORT_BTI_NOTE): the linker keeps the marking only when
+ * all of them have it.
+ */
+#ifndef GORT_AARCH64_BTI_H
+#define GORT_AARCH64_BTI_H
+
+#if defined(__ARM_FEATURE_BTI_DEFAULT) && __ARM_FEATURE_BTI_DEFAULT
+#define GORT_BTI_C hint #34
+/* GNU property note: GNU_PROPERTY_AARCH64_FEATURE_1_AND = BTI.  (Not PAC:
+ * the saved resume address is not signed.) */
+#define GORT_BTI_NOTE \
+        .pushsection .note.gnu.property, "a"; \
+        .p2align 3; \
+        .word 4;            /* name size ("GNU\0") */ \
+        .word 16;           /* descriptor size */ \
+        .word 5;            /* NT_GNU_PROPERTY_TYPE_0 */ \
+        .asciz "GNU"; \
+        .word 0xc0000000;   /* GNU_PROPERTY_AARCH64_FEATURE_1_AND */ \
+        .word 4;            /* pr_datasz */ \
+        .word 1;            /* GNU_PROPERTY_AARCH64_FEATURE_1_BTI */ \
+        .word 0;            /* padding to 8 */ \
+        .popsection
+#else
+#define GORT_BTI_C
+#define GORT_BTI_NOTE
+#endif
+
+#endif /* GORT_AARCH64_BTI_H */
