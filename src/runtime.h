@@ -459,7 +459,22 @@ struct g {
     uintptr_t preemptstk;
 };
 
-GORT_HIDDEN extern const uint16_t gort__legal[16];
+/* gort__legal[from] has bit `to` set when from -> to is a legal
+ * transition (the table beside enum gstatus).  Static in every file that
+ * includes this one, so that the compiler folds the check of a status
+ * change whose states it knows (most of them) to nothing. */
+#define GORT_B_(s) (1u << (s))
+static const uint16_t gort__legal[16] = {
+    [G_IDLE] = GORT_B_(G_DEAD),
+    [G_DEAD] = GORT_B_(G_RUNNABLE),
+    [G_RUNNABLE] = GORT_B_(G_RUNNING),
+    [G_RUNNING] = GORT_B_(G_RUNNABLE) | GORT_B_(G_WAITING) |
+                  GORT_B_(G_SYSCALL) | GORT_B_(G_PREEMPTED) | GORT_B_(G_DEAD),
+    [G_SYSCALL] = GORT_B_(G_RUNNING) | GORT_B_(G_RUNNABLE),
+    [G_WAITING] = GORT_B_(G_RUNNABLE),
+    [G_PREEMPTED] = GORT_B_(G_RUNNABLE),
+};
+#undef GORT_B_
 GORT_HIDDEN GORT_NORETURN void gort__casgstatus_fail(struct g *gp,
                                                       uint32_t oldval,
                                                       uint32_t newval);

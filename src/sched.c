@@ -154,21 +154,6 @@ uint32_t gort__fastrandn(uint32_t n)
  * G status.  Mirrors casgstatus (proc.go).
  * ------------------------------------------------------------------------- */
 
-/* gort__legal[from] has bit `to` set when from -> to is a legal
- * transition (the table beside enum gstatus in runtime.h). */
-#define B(s) (1u << (s))
-const uint16_t gort__legal[16] = {
-    [G_IDLE] = B(G_DEAD),
-    [G_DEAD] = B(G_RUNNABLE),
-    [G_RUNNABLE] = B(G_RUNNING),
-    [G_RUNNING] = B(G_RUNNABLE) | B(G_WAITING) | B(G_SYSCALL) |
-                  B(G_PREEMPTED) | B(G_DEAD),
-    [G_SYSCALL] = B(G_RUNNING) | B(G_RUNNABLE),
-    [G_WAITING] = B(G_RUNNABLE),
-    [G_PREEMPTED] = B(G_RUNNABLE),
-};
-#undef B
-
 /* The cold half of gort__casgstatus: report what was wrong and die. */
 void gort__casgstatus_fail(struct g *gp, uint32_t oldval, uint32_t newval)
 {

@@ -639,6 +639,7 @@ static __attribute__((noinline)) void dp_loop(struct deep *d)
 static struct deep dp_deep;
 static int dp_wakes;
 static int64_t dp_worst;
+static int64_t dp_late[30];
 static gort_waitgroup dp_wg;
 
 static void dp_goroutine(void *arg)
@@ -662,7 +663,7 @@ static void dp_main(void *arg)
         int64_t late = gort_nanotime() - t0;
         if (late > dp_worst)
             dp_worst = late;
-        dp_wakes++;
+        dp_late[dp_wakes++] = late;
     }
     ATOMIC_STORE(&dp_stop, 1);
     gort_waitgroup_wait(&dp_wg);
@@ -681,12 +682,22 @@ TEST(deep_preempt)
     watchdog_arm(&wd, 60, "main never woke while a goroutine looped deep");
     run_main(dp_main, NULL);
     watchdog_disarm(&wd);
-    say("deep loop: %llu iterations, main woke %d times, worst %.1f ms\n",
-        (unsigned long long)dp_deep.result, dp_wakes, dp_worst / 1e6);
     CHECK_EQ(dp_wakes, 30);
+    qsort(dp_late, 30, sizeof dp_late[0], cmp_i64);
+    say("deep loop: %llu iterations, main woke %d times, median %.1f ms, "
+        "worst %.1f ms\n",
+        (unsigned long long)dp_deep.result, dp_wakes, dp_late[15] / 1e6,
+        dp_worst / 1e6);
     CHECK_GT(dp_deep.result, 0); /* registers intact */
-    if (!under_emulator() && !SANITIZED)
-        CHECK_LT(dp_worst, 100 * MS);
+    /* Preempted every time slice (10 ms) or so: a sleep ends within a few
+     * slices.  Unpreempted, main would wait for the loop, which ends only
+     * when main has woken 30 times (the watchdog).  The median, not the
+     * worst: a loaded machine delays a wake-up now and then (one of 30
+     * took 184 ms in a CI run beside other tests). */
+    if (!under_emulator() && !SANITIZED) {
+        CHECK_LT(dp_late[15], 50 * MS);
+        CHECK_LT(dp_worst, 1000 * MS);
+    }
 }
 
 /* deep_raw_read */
