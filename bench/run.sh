@@ -17,6 +17,10 @@
 #   BUILD_DIR=build   the CMake build directory (relative to the repo root)
 #   GORT_CMAKE_ARGS   extra arguments for the CMake configure step
 #   NO_BUILD=1        skip both builds and run the binaries already there
+#   BASELINE_DIR=dir  compare with another build of gort instead of Go:
+#                     its benchmarks (dir/bench, built by the caller, e.g.
+#                     from an older commit) take the Go side's turns, and
+#                     the table's peer is "base"
 #
 # The contract (flags, RESULT lines, rows) is in BENCHMARKS.md; see also
 # docs/benchmarks.md.  Only ratios from one run of this script count: the
@@ -106,7 +110,18 @@ fi
 # Build
 # ---------------------------------------------------------------------------
 HAVE_GO=0
-if command -v go >/dev/null 2>&1; then
+PEER=Go
+BASELINE_DIR=${BASELINE_DIR:-}
+if [[ -n "$BASELINE_DIR" ]]; then
+  case "$BASELINE_DIR" in
+    /*) ;;
+    *) BASELINE_DIR="$ROOT/$BASELINE_DIR" ;;
+  esac
+  [[ -d "$BASELINE_DIR/bench" ]] ||
+    die "BASELINE_DIR=$BASELINE_DIR has no bench/ (build its benchmarks first)"
+  PEER=base
+  HAVE_GO=1 # the peer's turns run the baseline's programs
+elif command -v go >/dev/null 2>&1; then
   HAVE_GO=1
 else
   note "go is not installed: the Go peers are skipped (install golang-go)"
@@ -126,7 +141,7 @@ if [[ "$NO_BUILD" != 1 ]]; then
   cmake --build "$BUILD_DIR" -j2 --target "${targets[@]}" ||
     die "building gort's benchmarks failed"
 
-  if ((HAVE_GO)); then
+  if ((HAVE_GO)) && [[ -z "$BASELINE_DIR" ]]; then
     mkdir -p "$OUT/go" "$BUILD_DIR/go-cache" "$BUILD_DIR/go-path"
     for name in "${NAMES[@]}"; do
       if [[ ! -f "bench/go/$name/main.go" ]]; then
@@ -164,10 +179,17 @@ run_one() {
     bin="$ROOT/bench/$name.sh"
     args=("$side")
     envs=("BUILD_DIR=$BUILD_DIR")
+    if [[ "$side" == go && -n "$BASELINE_DIR" ]]; then
+      args=(gort)
+      envs=("BUILD_DIR=$BASELINE_DIR")
+    fi
     [[ -n "$dbg" ]] && envs+=("GORTDEBUG=${GORTDEBUG:+$GORTDEBUG,}$dbg"
       "GODEBUG=${GODEBUG:+$GODEBUG,}$dbg")
   elif [[ "$side" == gort ]]; then
     bin="$OUT/$name"
+    [[ -n "$dbg" ]] && envs=("GORTDEBUG=${GORTDEBUG:+$GORTDEBUG,}$dbg")
+  elif [[ -n "$BASELINE_DIR" ]]; then
+    bin="$BASELINE_DIR/bench/$name"
     [[ -n "$dbg" ]] && envs=("GORTDEBUG=${GORTDEBUG:+$GORTDEBUG,}$dbg")
   else
     bin="$OUT/go/$name"
@@ -291,7 +313,7 @@ print_table() {
   w=$(awk -F '\t' 'BEGIN { w = 14 } length($1) > w { w = length($1) }
     END { print w }' "$TABLE")
   printf "%-${w}s %5s  %-24s %-26s %-26s %s\n" name procs "metric (unit)" \
-    "gort median (min..max)" "Go median (min..max)" "gort/Go"
+    "gort median (min..max)" "$PEER median (min..max)" "gort/$PEER"
   while IFS=$'\t' read -r n p m u gm gr om orr ratio _ _; do
     printf "%-${w}s %5s  %-24s %-26s %-26s %s\n" "$n" "$p" "$m ($u)" \
       "$(cell "$gm" "$gr")" "$(cell "$om" "$orr")" "$ratio"
@@ -309,10 +331,11 @@ write_markdown() {
   commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
   {
     printf '# Benchmark results\n\n'
-    printf 'Run %s, commit %s, %s runs per side, alternating gort and Go.\n\n' \
-      "$(date -u '+%Y-%m-%d %H:%M UTC')" "$commit" "$RUNS"
+    printf 'Run %s, commit %s, %s runs per side, alternating gort and %s.\n\n' \
+      "$(date -u '+%Y-%m-%d %H:%M UTC')" "$commit" "$RUNS" \
+      "${BASELINE_DIR:+the build in }${BASELINE_DIR:-Go}"
     printf 'Machine: %s.\n\n' "$(machine)"
-    printf '| name | procs | metric (unit) | gort median (min..max) | Go median (min..max) | gort/Go |\n'
+    printf '| name | procs | metric (unit) | gort median (min..max) | %s median (min..max) | gort/%s |\n' "$PEER" "$PEER"
     printf '|---|---|---|---|---|---|\n'
     while IFS=$'\t' read -r n p m u gm gr om orr ratio _ _; do
       printf '| %s | %s | %s (%s) | %s | %s | %s |\n' "$n" "$p" "$m" "$u" \
