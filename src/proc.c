@@ -4,13 +4,10 @@
  * hand-off, and what is built on them: parking and readying a G,
  * yielding (gort_gosched, cooperative preemption), and a goroutine's
  * first code and its exit.  Mirrors schedule, findRunnable, execute,
- * gopark, goready, goschedImpl and goexit (proc.go).  It also defines the
- * runtime's shared globals, the current M's thread-local slots, errno's
- * address, fastrand and the legal G status changes.  It runs past 1,200
- * lines because the hot paths (park, ready, yield, goexit, schedule,
- * execute) share always-inline pieces (pick_fast, pick_handoff,
- * execute_prep, g_handoff, g_switch) that must stay in their translation
- * unit.
+ * gopark, goready, goschedImpl and goexit (proc.go).  The hot paths
+ * (park, ready, yield, goexit, schedule, execute) share always-inline
+ * pieces (pick_fast, pick_handoff, execute_prep, g_handoff, g_switch),
+ * which keeps them in this one translation unit.
  *
  * Design (Go's, from proc.go's header): an M runs Go code only while it
  * holds a P.  When an M's G blocks or ends, the M switches to its g0 and
@@ -40,9 +37,9 @@
  *
  * Not here: Ms and LockOSThread (mthread.c), P ownership, stop-the-world
  * and GOMAXPROCS (procresize.c), goroutine creation (newproc.c), foreign
- * threads (foreign.c), boot and shutdown (boot.c), run queues (runq.c),
- * stacks (stack.c), sysmon (sysmon.c), schedtrace and fatal errors
- * (debug.c).
+ * threads (foreign.c), boot and shutdown (boot.c), the shared globals
+ * and the current M (sched.c), run queues (runq.c), stacks (stack.c),
+ * sysmon (sysmon.c), schedtrace (debug.c), fatal errors (fatal.c).
  */
 #include "runtime.h"
 

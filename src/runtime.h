@@ -964,7 +964,7 @@ struct schedt {
 };
 
 /* ---------------------------------------------------------------------------
- * Globals (proc.c).
+ * Globals (sched.c).
  * ------------------------------------------------------------------------- */
 
 GORT_HIDDEN extern struct schedt gort__sched;
@@ -1928,7 +1928,7 @@ GORT_HIDDEN int32_t gort__netpoll_spin(int64_t end, struct gqueue *q);
  * they share with syscall.c's wrappers.
  * ------------------------------------------------------------------------- */
 
-/* This thread's errno, its address computed afresh at every call (proc.c):
+/* This thread's errno, its address computed afresh at every call (sched.c):
  * glibc declares __errno_location const, so in a loop that may park (and
  * come back on another thread) the compiler may compute `errno`'s address
  * once, before the loop, and read the first thread's afterwards.  Loops

@@ -12,7 +12,7 @@
  *
  * What the tests read or call, by the module that owns it:
  *
- *   the G, M and P (proc.c)     struct g (goid, atomicstatus, m, stack,
+ *   the G, M and P (sched.c)    struct g (goid, atomicstatus, m, stack,
  *                               preempt, preemptstk), struct m (p, locks,
  *                               fastrand), struct p (id, status, runq,
  *                               runqhead, runqtail, runnext, schedtick);
