@@ -23,7 +23,7 @@
  * checker sees the memory).
  */
 #include "fuzz.h"
-#include "runtime.h"
+#include "proc.h"
 
 #include <fcntl.h>
 #include <ftw.h>

@@ -19,7 +19,7 @@
  *     beside gort_main (foreign threads, metrics, a wakep during boot)
  *     looks at it first.
  */
-#include "runtime.h"
+#include "proc.h"
 #include "trace.h"
 
 #include <errno.h>

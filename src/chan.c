@@ -18,7 +18,7 @@
  *     dataqsiz; sendx == (recvx + qcount) mod dataqsiz.
  *   - closed only goes 0 -> 1.  After closing, both queues are empty.
  *
- * Lock order: a channel lock is an object lock (runtime.h); select takes
+ * Lock order: a channel lock is an object lock (core.h); select takes
  * several at once only in address order.  Readying a G (sched.lock) is
  * done after the channel lock is released, as Go does.
  */

@@ -5,7 +5,7 @@
 #ifndef GORT_CHAN_H
 #define GORT_CHAN_H
 
-#include "runtime.h"
+#include "proc.h"
 
 #include <string.h>
 

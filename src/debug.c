@@ -35,7 +35,7 @@
  *   - Printing never allocates (fixed stack buffers), so it works when
  *     malloc is broken or the fatal error is "out of memory".
  */
-#include "runtime.h"
+#include "proc.h"
 
 
 #include <signal.h>

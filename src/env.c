@@ -70,7 +70,7 @@
  * buffers (capped), which makes long lines and a missing final newline
  * simple cases rather than special ones.
  */
-#include "runtime.h"
+#include "core.h"
 
 #include <fcntl.h>
 #include <limits.h>

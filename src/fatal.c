@@ -15,7 +15,7 @@
  *   - Printing never allocates (fixed stack buffers), so it works when
  *     malloc is broken or the fatal error is "out of memory".
  */
-#include "runtime.h"
+#include "core.h"
 
 #include <signal.h>
 #include <stdarg.h>

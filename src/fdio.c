@@ -20,7 +20,7 @@
  * GORT_ERRNO, on the thread the system call ran on: a goroutine may come
  * back from a park or a syscall on another thread.
  */
-#include "runtime.h"
+#include "proc.h"
 
 #include <errno.h>
 #include <fcntl.h>

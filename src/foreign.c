@@ -23,7 +23,7 @@
  *     M whose foreign_gen is not runtime_gen belongs to an earlier one,
  *     and its thread frees it.
  */
-#include "runtime.h"
+#include "proc.h"
 
 static pthread_key_t extram_key;
 static pthread_once_t extram_key_once = PTHREAD_ONCE_INIT;

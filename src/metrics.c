@@ -35,7 +35,7 @@
  *     Ps), never both at once, and allocates nothing; the Prometheus writer
  *     allocates only its output text.
  */
-#include "runtime.h"
+#include "proc.h"
 
 #include <errno.h>
 #include <inttypes.h>

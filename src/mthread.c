@@ -18,7 +18,7 @@
  *   - Whenever an M goes idle (or sleeps wired, or exits), checkdead
  *     counts the Ms that could still run a G, under sched.lock.
  */
-#include "runtime.h"
+#include "proc.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -51,13 +51,13 @@
  * Invariants:
  *   - rg/wg change only by CAS (atomics).  pollcache.lock (a spinlock)
  *     guards the fd table, the free list and the list of every pollDesc;
- *     it is held with no other runtime lock (runtime.h's lock order) and
+ *     it is held with no other runtime lock (core.h's lock order) and
  *     never while a timer's lock is taken.
  *   - A slot holds at most one G.
  *   - One M at a time sleeps as the poller: it has exchanged
  *     sched.lastpoll for 0.
  */
-#include "runtime.h"
+#include "proc.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -28,7 +28,7 @@
  *   - At most one break is pending (wakesig): the poller drains the
  *     eventfd before the next break writes it again.
  */
-#include "runtime.h"
+#include "proc.h"
 
 #include <errno.h>
 #include <string.h>

@@ -20,7 +20,7 @@
  *   - gort_go holds its P (m->locks) from taking a G off the free list
  *     until the new G is queued, so the P's caches stay its own.
  */
-#include "runtime.h"
+#include "proc.h"
 
 #include <errno.h>
 #include <string.h>

@@ -22,7 +22,7 @@
  *     decide the process is dying.
  *   - gort__signals_install/restore bracket one gort_main.
  */
-#include "runtime.h"
+#include "core.h"
 
 #include <errno.h>
 #include <signal.h>

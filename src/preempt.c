@@ -77,7 +77,7 @@
  *     atomics; it takes sched.lock only through entersyscall when a
  *     stop-the-world waits, and never with m->locks held.
  */
-#include "runtime.h"
+#include "proc.h"
 
 #include <errno.h>
 #include <link.h>

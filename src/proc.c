@@ -41,7 +41,7 @@
  * and the current M (sched.c), run queues (runq.c), stacks (stack.c),
  * sysmon (sysmon.c), schedtrace (debug.c), fatal errors (fatal.c).
  */
-#include "runtime.h"
+#include "proc.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -20,7 +20,7 @@
  *   - A P removed by a GOMAXPROCS decrease is P_DEAD with empty queues;
  *     its Gs went to the head of the global queue, in order.
  */
-#include "runtime.h"
+#include "proc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -245,7 +245,7 @@ static struct p *keptp(struct m *mp, int32_t nprocs)
  * nprocs up) to the P it leaves the stopper: they go on running from
  * there.  The world is stopped and sched.lock not held: a timer's
  * function runs under its heap's lock and may take sched.lock, so heap
- * locks come before sched.lock in the lock order (runtime.h).  Mirrors
+ * locks come before sched.lock in the lock order (core.h).  Mirrors
  * the timer move of (*p).destroy. */
 static void movetimers(struct m *mp, int32_t nprocs)
 {

@@ -74,7 +74,7 @@
  *   - The commit runs only while the thread is asleep, and the thread
  *     touches no P, G or M state until it sees DONE.
  */
-#include "runtime.h"
+#include "proc.h"
 #include "symbolize.h"
 
 #include <dlfcn.h>

@@ -99,7 +99,7 @@
  * stack is registered (VALGRIND_STACK_REGISTER) while it is allocated, so
  * that Memcheck takes a switch of stacks for one and not for a huge frame.
  */
-#include "runtime.h"
+#include "core.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -80,10 +80,10 @@
  *     whose ticket >= notify, in ticket order but for small reorderings
  *     between taking a ticket and queueing.
  *   - A root's lock and a notify list's lock are object locks (lock
- *     order 1 in runtime.h): never held together, and released before a
+ *     order 1 in core.h): never held together, and released before a
  *     waiter is readied.
  */
-#include "runtime.h"
+#include "proc.h"
 
 #include <string.h>
 

@@ -52,7 +52,7 @@
  *   - pool.lock guards everything in `pool` (lock order: 6, below allglock).
  *   - Every slot is registered with Valgrind while allocated.
  */
-#include "runtime.h"
+#include "core.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -40,7 +40,7 @@
  */
 #include "symbolize.h"
 
-#include "runtime.h"
+#include "core.h"
 
 #include <elf.h>
 #include <fcntl.h>

@@ -91,7 +91,7 @@
  *     readers whose add made reader_count negative touch reader_sem, and
  *     it is 0 whenever a writer announces itself.
  */
-#include "runtime.h"
+#include "proc.h"
 
 static inline __attribute__((always_inline)) void
 waitgroup_add(gort_waitgroup *wg, int delta)

@@ -23,7 +23,7 @@
  *                      and the M parks (exitsyscall0, on g0).
  *
  * The P_SYSCALL status word carries a sequence number of the syscall entry
- * (runtime.h, enum pstatus), so an M coming back late cannot take a P that
+ * (core.h, enum pstatus), so an M coming back late cannot take a P that
  * was retaken, reused and has entered another M's syscall since.
  *
  * The preemption signal can also put a G into this state from its own
@@ -36,7 +36,7 @@
  *   - Only the party whose CAS moves the P out of its P_SYSCALL word owns
  *     the P afterwards.
  */
-#include "runtime.h"
+#include "proc.h"
 
 #include <errno.h>
 #include <netdb.h>

@@ -41,7 +41,7 @@
  *     exchange (sysmon's or a waker's); the one who clears it owns the
  *     matching note wake-up.
  */
-#include "runtime.h"
+#include "proc.h"
 
 #include <errno.h>
 #include <stdlib.h>

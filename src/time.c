@@ -29,7 +29,7 @@
  * Lock order: timer mu, then a P's timers lock, then a channel lock (the
  * function of a channel timer sends), then sched.lock.
  */
-#include "runtime.h"
+#include "proc.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -338,7 +338,7 @@ bool gort__timer_remove(struct gtimer *t)
 
 /* Move every timer of a removed P to pp (procresize, world stopped).
  * The two heaps' locks are taken in address order, as two locks of one
- * rank must be (runtime.h).  Mirrors moveTimers. */
+ * rank must be (core.h).  Mirrors moveTimers. */
 void gort__timers_move(struct p *from, struct p *to)
 {
     struct timers *src = &from->timers, *dst = &to->timers;

@@ -6,7 +6,7 @@
 #ifndef GORT_TRACE_H
 #define GORT_TRACE_H
 
-#include "runtime.h"
+#include "proc.h"
 
 /* Put the recorder's functions into gort__tracehooks (once, at the first
  * gort_main, before any goroutine runs). */

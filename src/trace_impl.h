@@ -7,7 +7,7 @@
 #ifndef GORT_TRACE_IMPL_H
 #define GORT_TRACE_IMPL_H
 
-#include "runtime.h"
+#include "proc.h"
 
 /* ---------------------------------------------------------------------------
  * Records and buffers.
@@ -80,7 +80,7 @@ struct gort__trace_state {
     /* The running stop-the-world (its stopper only). */
     int64_t stw_begin;
     const char *stw_why;
-    /* The buffer lock: a leaf (runtime.h).  Protects the lists below and
+    /* The buffer lock: a leaf (core.h).  Protects the lists below and
      * the foreign slot. */
     gort_spinlock lock GORT_CACHELINE;
     struct gort__tracebuf *free;

@@ -70,7 +70,7 @@
  *     excluded from ThreadSanitizer, and the raw stack reads from
  *     AddressSanitizer (a word may sit in a poisoned redzone).
  */
-#include "runtime.h"
+#include "proc.h"
 #include "symbolize.h"
 
 #include <errno.h>

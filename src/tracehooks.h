@@ -97,7 +97,7 @@ on:
  * before the first gort_main's goroutines run and never changed after:
  * a hook reads the table only after it has seen gort__trace_on set, which
  * happens later still.  A G's status change is recorded by
- * gort__casgstatus_t (runtime.h), which calls the first directly. */
+ * gort__casgstatus_t (core.h), which calls the first directly. */
 struct gort__tracehooks {
     void (*gstatus)(struct g *gp, uint32_t from, uint32_t to);
     void (*procstart)(struct m *mp, struct p *pp);

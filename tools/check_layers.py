@@ -35,7 +35,7 @@ LAYERS = [
     ("core", "G, M, P, sched and the status change; the OS; locks; fatal "
              "errors; settings; run queues; stacks; symbol tables; "
              "sanitizer glue; scheduling statistics; the hooks",
-     ["runtime", "sched", "tracehooks", "os_linux", "lock_futex", "lockrank",
+     ["core", "sched", "tracehooks", "os_linux", "lock_futex", "lockrank",
       "fatal", "env",
       "symbolize", "runq", "stack", "san", "schedstats"]),
     ("scheduler", "scheduling, Ps, the preemption stub (arch/), "

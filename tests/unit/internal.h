@@ -77,7 +77,7 @@
 #ifndef GORT_TESTS_INTERNAL_H
 #define GORT_TESTS_INTERNAL_H
 
-#include "../../src/runtime.h"
+#include "../../src/proc.h"
 #include "../../src/chan.h"
 #include "../../src/symbolize.h"
 #include "../../src/trace.h"
