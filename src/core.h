@@ -1,11 +1,12 @@
 /*
- * core.h - the core's declarations: gort's internal structures and
- * their invariants (G, M, P, schedt, the status change, the current M),
- * Go's constants, locks and the lock order, run queues, stacks, the OS,
- * settings, scheduling statistics and fatal errors.  What the files of the
- * core layer (sched.c, lock_futex.c, lockrank.c, os_linux.c, fatal.c,
- * env.c, symbolize.c, runq.c, stack.c, san.c, schedstats.c) offer the
- * layers above; the scheduler's own declarations are proc.h's.
+ * core.h - the core layer's header and sched.c's: gort's internal
+ * structures and their invariants (G, M, P, schedt, the status change),
+ * Go's constants, the lock order, the globals and the current M.  The
+ * core's other modules have a header each (lock_futex.h, arch.h, runq.h,
+ * stack.h, os_linux.h, env.h, schedstats.h, fatal.h, and san.h,
+ * tracehooks.h, symbolize.h), included here where the structures need
+ * them or once the structures are complete; a file of any layer includes
+ * core.h (the scheduler's files through proc.h), not those one by one.
  *
  * The scheduler's vocabulary is Go's (runtime2.go, proc.go):
  *
@@ -181,135 +182,9 @@ _Static_assert(GORT_RUNQ_SIZE >= 2 &&
 /* Default thread limit (sched.maxmcount in proc.go). */
 #define GORT_DEFAULT_MAX_THREADS 10000
 
-/* ---------------------------------------------------------------------------
- * Low-level locks and notes (lock_futex.c).  Mirrors lock_futex.go.
- * ------------------------------------------------------------------------- */
+#include "lock_futex.h"
 
-/*
- * Lock ranks: the lock order at the top of this file as numbers, lowest
- * first.  A thread may take a lock only while every lock it holds ranks
- * lower; the two cyclic ranks (TIMERS, HCHAN) also allow another lock of
- * the same rank at a higher address.  Builds with GORT_LOCKRANK (a CMake
- * option, on in Debug builds) keep each lock's rank in it and check every
- * acquisition (lockrank.c); other builds keep neither, and their lock and
- * unlock paths are the instructions they would be without ranks.  Mirrors
- * lockrank.go.
- */
-enum lockrank {
-    LOCKRANK_NONE,        /* never given one: fatal to take when checked */
-    LOCKRANK_SCHEDTRACE,
-    LOCKRANK_TIMER,
-    LOCKRANK_TIMERS,      /* cyclic */
-    LOCKRANK_SEMAROOT,
-    LOCKRANK_NOTIFYLIST,
-    LOCKRANK_HCHAN,       /* cyclic */
-    LOCKRANK_SCHED,
-    LOCKRANK_ALLP,
-    LOCKRANK_GFREE,
-    LOCKRANK_ALLG,
-    LOCKRANK_STACKPOOL,
-    LOCKRANK_PREEMPTRANGES,
-    LOCKRANK_POLLCACHE,
-    LOCKRANK_RETIRED,
-    LOCKRANK_TRACEBUF,
-    LOCKRANK_N
-};
-
-/* A runtime mutex (lock_futex.c): key 0 unlocked, 1 locked; in the
- * exchange protocol also 2, locked and someone may sleep.  nsleep: in the
- * fenced protocol, the threads asleep or about to sleep on key. */
-typedef struct gort_lock {
-    uint32_t key;
-    uint32_t nsleep;
-#ifdef GORT_LOCKRANK
-    uint32_t rank;        /* enum lockrank; set before first use */
-#endif
-} gort_lock;
-
-/* A spin lock (below): key 0 unlocked, 1 locked; waiters never sleep. */
-typedef struct gort_spinlock {
-    uint32_t key;
-#ifdef GORT_LOCKRANK
-    uint32_t rank;        /* enum lockrank; set before first use */
-#endif
-} gort_spinlock;
-
-/* A lock's rank (either lock type): GORT_LOCK_INIT(rank) for a static
- * lock, gort__lock_init(l, rank) where a lock is set up (after any memset
- * of its structure).  Without GORT_LOCKRANK they store nothing. */
-#ifdef GORT_LOCKRANK
-#define GORT_LOCK_INIT(r) {.rank = (r)}
-#define gort__lock_init(l, r) ((void)((l)->rank = (enum lockrank)(r)))
-#else
-#define GORT_LOCK_INIT(r) {0}
-#define gort__lock_init(l, r) ((void)(l), (void)(enum lockrank)(r))
-#endif
-
-#ifdef GORT_LOCKRANK
-/* The checks (lockrank.c), on a list of the locks the calling thread
- * holds.  acquire: before taking l, throws unless rank may be taken now;
- * record: after a trylock took l (it never waits, so only what comes
- * after it is checked); release: after l is released, throws unless the
- * thread held it; held: throws, naming fn, unless the thread holds l. */
-GORT_HIDDEN void gort__lockrank_acquire(const void *l, uint32_t rank);
-GORT_HIDDEN void gort__lockrank_record(const void *l, uint32_t rank);
-GORT_HIDDEN void gort__lockrank_release(const void *l);
-GORT_HIDDEN void gort__lockrank_held(const void *l, uint32_t rank,
-                                     const char *fn);
-/* The precondition of a _locked function: the caller holds l (either
- * lock type).  Checked only with GORT_LOCKRANK; l is not evaluated
- * otherwise. */
-#define gort__lock_assert_held(l)                                              \
-    gort__lockrank_held((l), (l)->rank, __func__)
-#else
-#define gort__lock_assert_held(l) ((void)sizeof(l))
-#endif
-
-/* A one-shot wake-up event: sleep until woken, wake exactly once, clear
- * before reuse.  key 0 = not signalled, 1 = signalled. */
-typedef struct gort_note {
-    uint32_t key;
-} gort_note;
-
-GORT_HIDDEN void gort__lock(gort_lock *l);
-GORT_HIDDEN void gort__unlock(gort_lock *l);
-GORT_HIDDEN void gort__lock_slow(gort_lock *l, uint32_t v);
-/* Which protocol the runtime mutexes follow, fixed when the library is
- * loaded (lock_futex.c): true, the fenced one (unlock is a store). */
-GORT_HIDDEN extern bool gort__lock_fenced;
-/* The contended path of a spin lock (below, and lock_futex.c). */
-GORT_HIDDEN void gort__spinlock_slow(gort_spinlock *l);
-/* gort__park's commit function for a G that parks holding the spin lock
- * `lock` (a channel's, a gort_cond's list): releases it. */
-GORT_HIDDEN bool gort__spinunlock_commit(struct m *mp, struct g *gp,
-                                         void *lock);
-
-GORT_HIDDEN void gort__noteclear(gort_note *n);
-GORT_HIDDEN void gort__notewakeup(gort_note *n);
-GORT_HIDDEN void gort__notesleep(gort_note *n);
-/* Sleep at most ns (< 0: forever); true when woken, false on time-out. */
-GORT_HIDDEN bool gort__notetsleep(gort_note *n, int64_t ns);
-GORT_HIDDEN void gort__futexsleep(uint32_t *addr, uint32_t val, int64_t ns);
-GORT_HIDDEN void gort__futexwake(uint32_t *addr, int cnt);
-
-/* ---------------------------------------------------------------------------
- * Context switch (src/arch/<arch>.S).
- *
- * gort__ctx_switch saves the callee-saved registers (and the FP control
- * state) on the current stack, stores the stack pointer in *save_sp, loads
- * to_sp, restores that context's registers and returns `arg` in it.  A
- * context made by gort__ctx_make starts by calling entry(arg) with the arg
- * of the first switch into it; entry must never return.  gort makes a
- * goroutine's first context lazily, on the M that first runs it, so that
- * creating a goroutine does not touch its stack.
- * ------------------------------------------------------------------------- */
-
-GORT_HIDDEN void *gort__ctx_switch(void **save_sp, void *to_sp, void *arg);
-GORT_HIDDEN void *gort__ctx_make(void *stack_top, void (*entry)(void *),
-                                 const uint64_t *fpctl);
-/* Save the FP control modes (rounding, flush-to-zero, exception masks) in
- * the form gort__ctx_make takes. */
-GORT_HIDDEN void gort__fpctl_save(uint64_t *fpctl);
+#include "arch.h"
 
 /* ---------------------------------------------------------------------------
  * G: goroutine.  Mirrors type g (runtime2.go).
@@ -1024,6 +899,16 @@ struct gort_debugvars {
 };
 GORT_HIDDEN extern struct gort_debugvars gort__debug;
 
+/* The thread that called gort_main. */
+GORT_HIDDEN extern struct m *gort__m0;
+/* gort_main's result; for ThreadSanitizer, the address that orders the
+ * main goroutine's work before gort_main's return. */
+GORT_HIDDEN extern int gort__main_status;
+/* Keep a replaced array until shutdown (racy readers may hold it), and
+ * free them all then (sched.c). */
+GORT_HIDDEN void gort__retire(void *mem);
+GORT_HIDDEN void gort__retired_free(void);
+
 /* ---------------------------------------------------------------------------
  * The current M and G.
  *
@@ -1182,324 +1067,17 @@ static inline struct m *gort__need_goroutine(const char *who)
 GORT_HIDDEN uint32_t gort__fastrand(void);
 GORT_HIDDEN uint32_t gort__fastrandn(uint32_t n);
 
-/* ---------------------------------------------------------------------------
- * Run queues (runq.c).
- * ------------------------------------------------------------------------- */
+#include "runq.h"
 
-GORT_HIDDEN void gort__runqput_slow(struct p *pp, struct g *gp, bool next);
-GORT_HIDDEN struct g *gort__runqget(struct p *pp, bool *inherit_time);
-GORT_HIDDEN bool gort__runqempty(struct p *pp);
-GORT_HIDDEN uint32_t gort__runqlen(struct p *pp);
-GORT_HIDDEN struct g *gort__runqsteal(struct p *pp, struct p *p2, bool stealnext);
-/* Put a batch on pp's ring, the overflow globally (owner P only). */
-GORT_HIDDEN void gort__runqputbatch(struct p *pp, struct gqueue *q, int32_t n);
-/* Empty pp's local queue and runnext into the global queue (procresize). */
-GORT_HIDDEN void gort__runqdrain_to_global_locked(struct p *pp);
-/* Global queue; callers hold sched.lock. */
-GORT_HIDDEN void gort__globrunqputhead_locked(struct g *gp);
-GORT_HIDDEN void gort__globrunqputbatch_locked(struct gqueue *batch, int32_t n);
-GORT_HIDDEN struct g *gort__globrunqget_slow(struct p *pp, int32_t max);
-GORT_HIDDEN void gort__globrunqputwoken_locked(struct gqueue *batch,
-                                              int32_t n);
-GORT_HIDDEN void gort__gsegq_push_slow(struct gsegq *q, struct g *gp);
-GORT_HIDDEN void gort__gsegq_push_head(struct gsegq *q, struct g *gp);
-GORT_HIDDEN void gort__gsegq_retire(struct gsegq *q);
-/* Free every segment of q, spares included. */
-GORT_HIDDEN void gort__gsegq_fini(struct gsegq *q);
-/* Is gp on the global queue?  (checkdead's message) */
-GORT_HIDDEN bool gort__globrunq_has_locked(struct g *gp);
-/* Free the global queue's segments (shutdown). */
-GORT_HIDDEN void gort__globrunq_fini(void);
+#include "stack.h"
 
-/* Start loading a G that will be used soon into the cache (every line of
- * it).  A G that has waited in a deep queue or on a free list has gone
- * cold, and its misses, taken one after another when its turn comes, are
- * much of what a short goroutine costs; fetched one G ahead, its lines
- * arrive while the current one runs.  A prefetch of a G that ends up used
- * elsewhere is only wasted. */
-static inline void gort__prefetch_g(const struct g *gp)
-{
-    const char *p = (const char *)((uintptr_t)gp & ~(uintptr_t)63);
-    const char *end = (const char *)gp + sizeof *gp;
-    for (; p < end; p += 64)
-        __builtin_prefetch(p, 1);
-}
+#include "os_linux.h"
 
-static inline void gort__gsegq_push(struct gsegq *q, struct g *gp)
-{
-    struct gqseg *s = q->tail;
-    if (GORT_LIKELY(s && s->tail < GORT_GQSEG_N)) {
-        s->g[s->tail++] = gp;
-        return;
-    }
-    gort__gsegq_push_slow(q, gp);
-}
-/* Pop from a queue known to hold a G. */
-static inline struct g *gort__gsegq_pop_some(struct gsegq *q)
-{
-    struct gqseg *s = q->head;
-    GORT_DASSERT(s && s->head < s->tail); /* the caller's count was right */
-    struct g *gp = s->g[s->head++];
-    if (s->head == s->tail) {
-        if (s->next)
-            gort__gsegq_retire(q);
-        else
-            s->head = s->tail = 0; /* the last one: kept, empty */
-    }
-    return gp;
-}
-/* Pop from any queue: NULL when it is empty. */
-static inline struct g *gort__gsegq_pop(struct gsegq *q)
-{
-    struct gqseg *s = q->head;
-    if (!s || s->head == s->tail)
-        return NULL;
-    return gort__gsegq_pop_some(q);
-}
+#include "env.h"
 
-static inline void gort__gqueue_push(struct gqueue *q, struct g *gp)
-{
-    gp->schedlink = NULL;
-    if (q->tail)
-        q->tail->schedlink = gp;
-    else
-        q->head = gp;
-    q->tail = gp;
-}
-static inline struct g *gort__gqueue_pop(struct gqueue *q)
-{
-    struct g *gp = q->head;
-    if (gp) {
-        q->head = gp->schedlink;
-        if (!q->head)
-            q->tail = NULL;
-        gp->schedlink = NULL;
-    }
-    return gp;
-}
-/* Put gp at the tail of the global queue; sched.lock held. */
-static inline void gort__globrunqput_locked(struct g *gp)
-{
-    gort__lock_assert_held(&gort__sched.lock);
-    gort__gsegq_push(&gort__sched.runq, gp);
-    /* Relaxed store: readers outside the lock use it as a hint only. */
-    store_relaxed(&gort__sched.runqsize, gort__sched.runqsize + 1);
-}
+#include "schedstats.h"
 
-/* Put gp on pp's local queue (runq.c); with next, into runnext.  The
- * commonest case inline: an empty runnext, which only the owner fills
- * (thieves only take from it), takes a release store. */
-static inline void gort__runqput(struct p *pp, struct g *gp, bool next)
-{
-    if (next && !gort__debug.randomize &&
-        load_relaxed(&pp->runnext) == NULL) {
-        /* Release: publishes the G to a thief's load-acquire. */
-        store_rel(&pp->runnext, gp);
-        return;
-    }
-    gort__runqput_slow(pp, gp, next);
-}
-
-/* Pop the global queue's head, the woken part first; it holds a G.
- * sched.lock held. */
-static inline struct g *gort__globpop_locked(void)
-{
-    gort__lock_assert_held(&gort__sched.lock);
-    if (GORT_UNLIKELY(gort__sched.nwoken > 0)) {
-        /* Relaxed store: pick_fast reads it outside the lock. */
-        store_relaxed(&gort__sched.nwoken, gort__sched.nwoken - 1);
-        return gort__gsegq_pop_some(&gort__sched.runq_woken);
-    }
-    return gort__gsegq_pop_some(&gort__sched.runq);
-}
-
-/* One G from the global queue for pp's 61-tick turn.  Its two parts take
- * turns when both hold Gs: the plain part on one, so that goroutines that
- * yielded, were preempted or are new run however many timers fire; the
- * woken part on the next, so that due sleepers run however busy pp's
- * queue and the plain part keep each other (otherwise the woken part is
- * taken first, but only when pp's queue is empty).  sched.lock held. */
-static inline struct g *gort__globrunqget_turn_locked(struct p *pp)
-{
-    gort__lock_assert_held(&gort__sched.lock);
-    int32_t size = gort__sched.runqsize;
-    if (size == 0)
-        return NULL;
-    store_relaxed(&gort__sched.runqsize, size - 1);
-    int32_t nwoken = gort__sched.nwoken;
-    if (nwoken > 0 && nwoken < size && !(pp->globwoken = !pp->globwoken))
-        return gort__gsegq_pop_some(&gort__sched.runq);
-    return gort__globpop_locked();
-}
-
-/* Take from the global queue: one G, and with max != 1 a batch more into
- * pp's ring (runq.c).  The single-G case, the usual one, inline. */
-static inline struct g *gort__globrunqget_locked(struct p *pp, int32_t max)
-{
-    gort__lock_assert_held(&gort__sched.lock);
-    int32_t size = gort__sched.runqsize;
-    if (size == 1 || (max == 1 && size > 0)) {
-        /* Relaxed store: readers outside the lock use it as a hint. */
-        store_relaxed(&gort__sched.runqsize, size - 1);
-        return gort__globpop_locked();
-    }
-    return size == 0 ? NULL : gort__globrunqget_slow(pp, max);
-}
-
-/* ---------------------------------------------------------------------------
- * Stacks (stack.c).
- * ------------------------------------------------------------------------- */
-
-enum { STACK_GUARD_NONE = 0, STACK_GUARD_MADVISE, STACK_GUARD_MPROTECT,
-       STACK_GUARD_CANARY };
-GORT_HIDDEN extern size_t gort__stack_size;
-GORT_HIDDEN int gort__stackinit(void);
-GORT_HIDDEN void gort__stackfini(void);
-/* sysmon: return the pages of stacks idle in the pool for
- * gort__debug.stackidle ms to the OS, a bounded batch per call.  Returns
- * how many stacks it trimmed; *next is when the next is due, or 0 when
- * no stack in the pool waits to be trimmed. */
-GORT_HIDDEN int gort__stack_scavenge(int64_t now, int64_t *next);
-/* Promise n stacks (mapping arenas as needed): 0 or -ENOMEM. */
-GORT_HIDDEN int gort__stack_reserve(int32_t n);
-GORT_HIDDEN void gort__stackunreserve(int32_t n);
-/* For a G's first run on a P whose cache is empty: take a slot against
- * the G's reservation, and refill the cache with up to half its size from
- * the pool's unreserved slots, in one lock hold. */
-GORT_HIDDEN void gort__stackcache_refill_reserved(struct stackcache *c,
-                                                  struct gstack *st);
-GORT_HIDDEN void gort__stackfree(struct gstack *st);
-/* Take the hottest stack of a P's cache: 0, or -1 if it is empty. */
-GORT_HIDDEN int gort__stackcache_get(struct stackcache *c, struct gstack *st);
-/* Give a stack to the top of a P's cache; a full cache spills its coldest
- * half to the pool. */
-GORT_HIDDEN void gort__stackcache_put(struct stackcache *c,
-                                      const struct gstack *st);
-/* Return every cached stack to the global pool. */
-GORT_HIDDEN void gort__stackcache_flush(struct stackcache *c);
-/* Give a stack's usable part fresh zero pages, keeping its guard (for
- * ThreadSanitizer, san.c).  Fatal if the kernel refuses. */
-GORT_HIDDEN void gort__stack_renew(struct gstack *st);
-/* Fatal if an unguarded stack's canary was overwritten. */
-GORT_HIDDEN void gort__stack_check_canary(struct g *gp);
-GORT_HIDDEN bool gort__stack_canary_ok(struct g *gp);
-/* Report the overflow of a G found running with its canary overwritten
- * (sysmon). */
-GORT_HIDDEN GORT_NORETURN void gort__stack_overflow_running(struct g *gp);
-static inline void gort__stack_check(struct g *gp)
-{
-    if (GORT_UNLIKELY(gp->stack.guard == STACK_GUARD_CANARY))
-        gort__stack_check_canary(gp);
-}
-/* True when addr is in gp's guard region: a fault there is an overflow. */
-GORT_HIDDEN bool gort__stack_is_guard(struct g *gp, uintptr_t addr);
-GORT_HIDDEN const char *gort__stack_guard_name(int guard);
-
-/* ---------------------------------------------------------------------------
- * OS (os_linux.c).
- * ------------------------------------------------------------------------- */
-
-GORT_HIDDEN int32_t gort__gettid(void);
-/* The CPU time thread tid (0: the caller) has used, in ns; 0 if
- * unknown. */
-GORT_HIDDEN uint64_t gort__thread_cputime(int32_t tid);
-GORT_HIDDEN int gort__newosproc(struct m *mp, void *(*start)(void *));
-GORT_HIDDEN int gort__minit(struct m *mp);
-GORT_HIDDEN void gort__unminit(struct m *mp);
-GORT_HIDDEN void gort__osyield(void);
-GORT_HIDDEN void gort__usleep(int64_t us);
-GORT_HIDDEN int gort__signals_install(void);
-GORT_HIDDEN void gort__signals_restore(void);
-
-/* ---------------------------------------------------------------------------
- * Environment and settings (env.c).
- * ------------------------------------------------------------------------- */
-
-/* CPUs this process may use: sched_getaffinity, at least 1. */
-GORT_HIDDEN int gort__affinity_cpus(void);
-/*
- * The CPU limit from the cgroup (v1 cpu.cfs_quota_us/cfs_period_us or v2
- * cpu.max, the smallest along the path to the root), read below `root`
- * ("" for the real filesystem; tests pass a fake tree with the same layout:
- * root/proc/self/cgroup, root/proc/self/mountinfo, root/sys/fs/cgroup/...).
- * Returns the limit in CPUs (e.g. 1.5) or a value <= 0 when there is none.
- */
-GORT_HIDDEN double gort__cgroup_cpu_limit(const char *root);
-/* Default GOMAXPROCS: affinity CPUs capped by ceil(cgroup limit), >= 1. */
-GORT_HIDDEN int gort__default_procs(const char *root, int ncpu);
-/* Parse GORTMAXPROCS; on error print a message and return dflt. */
-GORT_HIDDEN int gort__parse_maxprocs(const char *s, int dflt);
-/* Parse GORTDEBUG into *dv (defaults kept for bad entries, each reported). */
-GORT_HIDDEN void gort__parse_debug(const char *s, struct gort_debugvars *dv);
-/* The same without reports (lock_futex.c reads lockfence when the library
- * loads; gort_main reads the whole variable again and reports then). */
-GORT_HIDDEN void gort__parse_debug_quiet(const char *s,
-                                         struct gort_debugvars *dv);
-/* Parse GORTSTACKSIZE; on error print a message and return dflt. */
-GORT_HIDDEN size_t gort__parse_stacksize(const char *s, size_t dflt);
-/* Read all settings from the environment (called by gort_main). */
-GORT_HIDDEN void gort__read_env(void);
-
-/* ---------------------------------------------------------------------------
- * Scheduling statistics (schedstats.c; metrics.c reads them).
- * ------------------------------------------------------------------------- */
-
-/* A stop-the-world that began at `began` (nanotime) has stopped every P
- * (stopping) or restarted the world (total): one sample each for
- * /sched/pauses/{stopping,total}/other.  Called by the stopper only. */
-GORT_HIDDEN void gort__stw_record_stopping(int64_t began, int64_t now);
-GORT_HIDDEN void gort__stw_record_total(int64_t began, int64_t now);
-
-/* ---------------------------------------------------------------------------
- * Fatal errors (fatal.c) and what they print (traceback.c, debug.c).
- * ------------------------------------------------------------------------- */
-
-/* A broken runtime invariant (Go's throw): "fatal error: msg" and the
- * goroutine dump with gort's own frames in it, whatever GORTTRACEBACK
- * says short of none (the bug is in them). */
-GORT_HIDDEN GORT_NORETURN void gort__throw(const char *fmt, ...)
-    __attribute__((format(printf, 1, 2)));
-/* A misuse by the program (Go's fatal): "fatal error: msg" and the
- * goroutine dump as GORTTRACEBACK says (the program's frames). */
-GORT_HIDDEN GORT_NORETURN void gort__fatal(const char *fmt, ...)
-    __attribute__((format(printf, 1, 2)));
-/* Claim the right to report a fatal error or signal: returns to the first
- * caller only (a second report on the same thread aborts, one on another
- * thread waits for the first to end the process). */
-GORT_HIDDEN void gort__fatal_begin(void);
-/* A fatal error is being reported. */
-GORT_HIDDEN bool gort__fatal_dying(void);
-/* Where a signal interrupted a thread (from its ucontext: os_linux.c). */
-struct gort_trap {
-    uintptr_t pc, sp, fp;
-    uintptr_t lr;   /* aarch64's link register; 0 on x86-64 */
-};
-GORT_HIDDEN void gort__trap_from_ucontext(struct gort_trap *t, const void *uc);
-/* The goroutine dump of a fatal error or signal: the goroutine this
- * thread runs (from trap when a signal handler calls, else NULL), then
- * every other one; gort's own frames too when runtime_frames (a throw).
- * traceback.c's gort__traceback_fatal, registered at start-up;
- * gort__fatal_dump prints nothing before that. */
-typedef void (*gort__dump_fn)(int fd, const struct gort_trap *trap,
-                              bool runtime_frames);
-GORT_HIDDEN void gort__fatal_set_dump(gort__dump_fn fn);
-GORT_HIDDEN void gort__fatal_dump(int fd, const struct gort_trap *trap,
-                                  bool runtime_frames);
-/* Write a formatted string to fd without malloc (async-signal-safe use). */
-GORT_HIDDEN void gort__printf(int fd, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-/* GORTTRACEBACK's levels (env.c): what fatal errors and SIGQUIT print
- * (none, only the goroutine that hit it, all goroutines, all with gort's
- * own frames). */
-enum { TRACEBACK_NONE, TRACEBACK_SINGLE, TRACEBACK_ALL, TRACEBACK_SYSTEM };
-GORT_HIDDEN extern int32_t gort__traceback_level;
-/* Parse GORTTRACEBACK; on error print a message and return dflt. */
-GORT_HIDDEN int32_t gort__parse_traceback(const char *s, int32_t dflt);
-/* Goroutine dumps (traceback.c): gort__fatal_dump's implementation. */
-GORT_HIDDEN void gort__traceback_fatal(int fd, const struct gort_trap *trap,
-                                       bool runtime_frames);
-/* schedtrace/scheddetail (debug.c). */
-GORT_HIDDEN void gort__schedtrace(bool detail);
+#include "fatal.h"
 
 /* ---------------------------------------------------------------------------
  * errno and SIGPIPE around gort's own calls (sched.c, os_linux.c).

@@ -31,7 +31,7 @@ import tempfile
 # Lowest first.  A module may use its own layer and those listed before it.
 LAYERS = [
     ("base", "atomics and the context switch (arch/)",
-     ["atomic", "aarch64", "aarch64_bti", "x86_64"]),
+     ["atomic", "arch", "aarch64", "aarch64_bti", "x86_64"]),
     ("core", "G, M, P, sched and the status change; the OS; locks; fatal "
              "errors; settings; run queues; stacks; symbol tables; "
              "sanitizer glue; scheduling statistics; the hooks",
@@ -44,7 +44,8 @@ LAYERS = [
                   "the network poller",
      ["aarch64_preempt", "x86_64_preempt", "proc", "procresize",
       "mthread", "newproc", "foreign", "sysmon",
-      "debug", "syscall", "preempt", "rawsys", "sema", "time", "netpoll",
+      "debug", "syscall", "preempt", "rawsys", "sema", "time", "timers",
+      "netpoll",
       "netpoll_epoll"]),
     ("objects", "channels, select, sync, timer channels, descriptor I/O",
      ["chan", "select", "sync", "timerchan", "fdio"]),

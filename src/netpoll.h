@@ -1,0 +1,112 @@
+/*
+ * netpoll.h - what netpoll.c offers the rest of the runtime: the network poller: pollDescs and the poller's sleep, wake and spin.
+ * Included through proc.h, the scheduler layer's header, after core.h.
+ */
+#ifndef GORT_NETPOLL_H
+#define GORT_NETPOLL_H
+
+/* A registered descriptor's state in the poller: its goroutines waiting
+ * to read and to write, its deadlines, its references.  Mirrors pollDesc
+ * (netpoll.go). */
+struct polldesc {
+    struct polldesc *link;  /* free list; under pollcache.lock */
+    int fd;                 /* atomic (relaxed): set under pollcache.lock
+                             * at registration, read by gort__fd_ref */
+    uint32_t refs;          /* atomic: PD_REF_* | calls in flight */
+    uint32_t seq;           /* bumped on reuse; events carry it */
+    uint32_t closing;       /* atomic: gort_close began */
+    bool stream;            /* a pipe or stream socket: a short read
+                             * leaves it empty; set at registration */
+    bool inq;               /* a TCP socket of gort's own with TCP_INQ on:
+                             * every read says whether it left the socket
+                             * empty (fdio.c, fd_read); set at
+                             * registration */
+    uint32_t rdrained;      /* atomic: the last read was short (see
+                             * fdio.c, fd_read) */
+    uint32_t rdhup;         /* atomic: an event said hang-up or error:
+                             * reads never wait first again */
+    uintptr_t rg, wg;       /* atomic: PD_* (netpoll.c) or a G */
+    int64_t rd, wd;         /* atomic: deadline (0 none, -1 expired) */
+    struct gtimer rt, wt;   /* deadline timers */
+};
+
+/* Set (release) once the backend is set up, on the first registration. */
+GORT_HIDDEN extern uint32_t gort__netpollinited;
+/* Whether the backend is set up.  Acquire: a thread that sees it set sees
+ * the backend's descriptors. */
+static inline bool gort__netpoll_inited(void)
+{
+    return load_acq(&gort__netpollinited) != 0;
+}
+GORT_HIDDEN void gort__netpoll_fini(void);
+/* Goroutines parked in IO wait. */
+GORT_HIDDEN uint32_t gort__netpoll_waiters(void);
+/* For the backend: readiness for mode ('r', 'w' or 'r' + 'w') arrived on
+ * pd (hup: it hung up or failed); the Gs it unblocks, RUNNABLE, go in q.
+ * Returns how many. */
+GORT_HIDDEN int32_t gort__netpoll_ready(struct polldesc *pd, int mode,
+                                        bool hup, struct gqueue *q);
+
+/* The poller's sleep, until `until` (0: until woken); returns the Gs the
+ * backend readied meanwhile (RUNNABLE, linked in q).  The caller holds no
+ * P and has claimed sched.lastpoll. */
+GORT_HIDDEN int32_t gort__netpoll_sleep(int64_t until, struct gqueue *q);
+/* Wake the M sleeping as the poller: through the backend once it is set
+ * up (gort__netpoll_break), else on the futex it then sleeps on. */
+GORT_HIDDEN void gort__netpoll_wake(void);
+/* A timer at `when` was added: wake the poller if it would sleep past
+ * it, or, with no poller, a P.  Mirrors wakeNetPoller (proc.go). */
+GORT_HIDDEN void gort__netpoll_wake_by(int64_t when);
+/* Whether the poller's spin pays: spin now (SPINPAY_*: while it
+ * does not pay, one idle spell in 64 to 1,024 probes)?  Does an idle spell that
+ * ended after gap ns, spun or slept, tell anything?  Record it (probe: it
+ * was a probe).  Reset (gort_main's start, and tests).  The poller M
+ * only. */
+enum { SPINPAY_SLEEP = 0, SPINPAY_SPIN, SPINPAY_PROBE };
+GORT_HIDDEN int gort__spinpay_spin(void);
+GORT_HIDDEN bool gort__spinpay_counts(bool spun, int64_t gap, int64_t spin);
+GORT_HIDDEN void gort__spinpay_record(int64_t gap, int64_t spin, bool probe);
+GORT_HIDDEN void gort__spinpay_reset(void);
+/* A sleep of the poller cost its thread cpu ns of CPU (measured). */
+GORT_HIDDEN void gort__spinpay_sleepcpu(int64_t cpu);
+
+/* A registered descriptor's pollDesc, for fdio.c's calls.  Register fd
+ * (inq: a TCP socket with TCP_INQ on): 0 or -errno. */
+GORT_HIDDEN int gort__fd_register(int fd, bool inq);
+/* The pollDesc of a registered fd with a reference held (a closed one
+ * too: the call fails with -EBADF), or NULL; every call that uses it
+ * drops it with gort__fd_unref when done. */
+GORT_HIDDEN struct polldesc *gort__fd_ref(int fd);
+GORT_HIDDEN void gort__fd_unref(struct polldesc *pd);
+/* Close a registered fd (0 or -errno), or 1 when it is not registered. */
+GORT_HIDDEN int gort__fd_close(int fd);
+/* Park until pd is ready for mode ('r' or 'w'): 0, or -EBADF (closed),
+ * -ETIMEDOUT (its deadline passed). */
+GORT_HIDDEN int gort__fd_wait(struct polldesc *pd, int mode);
+GORT_HIDDEN int gort__fd_set_deadline(struct polldesc *pd, int mode,
+                                      int64_t when);
+/* The error that ends a wait in direction mode (0 none).  Mirrors
+ * netpollcheckerr.
+ *
+ * Closing and deadlines against a parking waiter are a store-buffer
+ * handshake: the waiter stores PD_WAIT in rg/wg and then loads closing and
+ * rd/wd; a closer or an expired deadline stores its flag and then loads
+ * rg/wg (netpollunblock).  With acquire/release alone both loads may read
+ * the old values (on x86-64 a plain store waits in the store buffer while
+ * the next load goes ahead), the waiter parks, nobody wakes it.  So all
+ * four accesses are sequentially consistent, as Go's atomics are: one of
+ * the two sides sees the other.  (On x86-64 the loads stay plain moves.) */
+static inline int gort__fd_checkerr(struct polldesc *pd, int mode)
+{
+    if (load_seqcst(&pd->closing)) {
+        /* ThreadSanitizer (san.c): the close happens before this. */
+        gort__san_acquire(&pd->closing);
+        return -EBADF;
+    }
+    int64_t d = load_seqcst(mode == 'r' ? &pd->rd : &pd->wd);
+    if (d < 0)
+        return -ETIMEDOUT;
+    return 0;
+}
+
+#endif /* GORT_NETPOLL_H */

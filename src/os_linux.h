@@ -1,0 +1,20 @@
+/*
+ * os_linux.h - what os_linux.c offers: threads, clocks and signals.
+ * Included through core.h, the core layer's header, at its place there.
+ */
+#ifndef GORT_OS_LINUX_H
+#define GORT_OS_LINUX_H
+
+GORT_HIDDEN int32_t gort__gettid(void);
+/* The CPU time thread tid (0: the caller) has used, in ns; 0 if
+ * unknown. */
+GORT_HIDDEN uint64_t gort__thread_cputime(int32_t tid);
+GORT_HIDDEN int gort__newosproc(struct m *mp, void *(*start)(void *));
+GORT_HIDDEN int gort__minit(struct m *mp);
+GORT_HIDDEN void gort__unminit(struct m *mp);
+GORT_HIDDEN void gort__osyield(void);
+GORT_HIDDEN void gort__usleep(int64_t us);
+GORT_HIDDEN int gort__signals_install(void);
+GORT_HIDDEN void gort__signals_restore(void);
+
+#endif /* GORT_OS_LINUX_H */

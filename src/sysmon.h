@@ -1,0 +1,16 @@
+/*
+ * sysmon.h - what sysmon.c offers the rest of the runtime: the system monitor.
+ * Included through proc.h, the scheduler layer's header, after core.h.
+ */
+#ifndef GORT_SYSMON_H
+#define GORT_SYSMON_H
+
+/* sysmon (sysmon.c). */
+GORT_HIDDEN int gort__sysmon_start(void);
+GORT_HIDDEN void gort__sysmon_stop(void);
+GORT_HIDDEN void gort__sysmon_wake(void);
+/* Put sysmon back on its shortest rounds (a syscall holds a P that has
+ * work waiting). */
+GORT_HIDDEN void gort__sysmon_kick(void);
+
+#endif /* GORT_SYSMON_H */

@@ -1,0 +1,23 @@
+/*
+ * timers.h - what time.c offers the rest of the runtime: the per-P timers.
+ * Included through proc.h, the scheduler layer's header, after core.h.
+ */
+#ifndef GORT_TIMERS_H
+#define GORT_TIMERS_H
+
+GORT_HIDDEN int64_t gort__timers_check(struct p *pp, int64_t now);
+GORT_HIDDEN int64_t gort__timers_earliest(void);
+GORT_HIDDEN bool gort__timers_any(void);
+GORT_HIDDEN void gort__timers_move(struct p *from, struct p *to);
+GORT_HIDDEN void gort__timers_fini(struct p *pp);
+GORT_HIDDEN void gort__gtimer_reset(struct gtimer *t, int64_t when);
+GORT_HIDDEN bool gort__gtimer_stop(struct gtimer *t);
+/* The calling goroutine's P, whose heap its timers go on (fatal, naming
+ * who, outside a goroutine or on a thread gort did not create). */
+GORT_HIDDEN struct p *gort__timer_p(const char *who);
+/* Put t, in no heap, on pp's heap at t->when; take t out of its heap
+ * (true if it was pending).  Both with t->mu held. */
+GORT_HIDDEN void gort__timer_add(struct p *pp, struct gtimer *t);
+GORT_HIDDEN bool gort__timer_remove(struct gtimer *t);
+
+#endif /* GORT_TIMERS_H */
