@@ -23,7 +23,7 @@
  * checker sees the memory).
  */
 #include "fuzz.h"
-#include "proc.h"
+#include "../src/proc.h"
 
 #include <fcntl.h>
 #include <ftw.h>

@@ -12,7 +12,7 @@
  * and each other parser returns its default or a value in its range.
  */
 #include "fuzz.h"
-#include "proc.h"
+#include "../src/proc.h"
 
 #include <string.h>
 
