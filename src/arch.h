@@ -1,6 +1,7 @@
 /*
- * arch.h - what the context switch (arch/x86_64.S, arch/aarch64.S) offers: saving and resuming a context.
- * Included through core.h, the core layer's header, at its place there.
+ * arch.h - what the context switch (arch/x86_64.S, arch/aarch64.S) offers:
+ * saving and resuming a context. Included through core.h, the core layer's
+ * header, at its place there.
  */
 #ifndef GORT_ARCH_H
 #define GORT_ARCH_H

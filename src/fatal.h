@@ -1,6 +1,7 @@
 /*
- * fatal.h - what fatal.c offers: fatal errors, the runtime's printing, the dump hook.
- * Included through core.h, the core layer's header, at its place there.
+ * fatal.h - what fatal.c offers: fatal errors, the runtime's printing, the
+ * dump hook. Included through core.h, the core layer's header, at its place
+ * there.
  */
 #ifndef GORT_FATAL_H
 #define GORT_FATAL_H

@@ -1,6 +1,7 @@
 /*
- * foreign.h - what foreign.c offers the rest of the runtime: foreign threads' extra Ms and Gs.
- * Included through proc.h, the scheduler layer's header, after core.h.
+ * foreign.h - what foreign.c offers the rest of the runtime: foreign
+ * threads' extra Ms and Gs. Included through proc.h, the scheduler layer's
+ * header, after core.h.
  */
 #ifndef GORT_FOREIGN_H
 #define GORT_FOREIGN_H

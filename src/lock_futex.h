@@ -1,6 +1,8 @@
 /*
- * lock_futex.h - what lock_futex.c and lockrank.c offers: runtime locks, spin locks and notes, their ranks and the checks (the lock paths that need the M are at the end of core.h).
- * Included through core.h, the core layer's header, at its place there.
+ * lock_futex.h - what lock_futex.c and lockrank.c offers: runtime locks,
+ * spin locks and notes, their ranks and the checks (the lock paths that
+ * need the M are at the end of core.h). Included through core.h, the core
+ * layer's header, at its place there.
  */
 #ifndef GORT_LOCK_FUTEX_H
 #define GORT_LOCK_FUTEX_H

@@ -1,6 +1,8 @@
 /*
- * mthread.h - what mthread.c offers the rest of the runtime: Ms: making, parking and starting them, LockOSThread, deadlock detection, the main goroutine's exit.
- * Included through proc.h, the scheduler layer's header, after core.h.
+ * mthread.h - what mthread.c offers the rest of the runtime: Ms: making,
+ * parking and starting them, LockOSThread, deadlock detection, the main
+ * goroutine's exit. Included through proc.h, the scheduler layer's header,
+ * after core.h.
  */
 #ifndef GORT_MTHREAD_H
 #define GORT_MTHREAD_H

@@ -1,6 +1,7 @@
 /*
- * netpoll.h - what netpoll.c offers the rest of the runtime: the network poller: pollDescs and the poller's sleep, wake and spin.
- * Included through proc.h, the scheduler layer's header, after core.h.
+ * netpoll.h - what netpoll.c offers the rest of the runtime: the network
+ * poller: pollDescs and the poller's sleep, wake and spin. Included through
+ * proc.h, the scheduler layer's header, after core.h.
  */
 #ifndef GORT_NETPOLL_H
 #define GORT_NETPOLL_H

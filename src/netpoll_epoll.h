@@ -1,6 +1,7 @@
 /*
- * netpoll_epoll.h - what netpoll_epoll.c offers the rest of the runtime: the network poller's epoll backend.
- * Included through proc.h, the scheduler layer's header, after core.h.
+ * netpoll_epoll.h - what netpoll_epoll.c offers the rest of the runtime:
+ * the network poller's epoll backend. Included through proc.h, the
+ * scheduler layer's header, after core.h.
  */
 #ifndef GORT_NETPOLL_EPOLL_H
 #define GORT_NETPOLL_EPOLL_H

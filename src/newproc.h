@@ -1,6 +1,7 @@
 /*
- * newproc.h - what newproc.c offers the rest of the runtime: goroutine creation and the G structures.
- * Included through proc.h, the scheduler layer's header, after core.h.
+ * newproc.h - what newproc.c offers the rest of the runtime: goroutine
+ * creation and the G structures. Included through proc.h, the scheduler
+ * layer's header, after core.h.
  */
 #ifndef GORT_NEWPROC_H
 #define GORT_NEWPROC_H

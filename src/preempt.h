@@ -1,6 +1,7 @@
 /*
- * preempt.h - what preempt.c offers the rest of the runtime: cooperative and asynchronous preemption.
- * Included through proc.h, the scheduler layer's header, after core.h.
+ * preempt.h - what preempt.c offers the rest of the runtime: cooperative
+ * and asynchronous preemption. Included through proc.h, the scheduler
+ * layer's header, after core.h.
  */
 #ifndef GORT_PREEMPT_H
 #define GORT_PREEMPT_H

@@ -1,6 +1,7 @@
 /*
- * procresize.h - what procresize.c offers the rest of the runtime: stop-the-world, GOMAXPROCS and P ownership.
- * Included through proc.h, the scheduler layer's header, after core.h.
+ * procresize.h - what procresize.c offers the rest of the runtime: stop-
+ * the-world, GOMAXPROCS and P ownership. Included through proc.h, the
+ * scheduler layer's header, after core.h.
  */
 #ifndef GORT_PROCRESIZE_H
 #define GORT_PROCRESIZE_H

@@ -1,6 +1,7 @@
 /*
- * rawsys.h - what rawsys.c offers the rest of the runtime: blocking calls nobody wrapped.
- * Included through proc.h, the scheduler layer's header, after core.h.
+ * rawsys.h - what rawsys.c offers the rest of the runtime: blocking calls
+ * nobody wrapped. Included through proc.h, the scheduler layer's header,
+ * after core.h.
  */
 #ifndef GORT_RAWSYS_H
 #define GORT_RAWSYS_H

@@ -1,6 +1,6 @@
 /*
- * runq.h - what runq.c offers: the local and global run queues.
- * Included through core.h, the core layer's header, at its place there.
+ * runq.h - what runq.c offers: the local and global run queues. Included
+ * through core.h, the core layer's header, at its place there.
  */
 #ifndef GORT_RUNQ_H
 #define GORT_RUNQ_H

@@ -1,6 +1,7 @@
 /*
- * schedstats.h - what schedstats.c offers: what the scheduler records for the metrics.
- * Included through core.h, the core layer's header, at its place there.
+ * schedstats.h - what schedstats.c offers: what the scheduler records for
+ * the metrics. Included through core.h, the core layer's header, at its
+ * place there.
  */
 #ifndef GORT_SCHEDSTATS_H
 #define GORT_SCHEDSTATS_H

@@ -1,6 +1,7 @@
 /*
- * sema.h - what sema.c offers the rest of the runtime: the runtime's semaphores and notify lists.
- * Included through proc.h, the scheduler layer's header, after core.h.
+ * sema.h - what sema.c offers the rest of the runtime: the runtime's
+ * semaphores and notify lists. Included through proc.h, the scheduler
+ * layer's header, after core.h.
  */
 #ifndef GORT_SEMA_H
 #define GORT_SEMA_H

@@ -1,6 +1,8 @@
 /*
- * syscall.h - what syscall.c offers the rest of the runtime: entersyscall/exitsyscall as the scheduler sees them, and the body of a blocking-call wrapper.
- * Included through proc.h, the scheduler layer's header, after core.h.
+ * syscall.h - what syscall.c offers the rest of the runtime:
+ * entersyscall/exitsyscall as the scheduler sees them, and the body of a
+ * blocking-call wrapper. Included through proc.h, the scheduler layer's
+ * header, after core.h.
  */
 #ifndef GORT_SYSCALL_H
 #define GORT_SYSCALL_H

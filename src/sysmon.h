@@ -1,6 +1,7 @@
 /*
- * sysmon.h - what sysmon.c offers the rest of the runtime: the system monitor.
- * Included through proc.h, the scheduler layer's header, after core.h.
+ * sysmon.h - what sysmon.c offers the rest of the runtime: the system
+ * monitor. Included through proc.h, the scheduler layer's header, after
+ * core.h.
  */
 #ifndef GORT_SYSMON_H
 #define GORT_SYSMON_H
