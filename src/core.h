@@ -7,6 +7,8 @@
  * tracehooks.h, symbolize.h), included here where the structures need
  * them or once the structures are complete; a file of any layer includes
  * core.h (the scheduler's files through proc.h), not those one by one.
+ * It runs past 1,200 lines because the four structures, with every
+ * field's owner and memory order, are most of it and belong together.
  *
  * The scheduler's vocabulary is Go's (runtime2.go, proc.go):
  *
