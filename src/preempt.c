@@ -55,14 +55,15 @@
  * whole signal context (every general register, the flags, and the
  * floating-point and vector state the kernel saved with XSAVE: SSE, AVX,
  * AVX-512; on aarch64 the FP/SIMD and SVE records) onto the G's stack below
- * the red zone, and points the PC at the stub with the stack pointer below
- * the copy.  The stub calls gort__async_preempt2, which yields the G
- * (G_PREEMPTED, then runnable on the global queue, as Go's gopreempt_m).
- * When the G runs again, on whichever thread, the stub resumes it with the
- * rt_sigreturn system call on the copy: the kernel restores every
- * register, exactly as on a normal return from a handler.  Before that the
- * copy's signal mask and alternate signal stack are replaced with the
- * current thread's, which rt_sigreturn also installs.
+ * the red zone, and points the PC at the trampoline with the stack pointer
+ * below the copy.  The trampoline calls gort__async_preempt2, which yields
+ * the G (G_PREEMPTED, then runnable on the global queue, as Go's
+ * gopreempt_m).  When the G runs again, on whichever thread, the
+ * trampoline resumes it with the rt_sigreturn system call on the copy:
+ * the kernel restores every register, exactly as on a normal return from
+ * a handler.  Before that the copy's signal mask and alternate signal
+ * stack are replaced with the current thread's, which rt_sigreturn also
+ * installs.
  *
  * Off under ThreadSanitizer (it defers asynchronous signals to its own safe
  * points and gives the handler a copy of the context, so the context
@@ -314,7 +315,7 @@ void gort__preempt_signal(struct m *mp)
  * a stack of the G's own for preemptions (g->preemptstk, mapped the first
  * time it is needed, kept while the G struct lives), so that a G deep in
  * its stack is preempted like any other: only the kernel's signal frame
- * must fit, and it goes on the signal stack.  The stub's frames follow
+ * must fit, and it goes on the signal stack.  The trampoline's frames follow
  * the copy down whichever stack it is on.
  * ------------------------------------------------------------------------- */
 
@@ -385,7 +386,7 @@ static void raw_copy(void *dst, const void *src, size_t n)
                          : "memory");
 }
 
-/* Copy the context below the red zone and redirect it to the stub.
+/* Copy the context below the red zone and redirect it to the trampoline.
  * Returns false when it cannot (unknown FP state layout, no stack). */
 static bool inject(ucontext_t *uc, struct g *gp)
 {
@@ -409,14 +410,14 @@ static bool inject(ucontext_t *uc, struct g *gp)
     raw_copy((void *)ucdst, uc, sizeof(ucontext_t));
     ((ucontext_t *)ucdst)->uc_mcontext.fpregs =
         (struct _libc_fpstate *)fpdst;
-    /* The stub runs C code: give it the state the ABI promises at a call
+    /* The trampoline runs C code: give it the state the ABI promises at a call
      * (the copy keeps the real one).  Direction flag clear; x87 stack
      * empty (tag word and TOP as after FINIT; the kernel loads this on
      * return from the handler). */
     uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)0x400;
     fp->ftw = 0;
     fp->swd &= (uint16_t)~0x3800u;
-    /* Resume in the stub with the copy at the stack pointer. */
+    /* Resume in the trampoline with the copy at the stack pointer. */
     uc->uc_mcontext.gregs[REG_RSP] = (greg_t)ucdst;
     uc->uc_mcontext.gregs[REG_RDI] = (greg_t)ucdst;
     uc->uc_mcontext.gregs[REG_RIP] = (greg_t)(uintptr_t)gort__async_preempt;
@@ -615,7 +616,7 @@ static void sigurg_handler(int sig, siginfo_t *info, void *uctx)
     errno = saved_errno;
 }
 
-/* Called by the stub on the G's stack, with the copied context at ucopy.
+/* Called by the trampoline on the G's stack, with the copied context at ucopy.
  * Mirrors asyncPreempt2 and gopreempt_m. */
 static struct g *preempt_m(struct g *gp)
 {
@@ -649,7 +650,8 @@ void gort__async_preempt2(void *ucopy)
          * on short rounds, it times the next G's slice from its start. */
         gort__sysmon_kick();
     }
-    /* Dumps walk on from the stub into the interrupted code through it. */
+    /* Dumps walk on from the trampoline into the interrupted code through
+     * it. */
     gp->preemptctx = (uintptr_t)uc;
     gort__casgstatus(gp, G_RUNNING, G_PREEMPTED);
     gort__mcall(preempt_m);

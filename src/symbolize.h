@@ -101,7 +101,7 @@ struct tbstart {
                             a return address */
     uintptr_t preemptctx;/* the goroutine's copy of its signal context at
                             an asynchronous preemption (a ucontext_t), or
-                            0: where the walk meets the preemption stub it
+                            0: where the walk meets the preemption trampoline it
                             continues in the interrupted code */
     uintptr_t leafret;   /* with trap: where the interrupted function
                             returns to if it has no frame record of its own

@@ -34,7 +34,7 @@
  *     or the signal context when a signal handler dumps (SIGQUIT, a stack
  *     overflow), or its saved context when the thread is on g0;
  *   - parked and runnable goroutines: the context saved by the switch;
- *     one preempted asynchronously continues through the preemption stub
+ *     one preempted asynchronously continues through the preemption trampoline
  *     into the interrupted code (its copied signal context);
  *   - a goroutine in a system call: the frame recorded by entersyscall
  *     (or the signal context that found an unwrapped call);
@@ -81,7 +81,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-/* The return address of the preemption stub's call (src/arch). */
+/* The return address of the preemption trampoline's call (src/arch). */
 GORT_HIDDEN extern const char gort__async_preempt_ret[];
 
 #define WORD sizeof(uintptr_t)
@@ -162,7 +162,7 @@ int gort__unwind(const struct tbstart *s, uintptr_t *pcs, uint8_t *traps,
     int n = 0;
     while (pc != 0) {
         if (pc == (uintptr_t)gort__async_preempt_ret && pctx) {
-            /* The preemption stub called from the signal context copied
+            /* The preemption trampoline called from the signal context copied
              * to pctx: go on in the interrupted code (once). */
             if (!on_stacks(s, pctx, sizeof(ucontext_t)))
                 break;

@@ -38,7 +38,7 @@ LAYERS = [
      ["core", "sched", "tracehooks", "os_linux", "lock_futex", "lockrank",
       "fatal", "env",
       "symbolize", "runq", "stack", "san", "schedstats"]),
-    ("scheduler", "scheduling, Ps, the preemption stub (arch/), "
+    ("scheduler", "scheduling, Ps, the preemption trampoline (arch/), "
                   "sysmon and the schedtrace it prints, "
                   "syscalls, preemption, the runtime semaphore, timers, "
                   "the network poller",

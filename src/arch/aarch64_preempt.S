@@ -1,5 +1,5 @@
 /*
- * aarch64_preempt.S - the asynchronous preemption stub for aarch64 (the
+ * aarch64_preempt.S - the asynchronous preemption trampoline for aarch64 (the
  * context switch is aarch64.S).
  *
  * void gort__async_preempt(void)  -- reached from the SIGURG handler

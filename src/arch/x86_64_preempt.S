@@ -1,5 +1,5 @@
 /*
- * x86_64_preempt.S - the asynchronous preemption stub for x86-64 (the
+ * x86_64_preempt.S - the asynchronous preemption trampoline for x86-64 (the
  * context switch is x86_64.S).
  *
  * void gort__async_preempt(void)  -- reached from the SIGURG handler

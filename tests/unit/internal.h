@@ -87,7 +87,7 @@
 /* Futex sleeps of the runtime locks so far (lock_futex.c; only the tests
  * read it).  Relaxed atomic counter. */
 GORT_HIDDEN extern uint64_t gort__lock_sleeps;
-/* The return address the preemption stub leaves in its frame
+/* The return address the preemption trampoline leaves in its frame
  * (arch/<arch>.S), where a stack walk crosses into the signal context
  * (traceback.c declares it for itself). */
 GORT_HIDDEN extern const char gort__async_preempt_ret[];

@@ -454,7 +454,7 @@ static void running_main(void *arg)
         return;
     /* On the only P: main's sleep ends once sysmon's signal preempted the
      * spinner, which is then runnable with its context saved by the
-     * preemption stub; its frames start where the signal landed. */
+     * preemption trampoline; its frames start where the signal landed. */
     gort_gomaxprocs(1);
     ATOMIC_STORE(&spin_stop, 0);
     id = gort_go(spin_until_stop, NULL);
@@ -473,7 +473,8 @@ static void running_main(void *arg)
 
 /* A goroutine spinning on another P is [running] with "stack unavailable" (as
  * Go); one preempted by the signal shows the function it was interrupted in
- * (the walk crosses the preemption stub into the copied signal context). */
+ * (the walk crosses the preemption trampoline into the copied signal
+ * context). */
 TEST_STATIC_ONLY(running_and_preempted)
 {
     run_main(running_main, NULL);
@@ -955,7 +956,7 @@ static void chain(const size_t *idx, int n)
 
 /* The walker on fake stacks: exact frames of a good chain, and loops, backward
  * links, pointers out of the stack, misalignment, the frame limit, the
- * preemption stub and random words never fault. */
+ * preemption trampoline and random words never fault. */
 TEST(unwind_corrupt)
 {
     uintptr_t pcs[GORT_TB_MAXFRAMES];
@@ -1010,7 +1011,7 @@ TEST(unwind_corrupt)
     CHECK_EQ(gort__unwind(&s, pcs, traps, 10, &more), 0);
     s.hi = 50;
     CHECK_EQ(gort__unwind(&s, pcs, traps, 10, &more), 0);
-    /* The preemption stub continues in the copied signal context, when
+    /* The preemption trampoline continues in the copied signal context, when
      * it lies inside the stack; else the walk stops. */
     chain(good, 5);
     ucontext_t *uc = (ucontext_t *)&stk[200];
