@@ -23,7 +23,8 @@
  * checker sees the memory).
  */
 #include "fuzz.h"
-#include "../src/proc.h"
+#include "../src/env.h"
+#include "../src/sched.h"
 
 #include <fcntl.h>
 #include <ftw.h>

@@ -12,7 +12,10 @@
  * and each other parser returns its default or a value in its range.
  */
 #include "fuzz.h"
-#include "../src/proc.h"
+#include "../src/env.h"
+#include "../src/fatal.h"
+#include "../src/sched.h"
+#include "../src/stack.h"
 
 #include <string.h>
 

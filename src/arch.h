@@ -1,10 +1,11 @@
 /*
- * arch.h - what the context switch (arch/x86_64.S, arch/aarch64.S) offers:
- * saving and resuming a context. Included through core.h, the core layer's
- * header, at its place there.
+ * arch.h - what the context switch (arch/x86_64.S, arch/aarch64.S)
+ * offers: saving and resuming a context.
  */
 #ifndef GORT_ARCH_H
 #define GORT_ARCH_H
+
+#include "defs.h"
 
 GORT_HIDDEN void *gort__ctx_switch(void **save_sp, void *to_sp, void *arg);
 GORT_HIDDEN void *gort__ctx_make(void *stack_top, void (*entry)(void *),

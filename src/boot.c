@@ -19,7 +19,27 @@
  *     beside gort_main (foreign threads, metrics, a wakep during boot)
  *     looks at it first.
  */
+#include "atomic.h"
+#include "defs.h"
+#include "env.h"
+#include "fatal.h"
+#include "foreign.h"
+#include "lock_futex.h"
+#include "mthread.h"
+#include "netpoll.h"
+#include "newproc.h"
+#include "os_linux.h"
+#include "preempt.h"
 #include "proc.h"
+#include "procresize.h"
+#include "rawsys.h"
+#include "runq.h"
+#include "san.h"
+#include "sched.h"
+#include "sema.h"
+#include "stack.h"
+#include "sysmon.h"
+#include "timers.h"
 #include "trace.h"
 
 #include <errno.h>

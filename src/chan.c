@@ -18,11 +18,20 @@
  *     dataqsiz; sendx == (recvx + qcount) mod dataqsiz.
  *   - closed only goes 0 -> 1.  After closing, both queues are empty.
  *
- * Lock order: a channel lock is an object lock (core.h); select takes
+ * Lock order: a channel lock is an object lock (sched.h); select takes
  * several at once only in address order.  Readying a G (sched.lock) is
  * done after the channel lock is released, as Go does.
  */
+#include "atomic.h"
 #include "chan.h"
+#include "defs.h"
+#include "fatal.h"
+#include "lock_futex.h"
+#include "preempt.h"
+#include "proc.h"
+#include "runq.h"
+#include "san.h"
+#include "sched.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -42,7 +51,6 @@ void gort__waitq_enqueue(struct waitq *q, struct sudog *sg)
         store_relaxed(&q->first, sg); /* peeked without the lock */
     q->last = sg;
 }
-
 
 /* Take the first waiter that can still be woken.  A select's sudog is
  * taken only by whoever wins the CAS on its G's selectdone, so a G parked

@@ -5,7 +5,10 @@
 #ifndef GORT_CHAN_H
 #define GORT_CHAN_H
 
-#include "proc.h"
+#include "atomic.h"
+#include "defs.h"
+#include "lock_futex.h"
+#include "sched.h"
 
 #include <string.h>
 

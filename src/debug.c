@@ -35,8 +35,13 @@
  *   - Printing never allocates (fixed stack buffers), so it works when
  *     malloc is broken or the fatal error is "out of memory".
  */
-#include "proc.h"
-
+#include "atomic.h"
+#include "defs.h"
+#include "fatal.h"
+#include "lock_futex.h"
+#include "mthread.h"
+#include "san.h"
+#include "sched.h"
 
 #include <signal.h>
 #include <stdarg.h>

@@ -70,7 +70,11 @@
  * buffers (capped), which makes long lines and a missing final newline
  * simple cases rather than special ones.
  */
-#include "core.h"
+#include "atomic.h"
+#include "env.h"
+#include "fatal.h"
+#include "sched.h"
+#include "stack.h"
 
 #include <fcntl.h>
 #include <limits.h>

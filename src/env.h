@@ -1,9 +1,11 @@
 /*
  * env.h - what env.c offers: the settings read from the environment.
- * Included through core.h, the core layer's header, at its place there.
  */
 #ifndef GORT_ENV_H
 #define GORT_ENV_H
+
+#include "defs.h"
+#include "sched.h"
 
 /* CPUs this process may use: sched_getaffinity, at least 1. */
 GORT_HIDDEN int gort__affinity_cpus(void);

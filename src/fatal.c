@@ -15,7 +15,11 @@
  *   - Printing never allocates (fixed stack buffers), so it works when
  *     malloc is broken or the fatal error is "out of memory".
  */
-#include "core.h"
+#include "atomic.h"
+#include "defs.h"
+#include "fatal.h"
+#include "os_linux.h"
+#include "sched.h"
 
 #include <signal.h>
 #include <stdarg.h>

@@ -1,10 +1,11 @@
 /*
- * fatal.h - what fatal.c offers: fatal errors, the runtime's printing, the
- * dump hook. Included through core.h, the core layer's header, at its place
- * there.
+ * fatal.h - what fatal.c offers: fatal errors, the runtime's printing,
+ * the dump hook.
  */
 #ifndef GORT_FATAL_H
 #define GORT_FATAL_H
+
+#include "defs.h"
 
 /* A broken runtime invariant (Go's throw): "fatal error: msg" and the
  * goroutine dump with gort's own frames in it, whatever GORTTRACEBACK

@@ -20,7 +20,12 @@
  * GORT_ERRNO, on the thread the system call ran on: a goroutine may come
  * back from a park or a syscall on another thread.
  */
-#include "proc.h"
+#include "atomic.h"
+#include "netpoll.h"
+#include "preempt.h"
+#include "san.h"
+#include "sched.h"
+#include "syscall.h"
 
 #include <errno.h>
 #include <fcntl.h>

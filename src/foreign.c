@@ -23,7 +23,19 @@
  *     M whose foreign_gen is not runtime_gen belongs to an earlier one,
  *     and its thread frees it.
  */
-#include "proc.h"
+#include "atomic.h"
+#include "defs.h"
+#include "fatal.h"
+#include "foreign.h"
+#include "lock_futex.h"
+#include "mthread.h"
+#include "newproc.h"
+#include "os_linux.h"
+#include "rawsys.h"
+#include "runq.h"
+#include "san.h"
+#include "sched.h"
+#include "syscall.h"
 
 static pthread_key_t extram_key;
 static pthread_once_t extram_key_once = PTHREAD_ONCE_INIT;

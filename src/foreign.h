@@ -1,10 +1,12 @@
 /*
  * foreign.h - what foreign.c offers the rest of the runtime: foreign
- * threads' extra Ms and Gs. Included through proc.h, the scheduler layer's
- * header, after core.h.
+ * threads' extra Ms and Gs.
  */
 #ifndef GORT_FOREIGN_H
 #define GORT_FOREIGN_H
+
+#include "defs.h"
+#include "sched.h"
 
 /* A foreign thread (mp, without a P) makes gp, of status from, runnable:
  * the global queue and a wakep. */

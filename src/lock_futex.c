@@ -4,7 +4,7 @@
  * The runtime's own locks (sched.lock and friends) are held for a few
  * hundred nanoseconds at most, so a lock first spins (actively with PAUSE,
  * then by yielding the CPU once) and only then sleeps in the kernel.
- * Mirrors lock_futex.go.  Spin locks (gort_spinlock, core.h: channel
+ * Mirrors lock_futex.go.  Spin locks (gort_spinlock, sched.h: channel
  * locks and a few other short ones) have their contended path here too.
  *
  * Two protocols, chosen once when the library is loaded:
@@ -42,12 +42,18 @@
  *     decrements it, so code holding a runtime lock is never preempted
  *     asynchronously (the signal handler checks m->locks).
  *   - A note is woken at most once between clears (double wake: fatal).
- *   - With GORT_LOCKRANK, every lock and unlock, here and in core.h's
+ *   - With GORT_LOCKRANK, every lock and unlock, here and in sched.h's
  *     inline paths, is reported to lockrank.c, which checks the lock
  *     order; the reports come after m->locks is counted up and before it
  *     is counted down.
  */
-#include "core.h"
+#include "atomic.h"
+#include "defs.h"
+#include "env.h"
+#include "fatal.h"
+#include "lock_futex.h"
+#include "os_linux.h"
+#include "sched.h"
 
 #include <errno.h>
 #include <linux/futex.h>
@@ -231,7 +237,7 @@ void gort__lock_slow(gort_lock *l, uint32_t v)
     }
 }
 
-/* A spin lock's contended path (core.h): spin on a plain load (the line
+/* A spin lock's contended path (sched.h): spin on a plain load (the line
  * stays shared), then let the holder's thread run if it was descheduled. */
 void gort__spinlock_slow(gort_spinlock *l)
 {

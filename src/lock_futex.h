@@ -1,11 +1,15 @@
 /*
- * lock_futex.h - what lock_futex.c and lockrank.c offers: runtime locks,
+ * lock_futex.h - what lock_futex.c and lockrank.c offer: runtime locks,
  * spin locks and notes, their ranks and the checks (the lock paths that
- * need the M are at the end of core.h). Included through core.h, the core
- * layer's header, at its place there.
+ * need the M are at the end of sched.h).
  */
 #ifndef GORT_LOCK_FUTEX_H
 #define GORT_LOCK_FUTEX_H
+
+#include "defs.h"
+
+struct g;
+struct m;
 
 /*
  * Lock ranks: the lock order at the top of this file as numbers, lowest

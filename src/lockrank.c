@@ -2,10 +2,10 @@
  * lockrank.c - the lock order, checked (builds with GORT_LOCKRANK only).
  * Mirrors lockrank_on.go.
  *
- * Every runtime lock carries a rank (enum lockrank, core.h), the
+ * Every runtime lock carries a rank (enum lockrank, sched.h), the
  * position of its kind in the lock order written at the top of
- * core.h.  Each thread keeps the list of the locks it holds, and the
- * lock paths (core.h, lock_futex.c) report to it: before a lock is
+ * sched.h.  Each thread keeps the list of the locks it holds, and the
+ * lock paths (sched.h, lock_futex.c) report to it: before a lock is
  * taken, gort__lockrank_acquire checks its rank against every lock the
  * thread holds and throws, naming both locks, when one of them ranks the
  * same or higher; after a lock is released, gort__lockrank_release takes
@@ -17,7 +17,7 @@
  * The list is per thread, not per M: locks are also taken on threads
  * without an M (foreign threads, the trace writer, tests), and a lock is
  * released on the thread that took it even when a context switch comes
- * between (park hands it to g0 or the next G of the same M, core.h).
+ * between (park hands it to g0 or the next G of the same M, sched.h).
  * It lives in thread-local storage that only these out-of-line functions
  * touch, so the address is computed afresh at each call and never carried
  * across a switch to another thread.
@@ -44,7 +44,9 @@
  *   - At most LOCKRANK_MAXHELD entries; more is a fatal error (no path
  *     in gort nests that deep).
  */
-#include "core.h"
+#include "defs.h"
+#include "fatal.h"
+#include "lock_futex.h"
 
 #include <stdio.h>
 #include <string.h>

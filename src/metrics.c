@@ -35,7 +35,10 @@
  *     Ps), never both at once, and allocates nothing; the Prometheus writer
  *     allocates only its output text.
  */
-#include "proc.h"
+#include "atomic.h"
+#include "lock_futex.h"
+#include "san.h"
+#include "sched.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -18,7 +18,23 @@
  *   - Whenever an M goes idle (or sleeps wired, or exits), checkdead
  *     counts the Ms that could still run a G, under sched.lock.
  */
+#include "atomic.h"
+#include "defs.h"
+#include "fatal.h"
+#include "lock_futex.h"
+#include "mthread.h"
+#include "netpoll.h"
+#include "os_linux.h"
+#include "preempt.h"
 #include "proc.h"
+#include "procresize.h"
+#include "rawsys.h"
+#include "runq.h"
+#include "san.h"
+#include "sched.h"
+#include "syscall.h"
+#include "timers.h"
+#include "tracehooks.h"
 
 #include <stdio.h>
 #include <string.h>

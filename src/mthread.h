@@ -1,11 +1,13 @@
 /*
  * mthread.h - what mthread.c offers the rest of the runtime: Ms: making,
  * parking and starting them, LockOSThread, deadlock detection, the main
- * goroutine's exit. Included through proc.h, the scheduler layer's header,
- * after core.h.
+ * goroutine's exit.
  */
 #ifndef GORT_MTHREAD_H
 #define GORT_MTHREAD_H
+
+#include "defs.h"
+#include "sched.h"
 
 /* A new M and its g0, not yet counted or on allm (NULL when out of
  * memory). */
@@ -53,7 +55,6 @@ GORT_HIDDEN bool gort__startlockedm(struct m *mp, struct g *gp);
 /* Deadlock detection whenever an M goes idle.  sched.lock held.  Mirrors
  * checkdead (proc.go). */
 GORT_HIDDEN void gort__checkdead_locked(void);
-
 
 /* On g0, the main goroutine gp having returned: stop the world and tell
  * every M to exit (an mcall function). */

@@ -51,13 +51,25 @@
  * Invariants:
  *   - rg/wg change only by CAS (atomics).  pollcache.lock (a spinlock)
  *     guards the fd table, the free list and the list of every pollDesc;
- *     it is held with no other runtime lock (core.h's lock order) and
+ *     it is held with no other runtime lock (sched.h's lock order) and
  *     never while a timer's lock is taken.
  *   - A slot holds at most one G.
  *   - One M at a time sleeps as the poller: it has exchanged
  *     sched.lastpoll for 0.
  */
+#include "atomic.h"
+#include "defs.h"
+#include "fatal.h"
+#include "lock_futex.h"
+#include "mthread.h"
+#include "netpoll.h"
+#include "netpoll_epoll.h"
+#include "os_linux.h"
 #include "proc.h"
+#include "runq.h"
+#include "san.h"
+#include "sched.h"
+#include "timers.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,10 +1,14 @@
 /*
  * netpoll.h - what netpoll.c offers the rest of the runtime: the network
- * poller: pollDescs and the poller's sleep, wake and spin. Included through
- * proc.h, the scheduler layer's header, after core.h.
+ * poller: pollDescs and the poller's sleep, wake and spin.
  */
 #ifndef GORT_NETPOLL_H
 #define GORT_NETPOLL_H
+
+#include "atomic.h"
+#include "defs.h"
+#include "san.h"
+#include "sched.h"
 
 /* A registered descriptor's state in the poller: its goroutines waiting
  * to read and to write, its deadlines, its references.  Mirrors pollDesc

@@ -28,7 +28,14 @@
  *   - At most one break is pending (wakesig): the poller drains the
  *     eventfd before the next break writes it again.
  */
-#include "proc.h"
+#include "atomic.h"
+#include "defs.h"
+#include "fatal.h"
+#include "netpoll.h"
+#include "netpoll_epoll.h"
+#include "san.h"
+#include "sched.h"
+#include "tracehooks.h"
 
 #include <errno.h>
 #include <string.h>

@@ -1,10 +1,13 @@
 /*
  * netpoll_epoll.h - what netpoll_epoll.c offers the rest of the runtime:
- * the network poller's epoll backend. Included through proc.h, the
- * scheduler layer's header, after core.h.
+ * the network poller's epoll backend.
  */
 #ifndef GORT_NETPOLL_EPOLL_H
 #define GORT_NETPOLL_EPOLL_H
+
+#include "defs.h"
+#include "netpoll.h"
+#include "sched.h"
 
 /* Set the backend up (0 or -errno), and close it at teardown. */
 GORT_HIDDEN int gort__netpoll_init(void);

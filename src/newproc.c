@@ -20,7 +20,20 @@
  *   - gort_go holds its P (m->locks) from taking a G off the free list
  *     until the new G is queued, so the P's caches stay its own.
  */
-#include "proc.h"
+#include "arch.h"
+#include "atomic.h"
+#include "defs.h"
+#include "fatal.h"
+#include "foreign.h"
+#include "lock_futex.h"
+#include "mthread.h"
+#include "newproc.h"
+#include "preempt.h"
+#include "runq.h"
+#include "san.h"
+#include "sched.h"
+#include "stack.h"
+#include "tracehooks.h"
 
 #include <errno.h>
 #include <string.h>

@@ -1,10 +1,12 @@
 /*
  * newproc.h - what newproc.c offers the rest of the runtime: goroutine
- * creation and the G structures. Included through proc.h, the scheduler
- * layer's header, after core.h.
+ * creation and the G structures.
  */
 #ifndef GORT_NEWPROC_H
 #define GORT_NEWPROC_H
+
+#include "defs.h"
+#include "sched.h"
 
 /* A new G on allgs: G_DEAD, no stack.  NULL when out of memory.  Mirrors
  * malg (proc.go). */

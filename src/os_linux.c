@@ -22,7 +22,10 @@
  *     decide the process is dying.
  *   - gort__signals_install/restore bracket one gort_main.
  */
-#include "core.h"
+#include "fatal.h"
+#include "os_linux.h"
+#include "sched.h"
+#include "stack.h"
 
 #include <errno.h>
 #include <signal.h>

@@ -1,9 +1,11 @@
 /*
  * os_linux.h - what os_linux.c offers: threads, clocks and signals.
- * Included through core.h, the core layer's header, at its place there.
  */
 #ifndef GORT_OS_LINUX_H
 #define GORT_OS_LINUX_H
+
+#include "defs.h"
+#include "sched.h"
 
 GORT_HIDDEN int32_t gort__gettid(void);
 /* The CPU time thread tid (0: the caller) has used, in ns; 0 if

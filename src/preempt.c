@@ -78,7 +78,18 @@
  *     atomics; it takes sched.lock only through entersyscall when a
  *     stop-the-world waits, and never with m->locks held.
  */
+#include "atomic.h"
+#include "defs.h"
+#include "lock_futex.h"
+#include "mthread.h"
+#include "preempt.h"
 #include "proc.h"
+#include "rawsys.h"
+#include "runq.h"
+#include "san.h"
+#include "sched.h"
+#include "syscall.h"
+#include "sysmon.h"
 
 #include <errno.h>
 #include <link.h>

@@ -1,10 +1,13 @@
 /*
  * preempt.h - what preempt.c offers the rest of the runtime: cooperative
- * and asynchronous preemption. Included through proc.h, the scheduler
- * layer's header, after core.h.
+ * and asynchronous preemption.
  */
 #ifndef GORT_PREEMPT_H
 #define GORT_PREEMPT_H
+
+#include "atomic.h"
+#include "defs.h"
+#include "sched.h"
 
 /* Cooperative preemption point: yield if sysmon asked this G to. */
 GORT_HIDDEN void gort__preempt_check(void);
@@ -23,7 +26,7 @@ GORT_HIDDEN int gort__preempt_init(void);
 GORT_HIDDEN void gort__preempt_fini(void);
 
 /* A G's own stack for preemptions deep in its stack (preempt.c; its
- * size, GORT_PREEMPT_STK, is in core.h beside struct g). */
+ * size, GORT_PREEMPT_STK, is in sched.h beside struct g). */
 GORT_HIDDEN void gort__preemptstk_free(struct g *gp);
 /* Whether preemption signals are used (not under ThreadSanitizer or
  * Valgrind, nor with GORTDEBUG=asyncpreemptoff=1). */

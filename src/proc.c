@@ -41,7 +41,26 @@
  * and the current M (sched.c), run queues (runq.c), stacks (stack.c),
  * sysmon (sysmon.c), schedtrace (debug.c), fatal errors (fatal.c).
  */
+#include "arch.h"
+#include "atomic.h"
+#include "defs.h"
+#include "fatal.h"
+#include "foreign.h"
+#include "lock_futex.h"
+#include "mthread.h"
+#include "netpoll.h"
+#include "netpoll_epoll.h"
+#include "newproc.h"
+#include "os_linux.h"
+#include "preempt.h"
 #include "proc.h"
+#include "procresize.h"
+#include "runq.h"
+#include "san.h"
+#include "sched.h"
+#include "stack.h"
+#include "timers.h"
+#include "tracehooks.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -49,8 +68,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
-
-
 
 /* ---------------------------------------------------------------------------
  * Context switching with the sanitizers told about it.

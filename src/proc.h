@@ -1,19 +1,20 @@
 /*
- * proc.h - the scheduler layer's header and proc.c's: park, ready,
- * schedule.  The layer's other modules have a header each (mthread.h,
+ * proc.h - proc.c's header: park, ready, schedule, the M's loop.  The
+ * scheduler layer's other modules have a header each (mthread.h,
  * foreign.h, newproc.h, syscall.h, rawsys.h, preempt.h, procresize.h,
- * sysmon.h, timers.h for time.c, netpoll.h, netpoll_epoll.h, sema.h),
- * included here in an order where each finds what it uses; the files of
- * the scheduler layer and above include proc.h, which includes core.h.
+ * sysmon.h, timers.h for time.c, netpoll.h, netpoll_epoll.h, sema.h); a
+ * file includes those it uses.
  */
 #ifndef GORT_PROC_H
 #define GORT_PROC_H
 
-#include "core.h"
-
-#include "mthread.h"
-
+#include "atomic.h"
+#include "defs.h"
 #include "foreign.h"
+#include "mthread.h"
+#include "runq.h"
+#include "sched.h"
+#include "tracehooks.h"
 
 /* ---------------------------------------------------------------------------
  * Scheduler (proc.c).
@@ -70,21 +71,5 @@ GORT_HIDDEN void gort__dropg(struct m *mp);
 GORT_HIDDEN void gort__mcall(struct g *(*fn)(struct g *));
 /* Reset the steal order for count Ps.  World stopped. */
 GORT_HIDDEN void gort__steal_order_reset(uint32_t count);
-
-#include "newproc.h"
-
-#include "syscall.h"
-#include "rawsys.h"
-#include "preempt.h"
-#include "procresize.h"
-#include "sysmon.h"
-
-#include "timers.h"
-
-#include "netpoll.h"
-
-#include "netpoll_epoll.h"
-
-#include "sema.h"
 
 #endif /* GORT_PROC_H */

@@ -20,7 +20,23 @@
  *   - A P removed by a GOMAXPROCS decrease is P_DEAD with empty queues;
  *     its Gs went to the head of the global queue, in order.
  */
+#include "atomic.h"
+#include "fatal.h"
+#include "lock_futex.h"
+#include "mthread.h"
+#include "preempt.h"
 #include "proc.h"
+#include "procresize.h"
+#include "rawsys.h"
+#include "runq.h"
+#include "san.h"
+#include "sched.h"
+#include "schedstats.h"
+#include "sema.h"
+#include "stack.h"
+#include "sysmon.h"
+#include "timers.h"
+#include "tracehooks.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -233,7 +249,6 @@ void gort__stw_stop(struct m *mp)
     gort__stw_record_stopping(began, gort_nanotime());
 }
 
-
 /* The P that procresize leaves the stopper holding with nprocs Ps: its
  * own, unless that one goes, then P0. */
 static struct p *keptp(struct m *mp, int32_t nprocs)
@@ -245,7 +260,7 @@ static struct p *keptp(struct m *mp, int32_t nprocs)
  * nprocs up) to the P it leaves the stopper: they go on running from
  * there.  The world is stopped and sched.lock not held: a timer's
  * function runs under its heap's lock and may take sched.lock, so heap
- * locks come before sched.lock in the lock order (core.h).  Mirrors
+ * locks come before sched.lock in the lock order (sched.h).  Mirrors
  * the timer move of (*p).destroy. */
 static void movetimers(struct m *mp, int32_t nprocs)
 {

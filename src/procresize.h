@@ -1,10 +1,13 @@
 /*
  * procresize.h - what procresize.c offers the rest of the runtime: stop-
- * the-world, GOMAXPROCS and P ownership. Included through proc.h, the
- * scheduler layer's header, after core.h.
+ * the-world, GOMAXPROCS and P ownership.
  */
 #ifndef GORT_PROCRESIZE_H
 #define GORT_PROCRESIZE_H
+
+#include "atomic.h"
+#include "defs.h"
+#include "sched.h"
 
 /* Stop-the-world, GOMAXPROCS and P ownership (procresize.c). */
 GORT_HIDDEN void gort__stop_the_world(const char *why);
@@ -18,7 +21,6 @@ GORT_HIDDEN void gort__stw_start(struct m *mp);
 GORT_HIDDEN struct p *gort__procresize(struct m *mp, int32_t nprocs);
 GORT_HIDDEN extern int32_t gort__newprocs;
 GORT_HIDDEN extern uint32_t gort__worldsema;
-GORT_HIDDEN extern int32_t gort__allp_len;
 /* P ownership and the idle P list (procresize.c); the _locked ones need
  * sched.lock. */
 GORT_HIDDEN void gort__acquirep(struct m *mp, struct p *pp);

@@ -74,8 +74,16 @@
  *   - The commit runs only while the thread is asleep, and the thread
  *     touches no P, G or M state until it sees DONE.
  */
-#include "proc.h"
+#include "atomic.h"
+#include "defs.h"
+#include "mthread.h"
+#include "os_linux.h"
+#include "procresize.h"
+#include "rawsys.h"
+#include "san.h"
+#include "sched.h"
 #include "symbolize.h"
+#include "tracehooks.h"
 
 #include <dlfcn.h>
 #include <errno.h>

@@ -1,10 +1,12 @@
 /*
- * rawsys.h - what rawsys.c offers the rest of the runtime: blocking calls
- * nobody wrapped. Included through proc.h, the scheduler layer's header,
- * after core.h.
+ * rawsys.h - what rawsys.c offers the rest of the runtime: blocking
+ * calls nobody wrapped.
  */
 #ifndef GORT_RAWSYS_H
 #define GORT_RAWSYS_H
+
+#include "defs.h"
+#include "sched.h"
 
 /* Unwrapped blocking calls (rawsys.c). */
 enum { RAWSYS_SIGNAL = 0, RAWSYS_PROC };

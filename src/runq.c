@@ -22,7 +22,7 @@
  *     the value it read is discarded.
  *
  * The global queue is two FIFOs of G pointers in 1 KiB segments (the
- * Gs woken by sleep timers, then the rest: core.h, struct gqseg) under
+ * Gs woken by sleep timers, then the rest: sched.h, struct gqseg) under
  * sched.lock; its length is read without the lock (relaxed) as a hint
  * only.  Emptied segments are kept for reuse until shutdown.
  *
@@ -38,7 +38,13 @@
  *   - 0 <= tail - head <= GORT_RUNQ_SIZE at every instant.
  *   - A G is in at most one of: a ring, a runnext, the global queue.
  */
-#include "core.h"
+#include "atomic.h"
+#include "defs.h"
+#include "fatal.h"
+#include "lock_futex.h"
+#include "os_linux.h"
+#include "runq.h"
+#include "sched.h"
 
 #include <stdlib.h>
 

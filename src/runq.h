@@ -1,9 +1,13 @@
 /*
- * runq.h - what runq.c offers: the local and global run queues. Included
- * through core.h, the core layer's header, at its place there.
+ * runq.h - what runq.c offers: the local and global run queues.
  */
 #ifndef GORT_RUNQ_H
 #define GORT_RUNQ_H
+
+#include "atomic.h"
+#include "defs.h"
+#include "lock_futex.h"
+#include "sched.h"
 
 GORT_HIDDEN void gort__runqput_slow(struct p *pp, struct g *gp, bool next);
 GORT_HIDDEN struct g *gort__runqget(struct p *pp, bool *inherit_time);

@@ -99,7 +99,13 @@
  * stack is registered (VALGRIND_STACK_REGISTER) while it is allocated, so
  * that Memcheck takes a switch of stacks for one and not for a huge frame.
  */
-#include "core.h"
+#include "arch.h"
+#include "atomic.h"
+#include "defs.h"
+#include "lock_futex.h"
+#include "san.h"
+#include "sched.h"
+#include "stack.h"
 
 #include <stdio.h>
 #include <stdlib.h>

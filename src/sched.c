@@ -6,11 +6,16 @@
  * an illegal one, and Go's names for statuses and wait reasons.
  *
  * Nothing here schedules: proc.c, procresize.c and the files above them
- * do, through these.  The globals are written under the locks core.h
+ * do, through these.  The globals are written under the locks sched.h
  * names beside them (sched.lock, allplock, allglock) or while the world
  * is stopped, and read as the comments at their declarations say.
  */
-#include "core.h"
+#include "atomic.h"
+#include "defs.h"
+#include "fatal.h"
+#include "lock_futex.h"
+#include "sched.h"
+#include "tracehooks.h"
 
 #include <errno.h>
 
@@ -42,9 +47,9 @@ int gort__main_status;
 
 /* The current M.  initial-exec TLS: one %fs-relative load, also in the
  * shared library (static TLS is reserved for libraries loaded at start).
- * Read through gort__getm (core.h), never directly. */
+ * Read through gort__getm (sched.h), never directly. */
 __thread struct m *gort__tls_m __attribute__((tls_model("initial-exec")));
-/* The same M when gort__getm has nothing to finish for it (core.h),
+/* The same M when gort__getm has nothing to finish for it (sched.h),
  * else NULL: NULL for a foreign thread's M and while the preemption
  * signal has this thread's M in a syscall.  Written only by this thread:
  * gort__setm, the signal handler marking a syscall
@@ -62,7 +67,7 @@ GORT_NOINLINE struct m *gort__getm(void)
     return gort__getm_finish(mp);
 }
 
-/* The fast slot alone (core.h, gort__getm_fast): NULL where gort__getm
+/* The fast slot alone (sched.h, gort__getm_fast): NULL where gort__getm
  * would take its slow path, which may make a thread an extra M. */
 GORT_NOINLINE struct m *gort__getm_fastslot(void)
 {
@@ -167,7 +172,7 @@ void gort__casgstatus_fail(struct g *gp, uint32_t oldval, uint32_t newval)
 }
 
 /* Go's names for G statuses and wait reasons.  tools/gort-gdb.py reads
- * these two tables from the program (see core.h). */
+ * these two tables from the program (see sched.h). */
 const char gort__gstatus_names[GORT_GSTATUS_NAMES][GORT_NAME_MAX] = {
     [G_IDLE] = "idle",
     [G_RUNNABLE] = "runnable",

@@ -8,7 +8,10 @@
  * is bumped with gort__stat_add (relaxed: readers on other threads sum
  * approximate counts).
  */
-#include "core.h"
+#include "atomic.h"
+#include "defs.h"
+#include "sched.h"
+#include "schedstats.h"
 
 #define TH_NSUB (1 << GORT_TIMEHIST_SUBBITS)
 #define TH_NBUCKETS (GORT_TIMEHIST_MAXBIT - GORT_TIMEHIST_MINBIT + 1)

@@ -1,10 +1,11 @@
 /*
- * schedstats.h - what schedstats.c offers: what the scheduler records for
- * the metrics. Included through core.h, the core layer's header, at its
- * place there.
+ * schedstats.h - what schedstats.c offers: what the scheduler records
+ * for the metrics.
  */
 #ifndef GORT_SCHEDSTATS_H
 #define GORT_SCHEDSTATS_H
+
+#include "defs.h"
 
 /* A stop-the-world that began at `began` (nanotime) has stopped every P
  * (stopping) or restarted the world (total): one sample each for

@@ -20,7 +20,14 @@
  * parked select is ordered after everything before it on each of its
  * channels, and when it wakes, after the operation that chose its case.
  */
+#include "atomic.h"
 #include "chan.h"
+#include "defs.h"
+#include "fatal.h"
+#include "preempt.h"
+#include "proc.h"
+#include "san.h"
+#include "sched.h"
 
 #include <errno.h>
 #include <stdlib.h>

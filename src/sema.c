@@ -80,10 +80,17 @@
  *     whose ticket >= notify, in ticket order but for small reorderings
  *     between taking a ticket and queueing.
  *   - A root's lock and a notify list's lock are object locks (lock
- *     order 1 in core.h): never held together, and released before a
+ *     order 1 in sched.h): never held together, and released before a
  *     waiter is readied.
  */
+#include "atomic.h"
+#include "defs.h"
+#include "fatal.h"
+#include "lock_futex.h"
+#include "preempt.h"
 #include "proc.h"
+#include "sched.h"
+#include "sema.h"
 
 #include <string.h>
 
@@ -440,7 +447,6 @@ static inline void notifylock_take(gort_spinlock *l)
 {
     gort__spinlock_rank_m(gort__getm(), l, LOCKRANK_NOTIFYLIST);
 }
-
 
 /* a < b for running counters that may wrap, whose unwrapped difference
  * stays below 2^31.  Mirrors less (sema.go). */

@@ -1,10 +1,12 @@
 /*
  * sema.h - what sema.c offers the rest of the runtime: the runtime's
- * semaphores and notify lists. Included through proc.h, the scheduler
- * layer's header, after core.h.
+ * semaphores and notify lists.
  */
 #ifndef GORT_SEMA_H
 #define GORT_SEMA_H
+
+#include "../include/gort.h"
+#include "defs.h"
 
 /* Semaphores (sema.c).  Mirrors sema.go.  semacquire1 parks until it can
  * take a unit from *addr; lifo queues the caller first among the waiters

@@ -52,7 +52,12 @@
  *   - pool.lock guards everything in `pool` (lock order: 6, below allglock).
  *   - Every slot is registered with Valgrind while allocated.
  */
-#include "core.h"
+#include "atomic.h"
+#include "fatal.h"
+#include "lock_futex.h"
+#include "san.h"
+#include "sched.h"
+#include "stack.h"
 
 #include <errno.h>
 #include <stdio.h>

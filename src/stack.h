@@ -1,9 +1,12 @@
 /*
- * stack.h - what stack.c offers: goroutine stacks, their guards and caches.
- * Included through core.h, the core layer's header, at its place there.
+ * stack.h - what stack.c offers: goroutine stacks, their guards and
+ * caches.
  */
 #ifndef GORT_STACK_H
 #define GORT_STACK_H
+
+#include "defs.h"
+#include "sched.h"
 
 enum { STACK_GUARD_NONE = 0, STACK_GUARD_MADVISE, STACK_GUARD_MPROTECT,
        STACK_GUARD_CANARY };

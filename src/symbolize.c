@@ -38,9 +38,8 @@
  *   - A name returned points into a mapping owned by the cache and stays
  *     valid until gort__sym_fini, which unmaps everything the cache mapped.
  */
+#include "sched.h"
 #include "symbolize.h"
-
-#include "core.h"
 
 #include <elf.h>
 #include <fcntl.h>

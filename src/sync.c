@@ -91,7 +91,14 @@
  *     readers whose add made reader_count negative touch reader_sem, and
  *     it is 0 whenever a writer announces itself.
  */
-#include "proc.h"
+#include "atomic.h"
+#include "defs.h"
+#include "fatal.h"
+#include "preempt.h"
+#include "runq.h"
+#include "san.h"
+#include "sched.h"
+#include "sema.h"
 
 static inline __attribute__((always_inline)) void
 waitgroup_add(gort_waitgroup *wg, int delta)

@@ -23,7 +23,7 @@
  *                      and the M parks (exitsyscall0, on g0).
  *
  * The P_SYSCALL status word carries a sequence number of the syscall entry
- * (core.h, enum pstatus), so an M coming back late cannot take a P that
+ * (sched.h, enum pstatus), so an M coming back late cannot take a P that
  * was retaken, reused and has entered another M's syscall since.
  *
  * The preemption signal can also put a G into this state from its own
@@ -36,7 +36,20 @@
  *   - Only the party whose CAS moves the P out of its P_SYSCALL word owns
  *     the P afterwards.
  */
+#include "atomic.h"
+#include "defs.h"
+#include "lock_futex.h"
+#include "mthread.h"
+#include "os_linux.h"
+#include "preempt.h"
 #include "proc.h"
+#include "procresize.h"
+#include "runq.h"
+#include "san.h"
+#include "sched.h"
+#include "syscall.h"
+#include "sysmon.h"
+#include "tracehooks.h"
 
 #include <errno.h>
 #include <netdb.h>

@@ -1,11 +1,13 @@
 /*
  * syscall.h - what syscall.c offers the rest of the runtime:
  * entersyscall/exitsyscall as the scheduler sees them, and the body of a
- * blocking-call wrapper. Included through proc.h, the scheduler layer's
- * header, after core.h.
+ * blocking-call wrapper.
  */
 #ifndef GORT_SYSCALL_H
 #define GORT_SYSCALL_H
+
+#include "defs.h"
+#include "sched.h"
 
 /* Syscalls (syscall.c).  how: 1 explicit, 2 marked by the preemption
  * signal. */

@@ -41,7 +41,23 @@
  *     exchange (sysmon's or a waker's); the one who clears it owns the
  *     matching note wake-up.
  */
+#include "atomic.h"
+#include "defs.h"
+#include "fatal.h"
+#include "lock_futex.h"
+#include "mthread.h"
+#include "netpoll.h"
+#include "netpoll_epoll.h"
+#include "os_linux.h"
+#include "preempt.h"
 #include "proc.h"
+#include "rawsys.h"
+#include "runq.h"
+#include "san.h"
+#include "sched.h"
+#include "stack.h"
+#include "sysmon.h"
+#include "tracehooks.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,10 +1,11 @@
 /*
  * sysmon.h - what sysmon.c offers the rest of the runtime: the system
- * monitor. Included through proc.h, the scheduler layer's header, after
- * core.h.
+ * monitor.
  */
 #ifndef GORT_SYSMON_H
 #define GORT_SYSMON_H
+
+#include "defs.h"
 
 /* sysmon (sysmon.c). */
 GORT_HIDDEN int gort__sysmon_start(void);

@@ -29,7 +29,19 @@
  * Lock order: timer mu, then a P's timers lock, then a channel lock (the
  * function of a channel timer sends), then sched.lock.
  */
+#include "atomic.h"
+#include "defs.h"
+#include "fatal.h"
+#include "lock_futex.h"
+#include "mthread.h"
+#include "netpoll.h"
+#include "preempt.h"
 #include "proc.h"
+#include "runq.h"
+#include "san.h"
+#include "sched.h"
+#include "timers.h"
+#include "tracehooks.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -38,7 +50,6 @@
 /* ---------------------------------------------------------------------------
  * The 4-ary heap (siftupTimer / siftdownTimer in time.go).  ts->lock held.
  * ------------------------------------------------------------------------- */
-
 
 static inline void heap_set(struct timers *ts, uint32_t i, struct timerwhen tw)
 {
@@ -338,7 +349,7 @@ bool gort__timer_remove(struct gtimer *t)
 
 /* Move every timer of a removed P to pp (procresize, world stopped).
  * The two heaps' locks are taken in address order, as two locks of one
- * rank must be (core.h).  Mirrors moveTimers. */
+ * rank must be (sched.h).  Mirrors moveTimers. */
 void gort__timers_move(struct p *from, struct p *to)
 {
     struct timers *src = &from->timers, *dst = &to->timers;

@@ -10,6 +10,13 @@
  * lock (the function of a channel timer sends), then sched.lock.
  */
 #include "chan.h"
+#include "fatal.h"
+#include "lock_futex.h"
+#include "newproc.h"
+#include "preempt.h"
+#include "san.h"
+#include "sched.h"
+#include "timers.h"
 
 /* ---------------------------------------------------------------------------
  * User timers: channel timers (NewTimer, After) and function timers

@@ -1,9 +1,12 @@
 /*
- * timers.h - what time.c offers the rest of the runtime: the per-P timers.
- * Included through proc.h, the scheduler layer's header, after core.h.
+ * timers.h - what time.c offers the rest of the runtime: the per-P
+ * timers.
  */
 #ifndef GORT_TIMERS_H
 #define GORT_TIMERS_H
+
+#include "defs.h"
+#include "sched.h"
 
 GORT_HIDDEN int64_t gort__timers_check(struct p *pp, int64_t now);
 GORT_HIDDEN int64_t gort__timers_earliest(void);

@@ -59,8 +59,16 @@
  *     time and a second start gets -EBUSY without touching its path; the
  *     last step is made by whoever waited for the writer (session_close).
  */
+#include "atomic.h"
+#include "defs.h"
+#include "fatal.h"
+#include "lock_futex.h"
+#include "procresize.h"
+#include "san.h"
+#include "sched.h"
 #include "trace.h"
 #include "trace_impl.h"
+#include "tracehooks.h"
 
 #include <errno.h>
 #include <fcntl.h>

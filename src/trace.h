@@ -6,7 +6,8 @@
 #ifndef GORT_TRACE_H
 #define GORT_TRACE_H
 
-#include "proc.h"
+#include "defs.h"
+#include "sched.h"
 
 /* Put the recorder's functions into gort__tracehooks (once, at the first
  * gort_main, before any goroutine runs). */

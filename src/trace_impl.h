@@ -7,7 +7,9 @@
 #ifndef GORT_TRACE_IMPL_H
 #define GORT_TRACE_IMPL_H
 
-#include "proc.h"
+#include "defs.h"
+#include "lock_futex.h"
+#include "sched.h"
 
 /* ---------------------------------------------------------------------------
  * Records and buffers.
@@ -64,7 +66,6 @@ struct gort__tracebuf {
 /* Session states (gort__tr.state). */
 enum { T_IDLE = 0, T_STARTING, T_RUNNING, T_STOPPING };
 
-
 /* The session: the recorder's (trace.c) and the writer's (trace_json.c)
  * shared state. */
 struct gort__trace_state {
@@ -80,7 +81,7 @@ struct gort__trace_state {
     /* The running stop-the-world (its stopper only). */
     int64_t stw_begin;
     const char *stw_why;
-    /* The buffer lock: a leaf (core.h).  Protects the lists below and
+    /* The buffer lock: a leaf (sched.h).  Protects the lists below and
      * the foreign slot. */
     gort_spinlock lock GORT_CACHELINE;
     struct gort__tracebuf *free;
@@ -100,7 +101,6 @@ struct gort__trace_state {
     bool thread_started;
 };
 GORT_HIDDEN extern struct gort__trace_state gort__tr;
-
 
 /* ---------------------------------------------------------------------------
  * The writer (trace_json.c), seen from the recorder.

@@ -22,9 +22,14 @@
  * time.  Slices on a track never overlap: a P's goroutine slices follow
  * each other, and an M's "P" slices end where its syscall slices begin.
  */
+#include "atomic.h"
+#include "defs.h"
+#include "lock_futex.h"
+#include "sched.h"
+#include "symbolize.h"
 #include "trace.h"
 #include "trace_impl.h"
-#include "symbolize.h"
+#include "tracehooks.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -776,7 +781,6 @@ void *gort__tracew_main(void *arg)
     finish(w);
     return NULL;
 }
-
 
 struct gort__tracew *gort__tracew_new(void)
 {

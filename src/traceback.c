@@ -70,7 +70,11 @@
  *     excluded from ThreadSanitizer, and the raw stack reads from
  *     AddressSanitizer (a word may sit in a poisoned redzone).
  */
-#include "proc.h"
+#include "atomic.h"
+#include "defs.h"
+#include "fatal.h"
+#include "san.h"
+#include "sched.h"
 #include "symbolize.h"
 
 #include <errno.h>

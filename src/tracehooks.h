@@ -32,6 +32,9 @@
 #ifndef GORT_TRACEHOOKS_H
 #define GORT_TRACEHOOKS_H
 
+#include "atomic.h"
+#include "defs.h"
+
 #include <stdint.h>
 
 struct g;
@@ -97,7 +100,7 @@ on:
  * before the first gort_main's goroutines run and never changed after:
  * a hook reads the table only after it has seen gort__trace_on set, which
  * happens later still.  A G's status change is recorded by
- * gort__casgstatus_t (core.h), which calls the first directly. */
+ * gort__casgstatus_t (sched.h), which calls the first directly. */
 struct gort__tracehooks {
     void (*gstatus)(struct g *gp, uint32_t from, uint32_t to);
     void (*procstart)(struct m *mp, struct p *pp);

@@ -7,15 +7,17 @@ module to one layer in LAYERS below.  Two rules:
 
   includes  a file may include only headers of its own layer or below;
   calls     an object file may refer (call or load) only to symbols defined
-            in its own layer or below.
+            in its own layer or below;
+  alone     (with --cc) every header of src/ compiles by itself, and twice
+            in a row: it includes what it uses and has an include guard.
 
 The include rule reads the sources; the call rule reads the compiled
 objects with nm, so it sees what the compiler emitted, inline functions
 included.  Upcalls the lower layers need (tracing a status change, dumping
 goroutines on a fatal error) go through hooks the higher layer registers.
 
-usage: check_layers.py --src DIR [--objects LISTFILE] [--nm NM]
-       check_layers.py --selftest --src DIR
+usage: check_layers.py --src DIR [--objects LISTFILE] [--nm NM] [--cc CC]
+       check_layers.py --selftest --src DIR [--cc CC]
 Exit status 0 when both rules hold, 1 with one line per breach otherwise,
 2 on bad usage (an unknown file, a missing object).
 """
@@ -30,12 +32,12 @@ import tempfile
 
 # Lowest first.  A module may use its own layer and those listed before it.
 LAYERS = [
-    ("base", "atomics and the context switch (arch/)",
-     ["atomic", "arch", "aarch64", "aarch64_bti", "x86_64"]),
+    ("base", "compiler attributes, atomics and the context switch (arch/)",
+     ["defs", "atomic", "arch", "aarch64", "aarch64_bti", "x86_64"]),
     ("core", "G, M, P, sched and the status change; the OS; locks; fatal "
              "errors; settings; run queues; stacks; symbol tables; "
              "sanitizer glue; scheduling statistics; the hooks",
-     ["core", "sched", "tracehooks", "os_linux", "lock_futex", "lockrank",
+     ["sched", "tracehooks", "os_linux", "lock_futex", "lockrank",
       "fatal", "env",
       "symbolize", "runq", "stack", "san", "schedstats"]),
     ("scheduler", "scheduling, Ps, the preemption trampoline (arch/), "
@@ -145,10 +147,47 @@ def check_calls(tables, layers, problems):
                                  f"{to}.c ({layers[to][1]})"))
 
 
-def run(src, objects, nm):
+# The settings a header must compile under alone: the plain build, and the
+# checked one (lock ranks, debug assertions), whose code paths differ.
+ALONE_FLAGS = [[], ["-DGORT_LOCKRANK", "-DGORT_DEBUG"]]
+
+
+def check_alone(src, cc, problems):
+    """Compile each header of src/ (not arch/, whose headers are the
+    assembler's) as the only content of a C file, included twice."""
+    inc = os.path.join(os.path.dirname(os.path.abspath(src)), "include")
+    with tempfile.TemporaryDirectory() as tmp:
+        for f in sorted(os.listdir(src)):
+            if not f.endswith(".h"):
+                continue
+            path = os.path.abspath(os.path.join(src, f))
+            unit = os.path.join(tmp, "alone.c")
+            with open(unit, "w") as fh:
+                fh.write(f'#include "{path}"\n#include "{path}"\n')
+            for extra in ALONE_FLAGS:
+                cmd = [cc, "-std=c11", "-D_GNU_SOURCE", "-Wall", "-Wextra",
+                       "-Wno-unused-parameter", "-Werror", "-fsyntax-only",
+                       "-I", inc] + extra + [unit]
+                try:
+                    res = subprocess.run(cmd, capture_output=True, text=True)
+                except OSError as e:
+                    problems.append(("usage", f"--cc {cc}: {e.strerror}"))
+                    return
+                if res.returncode != 0:
+                    first = next((l for l in res.stderr.splitlines()
+                                  if "error" in l), res.stderr.strip())
+                    how = " ".join(extra) or "plain"
+                    problems.append(("alone", f"{f} does not compile alone "
+                                     f"({how}): {first.strip()}"))
+                    break
+
+
+def run(src, objects, nm, cc=None):
     layers = layer_of()
     problems = []
     check_includes(src, layers, problems)
+    if cc:
+        check_alone(src, cc, problems)
     if objects:
         tables = {}
         for obj in objects:
@@ -161,11 +200,12 @@ def run(src, objects, nm):
     return problems
 
 
-def selftest(src):
+def selftest(src, cc):
     """The check passes on src, and fails on a copy of it with one upward
-    include and on a symbol table with one upward call."""
+    include, on a symbol table with one upward call and (with cc) on a
+    copy with a header that leaves out an include it needs."""
     layers = layer_of()
-    ok = [p for p in run(src, [], "nm") if p[0] != "usage"]
+    ok = [p for p in run(src, [], "nm", cc) if p[0] != "usage"]
     if ok:
         print("selftest: the tree itself breaches its layers:")
         for _, msg in ok:
@@ -197,7 +237,38 @@ def selftest(src):
         failures += 1
     else:
         print(f"selftest: upward call caught: {got[0]}")
+    if cc:
+        failures += selftest_alone(src, cc)
     return 1 if failures else 0
+
+
+def selftest_alone(src, cc):
+    """runq.h without its include of sched.h must fail the alone rule."""
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = os.path.join(tmp, "src")
+        shutil.copytree(src, copy)
+        public = os.path.join(os.path.dirname(os.path.abspath(src)),
+                              "include")
+        shutil.copytree(public, os.path.join(tmp, "include"))
+        victim = os.path.join(copy, "runq.h")
+        with open(victim) as fh:
+            text = fh.read()
+        cut = text.replace('#include "sched.h"\n', "")
+        if cut == text:
+            print("selftest: runq.h does not include sched.h; pick another "
+                  "header for this test")
+            return 1
+        with open(victim, "w") as fh:
+            fh.write(cut)
+        problems = []
+        check_alone(copy, cc, problems)
+        got = [msg for kind, msg in problems if kind == "alone"]
+        if len(got) != 1 or not got[0].startswith("runq.h"):
+            print(f"selftest: a header missing an include went unseen or "
+                  f"others were reported; got {got}")
+            return 1
+        print(f"selftest: header missing an include caught: {got[0]}")
+    return 0
 
 
 def main():
@@ -206,18 +277,21 @@ def main():
     ap.add_argument("--objects", help="file listing object files, one per "
                     "line or separated by ';'")
     ap.add_argument("--nm", default="nm")
+    ap.add_argument("--cc", help="C compiler for the alone rule (every "
+                    "header compiles by itself); the rule is skipped "
+                    "without it")
     ap.add_argument("--selftest", action="store_true")
     a = ap.parse_args()
     if not os.path.isdir(a.src):
         print(f"check_layers: --src {a.src}: not a directory")
         return 2
     if a.selftest:
-        return selftest(a.src)
+        return selftest(a.src, a.cc)
     objects = []
     if a.objects:
         with open(a.objects) as fh:
             objects = [o for o in re.split(r"[;\n]", fh.read()) if o.strip()]
-    problems = run(a.src, objects, a.nm)
+    problems = run(a.src, objects, a.nm, a.cc)
     for kind, msg in problems:
         print(("usage: " if kind == "usage" else "") + msg)
     if any(kind == "usage" for kind, _ in problems):
@@ -227,7 +301,8 @@ def main():
               f"(lowest first: {', '.join(n for n, _, _ in LAYERS)})")
         return 1
     print(f"check_layers: every include and call goes downward "
-          f"({len(objects)} objects)")
+          f"({len(objects)} objects)" +
+          ("; every header compiles alone" if a.cc else ""))
     return 0
 
 

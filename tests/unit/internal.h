@@ -77,8 +77,19 @@
 #ifndef GORT_TESTS_INTERNAL_H
 #define GORT_TESTS_INTERNAL_H
 
-#include "../../src/proc.h"
+#include "../../src/arch.h"
+#include "../../src/atomic.h"
 #include "../../src/chan.h"
+#include "../../src/defs.h"
+#include "../../src/env.h"
+#include "../../src/fatal.h"
+#include "../../src/lock_futex.h"
+#include "../../src/netpoll.h"
+#include "../../src/procresize.h"
+#include "../../src/runq.h"
+#include "../../src/sched.h"
+#include "../../src/sema.h"
+#include "../../src/stack.h"
 #include "../../src/symbolize.h"
 #include "../../src/trace.h"
 

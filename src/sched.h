@@ -1,12 +1,10 @@
 /*
- * core.h - the core layer's header and sched.c's: gort's internal
- * structures and their invariants (G, M, P, schedt, the status change),
- * Go's constants, the lock order, the globals and the current M.  The
- * core's other modules have a header each (lock_futex.h, arch.h, runq.h,
- * stack.h, os_linux.h, env.h, schedstats.h, fatal.h, and san.h,
- * tracehooks.h, symbolize.h), included here where the structures need
- * them or once the structures are complete; a file of any layer includes
- * core.h (the scheduler's files through proc.h), not those one by one.
+ * sched.h - sched.c's header: gort's internal structures and their
+ * invariants (G, M, P, schedt, the status change), Go's constants, the
+ * lock order, the globals, the current M and the lock paths that need it.
+ * Every file that touches a G, an M or a P includes it; like every header
+ * under src/, it includes what it uses and compiles alone
+ * (tools/check_layers.py).  The core's other modules have a header each.
  * It runs past 1,200 lines because the four structures, with every
  * field's owner and memory order, are most of it and belong together.
  *
@@ -69,8 +67,8 @@
  *   parking G's context is saved (gort__park, the direct hand-off in
  *   proc.c); a hand-off may likewise carry sched.lock.
  */
-#ifndef GORT_CORE_H
-#define GORT_CORE_H
+#ifndef GORT_SCHED_H
+#define GORT_SCHED_H
 
 #include <errno.h>
 #include <pthread.h>
@@ -80,50 +78,9 @@
 
 #include "../include/gort.h"
 #include "atomic.h"
-#include "san.h"
-
-#define GORT_HIDDEN __attribute__((visibility("hidden")))
-#define GORT_LIKELY(x) __builtin_expect(!!(x), 1)
-#define GORT_UNLIKELY(x) __builtin_expect(!!(x), 0)
-#define GORT_NOINLINE __attribute__((noinline))
-#define GORT_NORETURN __attribute__((noreturn))
-/* For the few functions that read other threads' fields racily by design
- * (schedtrace, the fatal dump); each use says why. */
-#define GORT_NO_TSAN __attribute__((no_sanitize("thread")))
-
-/* Always-on assertion: a broken invariant is a fatal error, never UB. */
-GORT_HIDDEN GORT_NORETURN void gort__throw_assert(const char *cond,
-                                                   const char *file, int line);
-#define GORT_ASSERT(cond)                                                      \
-    do {                                                                       \
-        if (GORT_UNLIKELY(!(cond)))                                            \
-            gort__throw_assert(#cond, __FILE__, __LINE__);                     \
-    } while (0)
-
-#ifdef GORT_DEBUG
-#define GORT_DASSERT(cond) GORT_ASSERT(cond)
-#else
-#define GORT_DASSERT(cond) ((void)0)
-#endif
-
-/* gort itself is built with a sanitizer (-DGORT_SANITIZE=...).  Whether
- * the program has one is found at run time (san.h). */
-#if defined(__SANITIZE_ADDRESS__)
-#define GORT_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define GORT_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__)
-#define GORT_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define GORT_TSAN 1
-#endif
-#endif
-
-/* The execution tracer's hooks and per-P/per-M state. */
+#include "defs.h"
+#include "fatal.h"
+#include "lock_futex.h"
 #include "tracehooks.h"
 
 /* ---------------------------------------------------------------------------
@@ -183,10 +140,6 @@ _Static_assert(GORT_RUNQ_SIZE >= 2 &&
 #define GORT_NETPOLL_SPIN_US 50
 /* Default thread limit (sched.maxmcount in proc.go). */
 #define GORT_DEFAULT_MAX_THREADS 10000
-
-#include "lock_futex.h"
-
-#include "arch.h"
 
 /* ---------------------------------------------------------------------------
  * G: goroutine.  Mirrors type g (runtime2.go).
@@ -865,6 +818,7 @@ static inline struct p **gort__allp_load(void)
     /* Acquire: pairs with growallp's release store. */
     return load_acq(&gort__allp);
 }
+GORT_HIDDEN extern int32_t gort__allp_len;     /* entries allocated (>= procs) */
 GORT_HIDDEN extern int32_t gort__gomaxprocs;   /* atomic reads outside STW */
 GORT_HIDDEN extern int32_t gort__ncpu;
 GORT_HIDDEN extern struct m *gort__allm;       /* atomic head, push-only */
@@ -1069,18 +1023,6 @@ static inline struct m *gort__need_goroutine(const char *who)
 GORT_HIDDEN uint32_t gort__fastrand(void);
 GORT_HIDDEN uint32_t gort__fastrandn(uint32_t n);
 
-#include "runq.h"
-
-#include "stack.h"
-
-#include "os_linux.h"
-
-#include "env.h"
-
-#include "schedstats.h"
-
-#include "fatal.h"
-
 /* ---------------------------------------------------------------------------
  * errno and SIGPIPE around gort's own calls (sched.c, os_linux.c).
  * ------------------------------------------------------------------------- */
@@ -1244,4 +1186,4 @@ static inline void gort__spinunlock(gort_spinlock *l)
     gort__spinunlock_m(gort__getm(), l);
 }
 
-#endif /* GORT_CORE_H */
+#endif /* GORT_SCHED_H */
