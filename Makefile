@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # gort - convenience targets over CMake.
 #   make demo   build, then run the demo (scheduler under load, schedtrace)
 #   make test   build and run the whole test suite with ctest

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # .ci/aarch64.sh - cross-build gort for AArch64 and run its tests under
 # qemu-user.  Run from anywhere; builds in <repo>/build-aarch64.
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench.h - shared helpers for the gort benchmarks (header only).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * chanpingpong - round trips over two unbuffered channels between two
  * goroutines.

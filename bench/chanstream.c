@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * chanstream - one producer and one consumer on a buffered channel.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fib_par - fork-join fib(SIZE) (default 32): a goroutine per call above
  * the cutoff, 20, joined by channel; plain recursion below it.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # http_wrk.sh <gort|go> [-procs N] - an HTTP/1.1 hello-world server under
 # `wrk -t2 -c64 -d5s --latency`.
 #

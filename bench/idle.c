@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * idle - the memory and creation cost of goroutines parked on a channel.
  *

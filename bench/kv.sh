@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # kv.sh <gort|go> [-procs N] - a Redis-protocol server under
 # `redis-benchmark -t set,get -n 200000 -c 50 -q`, once without and once
 # with pipelining (-P 16).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # load.sh [kv] [http] [echo] - the servers' CPU time per request at fixed
 # request rates, their latency there, and their cost with 10,000 idle
 # connections: gort's example servers against their peers.

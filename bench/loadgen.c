@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * loadgen - an open-loop load generator for request-reply servers, with
  * the servers' CPU time per request measured over the same window.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # netlib.sh - shared helpers for the benchmarks that drive a server with an
 # external load generator (bench/http_wrk.sh, bench/kv.sh).  Sourced.
 

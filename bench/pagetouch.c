@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * pagetouch - what the first write to a fresh page costs on this machine,
  * which decides the idle row's creation time (docs/benchmarks.md, "idle

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * preempt - how late a 1 ms sleep ends while a tight loop holds the only P.
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # run.sh [names...] - build gort's benchmarks and their Go peers, run them
 # alternately (gort, Go, gort, Go, ...) and print a table of medians and
 # gort/Go ratios.  Without names it runs every benchmark in SUITE below.

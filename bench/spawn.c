@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * spawn - create and finish goroutines that do nothing but signal a
  * WaitGroup.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * syscallhandoff - how soon a new goroutine runs while another blocks in
  * read(2) holding the only P.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tcp_echo - a TCP echo server, one goroutine per connection, and its
  * clients, in one process over loopback.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * threadring - the Benchmarks Game thread-ring: 503 goroutines linked in a
  * ring by unbuffered channels pass a token around.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * timerlat - how late a timer-woken goroutine runs while every P is busy.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * timers - how late goroutines wake from short sleeps when many sleep at
  * once.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * yield - two goroutines calling gort_gosched in turn.
  *

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Toolchain file: cross-compile gort for AArch64 Linux with the GNU cross
 # toolchain (Debian/Ubuntu: gcc-aarch64-linux-gnu libc6-dev-arm64-cross),
 # and run the built programs (ctest, try_run) under qemu-user.

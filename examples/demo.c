@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * demo - gort's scheduler under real load, narrated by schedtrace.
  *

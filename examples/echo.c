@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * echo - a TCP echo server, one goroutine per connection.
  *

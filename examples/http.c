@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * http - an HTTP/1.1 server with keep-alive, one goroutine per connection.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * httpparse.c - HTTP/1.1 request framing (httpparse.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * httpparse.h - HTTP/1.1 request framing (RFC 9112), parsed in place.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * kv - an in-memory key-value server speaking the Redis protocol (RESP2),
  * one goroutine per connection.

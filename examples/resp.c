@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * resp.c - the RESP2 request parser (resp.h).
  *

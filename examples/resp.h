@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * resp.h - the request side of the Redis protocol (RESP2), parsed in place.
  *

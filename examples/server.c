@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * server.c - the example servers' shared scaffolding (server.h).
  *

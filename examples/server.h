@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * server.h - the scaffolding the example servers share: flags, the
  * listening socket, a goroutine per connection, idle deadlines, accept

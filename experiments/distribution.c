@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * distribution - the classic work-distribution experiment on Go's scheduler.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fileio - is io_uring worth it for regular-file reads from goroutines?
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * flags.h - the integer flags of the experiments (header only).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * leak - goroutine leaks, found in a goroutine dump, and their fixes.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * metrics - the scheduler metrics while goroutines read pipes: parked in
  * the network poller they cost no thread and count as waiting; blocked in

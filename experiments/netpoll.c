@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * netpoll - goroutines waiting on pipes cost no threads when they wait in
  * the network poller, and a thread each when they block in read(2).

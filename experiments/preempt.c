@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * preempt - a tight loop without calls, and who gets the CPU back from it.
  *

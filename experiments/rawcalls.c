@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rawcalls - goroutines that compute and then sleep in a raw system call:
  * does gort's preemption signal ever interrupt the call?

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * runnext - the classic runnext experiment on Go's scheduler.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * schedtrace - reading the scheduler: schedtrace with scheddetail while
  * work spreads over the Ps, then every metric.

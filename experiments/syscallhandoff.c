@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * syscallhandoff - a goroutine blocks in read(2) holding the only P; how
  * soon can another goroutine run?

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sysmon - goroutines in blocking system calls, and why a program has more
  * threads than GOMAXPROCS.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tls - thread-local storage seen from goroutines, with and without
  * gort_lock_os_thread.

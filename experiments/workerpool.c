@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * workerpool - a fixed pool of workers fed through channels, with graceful
  * shutdown.

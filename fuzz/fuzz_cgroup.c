@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz_cgroup.c - libFuzzer harness for gort's cgroup CPU limit reader
  * (gort__cgroup_cpu_limit, src/env.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz_gortdebug.c - libFuzzer harness for the parsers of gort's
  * environment variables (src/env.c): GORTDEBUG, GORTMAXPROCS,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz_http.c - libFuzzer harness for the HTTP request parser
  * (examples/httpparse.c).

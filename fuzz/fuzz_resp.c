@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz_resp.c - libFuzzer harness for the RESP request parser
  * (examples/resp.c).

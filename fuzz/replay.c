@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * replay.c - run a fuzz harness over files, without libFuzzer.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gort.h - the public interface of gort, Go's goroutine scheduler for C.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * arch.h - what the context switch (arch/x86_64.S, arch/aarch64.S)
  * offers: saving and resuming a context.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * atomic.h - the only door to atomic operations in gort.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * boot.c - boot and shutdown: gort_main sets up the calling thread as M0
  * and the runtime around it (environment, stacks, Ps, the main goroutine,

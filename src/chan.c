@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * chan.c - channels.  Mirrors chan.go.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * chan.h - channel internals shared by chan.c, select.c and time.c.
  * Mirrors hchan, waitq and sudog (chan.go, runtime2.go).

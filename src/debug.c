@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * debug.c - schedtrace and scheddetail (the goroutine dumps of fatal
  * errors and SIGQUIT are traceback.c's; the errors themselves fatal.c's).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * defs.h - what every internal header starts from: the fixed-width and
  * boolean types, the compiler attributes gort's internals are declared

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * env.c - settings from the environment, and the default GOMAXPROCS.
  *

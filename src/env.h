@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * env.h - what env.c offers: the settings read from the environment.
  */

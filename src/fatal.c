@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fatal.c - fatal errors and the runtime's own printing.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fatal.h - what fatal.c offers: fatal errors, the runtime's printing,
  * the dump hook.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fdio.c - every public call on a file descriptor: gort_read, gort_write,
  * gort_close and the other file calls, and the network and pipe API

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * foreign.c - foreign threads: threads gort did not create that call into
  * it (a library's callback thread, a plain pthread), each given an extra

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * foreign.h - what foreign.c offers the rest of the runtime: foreign
  * threads' extra Ms and Gs.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * lock_futex.c - runtime mutexes and one-shot notes on Linux futexes.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * lock_futex.h - what lock_futex.c and lockrank.c offer: runtime locks,
  * spin locks and notes, their ranks and the checks (the lock paths that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * lockrank.c - the lock order, checked (builds with GORT_LOCKRANK only).
  * Mirrors lockrank_on.go.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * metrics.c - the scheduler's metrics under Go's names (runtime/metrics),
  * gort's own, and the Prometheus text format.  Mirrors metrics.go and

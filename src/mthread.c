@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * mthread.c - Ms, the threads that run Gs: making them (allocm, newm,
  * mstart), parking an M that has no work and starting one for a P

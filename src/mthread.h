@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * mthread.h - what mthread.c offers the rest of the runtime: Ms: making,
  * parking and starting them, LockOSThread, deadlock detection, the main

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * netpoll.c - the network poller's platform-independent half: the
  * pollDesc of every registered descriptor (registration, references,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * netpoll.h - what netpoll.c offers the rest of the runtime: the network
  * poller: pollDescs and the poller's sleep, wake and spin.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * netpoll_epoll.c - the network poller's epoll backend: the one epoll
  * instance every registered descriptor is in, the eventfd that breaks a

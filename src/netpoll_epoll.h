@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * netpoll_epoll.h - what netpoll_epoll.c offers the rest of the runtime:
  * the network poller's epoll backend.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * newproc.c - goroutine creation: gort_go and the runtime's own
  * goroutines, G structures and allgs, the free lists of dead Gs, and

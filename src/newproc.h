@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * newproc.h - what newproc.c offers the rest of the runtime: goroutine
  * creation and the G structures.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * os_linux.c - threads, clocks and signals on Linux.
  *

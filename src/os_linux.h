@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * os_linux.h - what os_linux.c offers: threads, clocks and signals.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * preempt.c - asynchronous preemption with SIGURG.  Mirrors preempt.go,
  * preemptM and doSigPreempt (signal_unix.go).

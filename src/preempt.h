@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * preempt.h - what preempt.c offers the rest of the runtime: cooperative
  * and asynchronous preemption.

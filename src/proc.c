@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * proc.c - the scheduler: schedule and findrunnable, spinning Ms,
  * running a G on its M and switching to and from it, the direct G-to-G

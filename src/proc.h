@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * proc.h - proc.c's header: park, ready, schedule, the M's loop.  The
  * scheduler layer's other modules have a header each (mthread.h,

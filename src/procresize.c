@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * procresize.c - Ps: which M holds each (acquirep, releasep) and the list
  * of idle ones, stop-the-world, and GOMAXPROCS.  Mirrors acquirep,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * procresize.h - what procresize.c offers the rest of the runtime: stop-
  * the-world, GOMAXPROCS and P ownership.

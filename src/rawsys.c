@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rawsys.c - goroutines in system calls nobody wrapped: found without
  * interrupting them, and never interrupted by the preemption signal.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rawsys.h - what rawsys.c offers the rest of the runtime: blocking
  * calls nobody wrapped.

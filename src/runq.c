@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * runq.c - the per-P local run queue, runnext, and the global run queue.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * runq.h - what runq.c offers: the local and global run queues.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * san.c - AddressSanitizer and ThreadSanitizer for programs that use
  * gort, with one libgort for every program.

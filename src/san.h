@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * san.h - AddressSanitizer and ThreadSanitizer in the program, found at
  * run time.  Implemented in san.c, which explains the design.

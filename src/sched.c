@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sched.c - the scheduler's shared state at the bottom of the runtime:
  * the globals every layer reads (sched, allp, allm, allgs, GOMAXPROCS),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sched.h - sched.c's header: gort's internal structures and their
  * invariants (G, M, P, schedt, the status change), Go's constants, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * schedstats.c - what the scheduler records for the metrics as it runs:
  * the time histograms' buckets (Go's timeHistogram), the sampled

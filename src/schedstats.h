@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * schedstats.h - what schedstats.c offers: what the scheduler records
  * for the metrics.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * select.c - the select statement.  Mirrors selectgo (select.go).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sema.c - semaphores that park goroutines, keyed by address, and the
  * ticket-based notify lists behind gort_cond.  Mirrors sema.go.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sema.h - what sema.c offers the rest of the runtime: the runtime's
  * semaphores and notify lists.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stack.c - goroutine stacks: arenas, guards, reuse and tool registration.
  *

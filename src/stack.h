@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stack.h - what stack.c offers: goroutine stacks, their guards and
  * caches.

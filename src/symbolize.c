@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * symbolize.c - names for code addresses, read from the ELF symbol tables
  * of the loaded objects, without malloc.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * symbolize.h - names for code addresses (symbolize.c) and stack walks
  * (traceback.c), for goroutine dumps.

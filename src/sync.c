@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sync.c - synchronisation for goroutines built on sema.c.  Mirrors Go's
  * sync package (waitgroup.go, mutex.go, rwmutex.go, once.go, cond.go).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * syscall.c - goroutines in system calls: entersyscall and exitsyscall,
  * the watcher that hands off the P of a syscall that lasts, and the

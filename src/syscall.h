@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * syscall.h - what syscall.c offers the rest of the runtime:
  * entersyscall/exitsyscall as the scheduler sees them, and the body of a

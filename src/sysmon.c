@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sysmon.c - the system monitor: a thread without a P that watches the
  * scheduler.  Mirrors sysmon and retake (proc.go).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sysmon.h - what sysmon.c offers the rest of the runtime: the system
  * monitor.

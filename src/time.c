@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * time.c - timers: per-P 4-ary heaps run by the scheduler, and
  * gort_sleep.  Mirrors time.go (the heap, check/run).  The timers a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * timerchan.c - the timers a program makes: channel timers (Go's
  * NewTimer and After, time/sleep.go) and function timers (AfterFunc), on

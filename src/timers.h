@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * timers.h - what time.c offers the rest of the runtime: the per-P
  * timers.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * trace.c - the execution tracer's recorder: gort_trace_start and
  * gort_trace_stop (GORTDEBUG=trace=path), the hooks and the event

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * trace.h - the execution tracer's entry points for the runtime's start
  * and end (trace.c).  The scheduler's hooks are in tracehooks.h; the

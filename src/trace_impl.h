@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * trace_impl.h - what the execution tracer's two halves share: the
  * recorder (trace.c: hooks, buffers, sessions) and the writer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * trace_json.c - the execution trace's writer, the half of the tracer
  * that turns the recorder's buffers (trace.c) into Chrome Trace Event

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * traceback.c - goroutine dumps with backtraces, in Go's formats.  Mirrors
  * goroutineheader, traceback1, printcreatedby and tracebackothers

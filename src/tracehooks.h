@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tracehooks.h - the execution tracer's hooks and per-P/per-M state: the
  * core's side of tracing.  The recorder (trace.c, in the observability

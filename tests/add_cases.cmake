@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # add_cases.cmake - read by ctest, not by the configure step: each
 # <binary>_tests.cmake, which gort_test (tests/CMakeLists.txt) writes at
 # configure time and adds to the directory's TEST_INCLUDE_FILES, includes

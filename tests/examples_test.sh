@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # examples_test.sh EXAMPLES_DIR CASE - drive an example server with the
 # standard clients and check what they see.
 #

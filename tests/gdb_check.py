@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # gdb_check.py - run inside gdb (after tools/gort-gdb.py) on test_gdbtarget,
 # live or from a core: checks `info goroutines` and `goroutine N bt`
 # against what the program wrote to $GORT_GDB_EXPECT (see

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # gdb_test.sh MODE TARGET SRC_DIR [GDB] - tools/gort-gdb.py against
 # test_gdbtarget (tests/unit/test_gdbtarget.c), checked by tests/gdb_check.py.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # install_test.sh SRC_DIR BUILD_DIR - `cmake --install` into a temporary
 # prefix, then build and run a program against it with pkg-config, once
 # with the shared library and once with the static one; and, with gdb

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # list_cases.cmake - run after a test binary is linked (a POST_BUILD step
 # of gort_test, tests/CMakeLists.txt): write the binary's ctest cases, as
 # `<binary> --list` prints them (test.h), to OUT for add_cases.cmake.

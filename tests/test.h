@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test.h - gort's small test harness.
  *

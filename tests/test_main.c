@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_main.c - the runner behind test.h: registry, case dispatch and the
  * child-process helper for death tests.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_util.h - helpers that several test files share, on top of test.h.
  *

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Every test binary, one line each with its settings.  Its cases, and what
 # each needs of ctest (TEST_WITH), are at their TEST() in the source
 # (test.h); each case is its own ctest entry <binary>.<case>.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """trace_check.py - check an execution trace written by gort (gort_trace_start
 or GORTDEBUG=trace=path) against the Chrome Trace Event format and against
 what the scheduler can do.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """trace_overhead.py - what the execution tracer costs while it is off.
 
     python3 tests/trace_overhead.py TRACED_BENCH_DIR NOTRACE_BENCH_DIR

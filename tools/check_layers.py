@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Checks that gort's runtime is built in layers that only reach downward.
 
 Every file under src/ belongs to a module (its name without extension;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # gort-gdb.py - gdb commands for gort's goroutines, on a live process or a
 # core file.  Mirrors Go's src/runtime/runtime-gdb.py.
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * aarch64.S - goroutine context switch for AArch64 (AAPCS64, Linux).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * aarch64_bti.h - Branch Target Identification for gort's aarch64
  * assembly (included by aarch64.S and aarch64_preempt.S).

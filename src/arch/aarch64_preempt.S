@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * aarch64_preempt.S - the asynchronous preemption trampoline for aarch64 (the
  * context switch is aarch64.S).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * x86_64.S - goroutine context switch for x86-64 System V.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * x86_64_preempt.S - the asynchronous preemption trampoline for x86-64 (the
  * context switch is x86_64.S).

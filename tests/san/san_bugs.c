@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * san_bugs.c - programs with one real bug each, built like san_clean.c.
  * The tool must report the bug (the tests check the report and the exit

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * san_clean.c - a correct program, built by the tests with
  * -fsanitize=address, -fsanitize=thread or plain for Valgrind, linked

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # san_run.sh clean|report REGEX COMMAND... - run a program of tests/san
 # under a sanitizer or Valgrind and judge its output.
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * soak.c - the soak program: every primitive of gort's public API at
  * once, with randomized parameters, for a given time; it fails when a

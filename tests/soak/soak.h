@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * soak.h - what the parts of the soak program share.
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # soak.sh - run the soak program over GOMAXPROCS 1 to 4 (`make soak`).
 #
 #   tests/soak/soak.sh PROGRAM SECONDS

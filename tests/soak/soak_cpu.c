@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * soak_cpu.c - computation, stacks, goroutine churn and GOMAXPROCS under
  * the soak.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * soak_net.c - the network poller under the soak, over loopback.
  *

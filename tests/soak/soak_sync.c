@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * soak_sync.c - gort's sync package under the soak.
  *

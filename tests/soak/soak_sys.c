@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * soak_sys.c - system calls under the soak, raw and wrapped.
  *

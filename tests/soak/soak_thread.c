@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * soak_thread.c - threads under the soak: goroutines locked to their
  * thread, threads gort did not create, and the observability calls.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * soak_time.c - sleeps and timers under the soak.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * internal.h - the one door from the white-box tests into gort's runtime.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_chan.c - channels against Go's semantics (the language spec and
  * chan.go): gort_chan_make/free/send/recv/trysend/tryrecv/close/len/cap.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_ctx.c - the context switch alone (src/arch/<arch>.S): no scheduler,
  * no threads, just gort__ctx_make and gort__ctx_switch on mmap'd stacks.

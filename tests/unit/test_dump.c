@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_dump.c - goroutine dumps: headers, backtraces, the grouped form,
  * SIGQUIT, fatal errors, GORTTRACEBACK, and the stack walker itself.

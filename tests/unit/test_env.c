@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_env.c - the settings parsers and the cgroup CPU limit (env.c).
  *

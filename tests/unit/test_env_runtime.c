@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_env_runtime.c - settings and schedtrace through the real
  * gort_main, in child processes with their own environment.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_fatal.c - fatal errors, as death tests: each case runs a program
  * in a child process (test_run_child) and checks the exact message on its

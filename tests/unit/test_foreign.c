@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_foreign.c - threads gort did not create (plain pthreads) calling
  * into it while gort_main runs: channels, select, gort_go and sync.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_gdbtarget.c - the program that tests/gdb_test.sh debugs with
  * tools/gort-gdb.py.  It is not a ctest case by itself: gdb_test.sh runs

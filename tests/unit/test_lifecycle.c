@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_lifecycle.c - one full lifecycle of the runtime, twice in a
  * process, for Valgrind (ctest entry valgrind.lifecycle runs this case

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_lock.c - the runtime mutexes alone (lock_futex.c), on plain
  * threads without the scheduler (off the runtime gort__getm() is NULL,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_lockthread.c - gort_lock_os_thread / gort_unlock_os_thread (Go's
  * LockOSThread): a locked goroutine runs only on its thread, and nothing

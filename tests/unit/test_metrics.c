@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_metrics.c - the metrics against ground truth in controlled
  * programs.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_netpoll.c - the network poller: goroutines wait for descriptors in
  * IO wait, not in threads.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_preempt.c - asynchronous preemption: a goroutine that runs without
  * calling gort is interrupted (SIGURG) and made to yield at a safe point,

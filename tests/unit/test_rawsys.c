@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_rawsys.c - system calls nobody wrapped, and goroutines deep in
  * their stacks: never interrupted by gort, found at any depth.

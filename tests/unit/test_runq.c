@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_runq.c - the run queues alone (runq.c): the lock-free local ring,
  * runnext, the spill to the global queue, the global queue's batch take and

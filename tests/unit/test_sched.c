@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_sched.c - the scheduler seen from goroutines: run order, work
  * distribution, fairness, scale, GOMAXPROCS changes, goexit and defers,

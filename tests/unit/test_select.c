@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_select.c - gort_select against Go's select statement (the language
  * spec and select.go).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_sync.c - the sync package (Mutex, RWMutex, Once, Cond) and the
  * semaphores under it.

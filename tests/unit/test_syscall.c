@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_syscall.c - goroutines in blocking system calls: the P is handed to
  * another thread so that the other goroutines keep running.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_timer.c - sleeps and timers against Go's time.Sleep, time.After,
  * time.NewTimer and time.AfterFunc (sleep.go, runtime/time.go).

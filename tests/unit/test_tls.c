@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_tls.c - what follows a goroutine to another thread, and what does
  * not (the README's rules for goroutine code, claim by claim).

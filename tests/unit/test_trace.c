@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_trace.c - the execution tracer (gort_trace_start/gort_trace_stop,
  * GORTDEBUG=trace=path).

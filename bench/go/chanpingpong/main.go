@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // chanpingpong - the Go peer of bench/chanpingpong.c: round trips over two
 // unbuffered channels between two goroutines.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // chanstream - the Go peer of bench/chanstream.c: one producer and one
 // consumer on a buffered channel.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // echo - Go peer of examples/echo.c for bench/load.sh: a TCP echo server,
 // one goroutine per connection, writing back whatever each client sends
 // (net.Listen, a 16 KiB read buffer, TCP_NODELAY as the net package sets

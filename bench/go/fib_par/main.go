@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // fib_par - the Go peer of bench/fib_par.c: fork-join fib(n) (default 32), a
 // goroutine per call above the cutoff, 20, joined by channel; plain recursion
 // below it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // http_wrk - Go peer of examples/http.c for the http_wrk benchmark
 // (bench/http_wrk.sh drives both with the same wrk command): a net/http
 // server answering "Hello, World!" on / and /hello.

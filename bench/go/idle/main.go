@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // idle - the Go peer of bench/idle.c: the memory and creation cost of
 // goroutines parked on a channel.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // skynet - the Go peer of bench/skynet.c: the skynet benchmark, a tree of
 // goroutines, fan-out 10, whose leaves return their numbers, summed back up
 // the tree by channel.

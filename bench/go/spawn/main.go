@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // spawn - the Go peer of bench/spawn.c: create and finish goroutines that do
 // nothing but signal a WaitGroup.
 //

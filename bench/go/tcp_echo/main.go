@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tcp_echo - Go peer of bench/tcp_echo.c: a TCP echo server, one goroutine
 // per connection, and 50 client goroutines in the same process over
 // loopback; each client sends 64 bytes and reads the 64-byte echo back,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // threadring - the Go peer of bench/threadring.c: the Benchmarks Game
 // thread-ring, 503 goroutines linked in a ring by unbuffered channels passing
 // a token around.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // timers - the Go peer of bench/timers.c: how late goroutines wake from short
 // sleeps when many sleep at once.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // yield - the Go peer of bench/yield.c: two goroutines calling
 // runtime.Gosched in turn.
 //
