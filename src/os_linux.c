@@ -10,9 +10,28 @@
  * about 3.4 KB and AMX machines need over 8 KB.
  *
  * The SIGSEGV/SIGBUS handler reports a fault in the running goroutine's
- * guard page as "stack overflow" naming the goroutine, and hands any other
- * fault to the handler that was installed before gort (or to the default
- * action, by restoring it and returning so the instruction faults again).
+ * guard page as "stack overflow" naming the goroutine.  Any other
+ * SIGSEGV, SIGBUS, SIGFPE or SIGILL the kernel raises on a thread of
+ * gort's (one with an M that gort created) goes to the handler that was
+ * installed before gort, if there was one; if not, it is reported as Go
+ * reports a signal it cannot turn into a panic (sigpanic's throw and
+ * dopanic_m in panic.go/signal_unix.go):
+ *
+ *   unexpected fault address 0x0          (SIGSEGV and SIGBUS)
+ *   gort: fatal error: fault              ("unexpected signal" for the others)
+ *   [signal SIGSEGV: segmentation violation code=0x1 addr=0x0 pc=0x55...]
+ *
+ *   goroutine 7 [running]:                the faulting goroutine, from
+ *   crasher(...)                          the signal's context; then the
+ *   ...                                   others, as GORTTRACEBACK says
+ *
+ * and the process then dies by that same signal: the default action is
+ * restored and the handler returns, so the instruction faults again and
+ * the shell reports the signal and the kernel writes a core.  A fault on
+ * a thread without an M (the program's own threads), or one sent by
+ * kill(2), goes to the earlier handler or the default action likewise.
+ * A handler the program installs after gort_main started replaces ours
+ * and is left in place when gort_main returns.
  *
  * SIGQUIT dumps every goroutine and exits with status 2, as in Go, unless
  * the program had a handler of its own (or ignored SIGQUIT) when
@@ -48,7 +67,19 @@
  * printer run there; 256 KiB of address space, committed as touched. */
 #define GORT_G0_STACK_SIZE (256 * 1024)
 
-static struct sigaction old_segv, old_bus;
+/* The synchronous signals gort reports, with Go's names for them
+ * (sigtable), and the actions they had before gort installed its own. */
+static const struct {
+    int sig;
+    const char *name;
+} crash_sigs[] = {
+    {SIGSEGV, "SIGSEGV: segmentation violation"},
+    {SIGBUS, "SIGBUS: bus error"},
+    {SIGFPE, "SIGFPE: floating-point exception"},
+    {SIGILL, "SIGILL: illegal instruction"},
+};
+#define NCRASH (sizeof crash_sigs / sizeof crash_sigs[0])
+static struct sigaction old_crash[NCRASH];
 static bool signals_installed;
 static bool quit_installed;  /* our SIGQUIT handler is in place */
 static sigset_t initmask; /* the gort_main thread's mask at start */
@@ -240,10 +271,37 @@ void gort__unminit(struct m *mp)
     mp->sigaltstack_mem = NULL;
 }
 
-/* Give the fault to whoever handled it before gort. */
+static int crash_index(int sig)
+{
+    for (int i = 0; i < (int)NCRASH; i++)
+        if (crash_sigs[i].sig == sig)
+            return i;
+    return 0;
+}
+
+/* Did the program handle sig itself before gort installed its handler? */
+static bool had_handler(const struct sigaction *old)
+{
+    if (old->sa_flags & SA_SIGINFO)
+        return old->sa_sigaction != NULL;
+    return old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN;
+}
+
+/* Die by sig: its default action, then either the faulting instruction
+ * runs again when the handler returns (a fault the kernel raised), or
+ * the signal, raised again, is delivered when the handler returns and
+ * unblocks it (one sent with kill(2): nothing would fault again). */
+static void die_by(int sig, const siginfo_t *info)
+{
+    signal(sig, SIG_DFL);
+    if (info->si_code <= 0)
+        raise(sig);
+}
+
+/* Give the fault to whoever handled it before gort, or die by it. */
 static void chain(int sig, siginfo_t *info, void *uctx)
 {
-    struct sigaction *old = sig == SIGSEGV ? &old_segv : &old_bus;
+    struct sigaction *old = &old_crash[crash_index(sig)];
     if (old->sa_flags & SA_SIGINFO) {
         if (old->sa_sigaction) {
             old->sa_sigaction(sig, info, uctx);
@@ -253,9 +311,28 @@ static void chain(int sig, siginfo_t *info, void *uctx)
         old->sa_handler(sig);
         return;
     }
-    /* Default action: restore it; returning re-executes the faulting
-     * instruction, which now kills the process with the right signal. */
-    signal(sig, SIG_DFL);
+    die_by(sig, info);
+}
+
+/* Report a signal raised by a goroutine's (or gort's) own instruction on
+ * a thread of gort's, as Go's sigpanic/dopanic_m word one that cannot
+ * become a panic; the goroutine dump is the registered hook's, the one
+ * SIGQUIT and the stack-overflow report use from their handlers. */
+static void crash_report(int sig, const siginfo_t *info,
+                         const struct gort_trap *t)
+{
+    gort__fatal_begin();
+    uintptr_t addr = (uintptr_t)info->si_addr;
+    if (sig == SIGSEGV || sig == SIGBUS)
+        gort__printf(2, "unexpected fault address 0x%lx\n"
+                        "gort: fatal error: fault\n",
+                     (unsigned long)addr);
+    else
+        gort__printf(2, "gort: fatal error: unexpected signal\n");
+    gort__printf(2, "[signal %s code=0x%x addr=0x%lx pc=0x%lx]\n\n",
+                 crash_sigs[crash_index(sig)].name, (unsigned)info->si_code,
+                 (unsigned long)addr, (unsigned long)t->pc);
+    gort__fatal_dump(2, t, false);
 }
 
 /* A goroutine's stack pointer this far below its stack is still taken
@@ -287,6 +364,7 @@ static const char *overflow_kind(struct m *mp, struct g *gp, uintptr_t addr,
     return NULL;
 }
 
+/* SIGSEGV, SIGBUS, SIGFPE and SIGILL (see the top of the file). */
 static void fault_handler(int sig, siginfo_t *info, void *uctx)
 {
     struct m *mp = gort__getm_raw();
@@ -294,7 +372,9 @@ static void fault_handler(int sig, siginfo_t *info, void *uctx)
     uintptr_t addr = (uintptr_t)info->si_addr;
     struct gort_trap t;
     gort__trap_from_ucontext(&t, uctx);
-    const char *kind = mp ? overflow_kind(mp, gp, addr, t.sp) : NULL;
+    const char *kind = mp && (sig == SIGSEGV || sig == SIGBUS)
+                           ? overflow_kind(mp, gp, addr, t.sp)
+                           : NULL;
     if (kind) {
         gort__printf(2, "gort: fatal error: stack overflow in goroutine %lld"
                         " (stack [%p, %p), %s guard, fault at %p %s; raise "
@@ -307,6 +387,13 @@ static void fault_handler(int sig, siginfo_t *info, void *uctx)
         gort__fatal_dump(2, &t, false);
         signal(SIGABRT, SIG_DFL);
         abort();
+    }
+    /* si_code > 0: the kernel raised it for this thread's instruction. */
+    if (mp && !mp->foreign && info->si_code > 0 &&
+        !had_handler(&old_crash[crash_index(sig)])) {
+        crash_report(sig, info, &t);
+        die_by(sig, info);
+        return;
     }
     chain(sig, info, uctx);
 }
@@ -432,12 +519,13 @@ int gort__signals_install(void)
     sa.sa_sigaction = fault_handler;
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
     sigemptyset(&sa.sa_mask);
-    if (sigaction(SIGSEGV, &sa, &old_segv) < 0)
-        return -errno;
-    if (sigaction(SIGBUS, &sa, &old_bus) < 0) {
-        int e = -errno;
-        sigaction(SIGSEGV, &old_segv, NULL);
-        return e;
+    for (size_t i = 0; i < NCRASH; i++) {
+        if (sigaction(crash_sigs[i].sig, &sa, &old_crash[i]) < 0) {
+            int e = -errno;
+            while (i-- > 0)
+                sigaction(crash_sigs[i].sig, &old_crash[i], NULL);
+            return e;
+        }
     }
     quit_installed = install_over_default(SIGQUIT, quit_handler);
     pipe_installed = install_over_default(SIGPIPE, pipe_handler);
@@ -449,8 +537,13 @@ void gort__signals_restore(void)
 {
     if (!signals_installed)
         return;
-    sigaction(SIGSEGV, &old_segv, NULL);
-    sigaction(SIGBUS, &old_bus, NULL);
+    /* A handler the program installed over ours since stays. */
+    for (size_t i = 0; i < NCRASH; i++) {
+        struct sigaction cur;
+        if (sigaction(crash_sigs[i].sig, NULL, &cur) == 0 &&
+            (cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == fault_handler)
+            sigaction(crash_sigs[i].sig, &old_crash[i], NULL);
+    }
     restore_default(SIGQUIT, quit_handler, &quit_installed);
     restore_default(SIGPIPE, pipe_handler, &pipe_installed);
     signals_installed = false;

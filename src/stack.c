@@ -4,8 +4,10 @@
  *
  * C cannot grow a stack by copying it, so every G gets a fixed virtual
  * stack whose pages the kernel commits only when they are touched.  Stacks
- * are carved from arenas (one mmap of many slots, MAP_NORESERVE so that
- * address space is not charged against the overcommit limit).  A slot is
+ * are carved from arenas (8 MiB of many slots, MAP_NORESERVE so that
+ * address space is not charged against the overcommit limit), which lie
+ * in fenced regions of address space of their own (arena_space_locked:
+ * what gcore can copy depends on it).  A slot is
  *
  *     base                lo                                     hi   top
  *     | guard (16 KiB)    | usable stack (gort__stack_size) ... |offs|
@@ -99,6 +101,13 @@ struct arena {
     struct arena *nextroom; /* arenas with slots not carved yet */
 };
 
+/* Address space reserved for arenas (see arena_space_locked). */
+struct region {
+    uintptr_t base;
+    size_t size;
+    struct region *next;
+};
+
 struct freeslot {
     uintptr_t base;
     uint8_t guard;
@@ -110,6 +119,9 @@ static struct {
     gort_lock lock;
     struct arena *arenas;    /* every arena, newest first */
     struct arena *room;      /* arenas with uncarved slots */
+    struct region *regions;  /* every region, newest first */
+    uintptr_t region_next;   /* where the newest region's next arena goes */
+    uintptr_t region_end;
     struct freeslot *free;   /* slots handed back by gort__stackfree */
     size_t nfree, capfree;
     size_t slot;             /* GUARD_SIZE + usable size, page aligned */
@@ -221,10 +233,12 @@ static bool madvise_batch(struct iovec *iov, size_t n, int advice)
 /* Slots prepared together when the first of them is carved. */
 #define PREP_BATCH 32
 
-/* An arena's lowest guard (map_arena_locked). */
+/* An arena's lowest guard (map_arena_locked).  Under the MPROTECT policy
+ * an mprotect one too, so that no guard region lies in a readable
+ * mapping: gdb's cores then hold every stack (arena_space_locked). */
 static void lowest_guard(uintptr_t base)
 {
-    if (!pool.madvise_ok ||
+    if (pool.mode == STACK_GUARD_MPROTECT || !pool.madvise_ok ||
         madvise((void *)base, GUARD_SIZE, MADV_GUARD_INSTALL) != 0)
         mprotect((void *)base, GUARD_SIZE, PROT_NONE);
 }
@@ -280,6 +294,53 @@ static uint8_t install_guard(uintptr_t base)
     return STACK_GUARD_CANARY;
 }
 
+/*
+ * Address space for an arena of size bytes, readable and writable.
+ *
+ * Arenas are carved upward from regions of REGION_TARGET bytes reserved
+ * PROT_NONE, from the region's second page; the carved arenas merge into
+ * one mapping, and the region's first page and uncarved rest, PROT_NONE,
+ * fence it.  So no other mapping (allgs' reservation, a malloc heap, a
+ * signal stack) ever merges with an arena: the kernel merges neighbouring
+ * anonymous mappings of the same protection and flags, and a mapping that
+ * holds guard regions (MADV_GUARD_INSTALL) cannot be read whole through
+ * /proc/PID/mem or ptrace, so gdb's gcore, which copies a core section per
+ * mapping, drops every such mapping entirely: it must hold stacks only.
+ * The cost is about two mappings per region, never per arena or stack.
+ *
+ * NULL when no address space could be had.  pool.lock held.
+ */
+#define REGION_TARGET ((size_t)1 << 30)
+#define FENCE 4096
+static void *arena_space_locked(size_t size)
+{
+    gort__lock_assert_held(&pool.lock);
+    if (pool.region_end - pool.region_next < size + FENCE) {
+        size_t rsize = size + 2 * FENCE > REGION_TARGET ? size + 2 * FENCE
+                                                        : REGION_TARGET;
+        struct region *rg = gort__malloc(sizeof *rg);
+        if (!rg)
+            return NULL;
+        void *r = mmap(NULL, rsize, PROT_NONE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (r == MAP_FAILED) {
+            gort__free(rg);
+            return NULL;
+        }
+        rg->base = (uintptr_t)r;
+        rg->size = rsize;
+        rg->next = pool.regions;
+        pool.regions = rg;
+        pool.region_next = (uintptr_t)r + FENCE;
+        pool.region_end = (uintptr_t)r + rsize;
+    }
+    void *mem = (void *)pool.region_next;
+    if (mprotect(mem, size, PROT_READ | PROT_WRITE) != 0)
+        return NULL;
+    pool.region_next += size;
+    return mem;
+}
+
 /* Map (and prepare) a new arena; its slots become available.  pool.lock
  * held. */
 static int map_arena_locked(void)
@@ -289,10 +350,14 @@ static int map_arena_locked(void)
     if (n == 0)
         n = 1;
     size_t size = (size_t)n * pool.slot;
-    void *mem = mmap(NULL, size, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (mem == MAP_FAILED)
+    struct arena *a = gort__malloc(sizeof *a);
+    if (!a)
         return -ENOMEM;
+    void *mem = arena_space_locked(size);
+    if (!mem) {
+        gort__free(a);
+        return -ENOMEM;
+    }
     bool bulk = pool.pidfd >= 0 && pool.mode == STACK_GUARD_MADVISE;
     /* The lowest slot's guard is a real one whatever the policy: a
      * canary-guarded stack that overflows without end runs down through
@@ -301,11 +366,6 @@ static int map_arena_locked(void)
      * bulk mode prepare_batch installs it with the first batch's. */
     if (!bulk)
         lowest_guard((uintptr_t)mem);
-    struct arena *a = gort__malloc(sizeof *a);
-    if (!a) {
-        munmap(mem, size);
-        return -ENOMEM;
-    }
     a->base = (uintptr_t)mem;
     a->size = size;
     a->nslots = n;
@@ -656,9 +716,16 @@ void gort__stackfini(void)
     struct arena *a = pool.arenas;
     while (a) {
         struct arena *next = a->next;
-        munmap((void *)a->base, a->size);
         gort__free(a);
         a = next;
+    }
+    /* The arenas lie in the regions. */
+    struct region *rg = pool.regions;
+    while (rg) {
+        struct region *next = rg->next;
+        munmap((void *)rg->base, rg->size);
+        gort__free(rg);
+        rg = next;
     }
     gort__free(pool.free);
     if (pool.pidfd >= 0)

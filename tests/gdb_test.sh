@@ -9,14 +9,22 @@
 #            checked from the core in a fresh gdb
 #   attach   the program stops itself (SIGSTOP) outside gdb; gdb -p
 #            attaches and checks
+#   gcore    the program stops itself (SIGSTOP) outside gdb under the
+#            default stack guards; gdb's gcore script saves it; checked
+#            from that core.  Where the guards are Linux guard regions,
+#            gcore cannot copy the stack arenas (see the README): every
+#            goroutine must still be listed, and `goroutine N bt` of a
+#            parked one must say that its stack is not in the core
+#            (GORT_GDB_STACKLESS, tests/gdb_check.py)
 #   abort    the program aborts and its core is written by the kernel, or,
 #            under an emulator (GORT_TEST_EMULATOR, the aarch64 build under
-#            qemu-user), by qemu itself; checked from that core
+#            qemu-user), by qemu itself; checked from that core.  The core
+#            is looked for where /proc/sys/kernel/core_pattern says
 #
 # Exits 0 when the check passes, 1 when it fails, 77 (ctest's skip) with the
-# reason on stdout when the mode cannot run here.  Cores made by gdb use
-# GORTDEBUG=stackguard=mprotect: gdb's gcore cannot copy stack arenas with
-# Linux guard regions (see the README); kernel and qemu cores need nothing.
+# reason on stdout when the mode cannot run here.  The core mode uses
+# GORTDEBUG=stackguard=mprotect, so that gdb's core holds the stacks too;
+# kernel and qemu cores need nothing.
 set -euo pipefail
 set +m # no job control: a stopped background program stays stopped
 
@@ -83,11 +91,39 @@ await_stopped() {
     exit 1
 }
 
+# core_glob PATTERN PID: where the kernel writes the core of process PID
+# (in this directory, its working directory) by core_pattern PATTERN, as a
+# shell glob: %p is the PID, %% a percent sign, every other specifier (the
+# time, host name, program name...) matches anything; core_uses_pid adds
+# .PID to a pattern without %p.
+core_glob() {
+    local pattern=$1 p=$2 glob="" i c
+    for ((i = 0; i < ${#pattern}; i++)); do
+        c=${pattern:i:1}
+        if [ "$c" = % ] && [ $((i + 1)) -lt ${#pattern} ]; then
+            i=$((i + 1))
+            case ${pattern:i:1} in
+            p) glob+=$p ;;
+            %) glob+=% ;;
+            *) glob+='*' ;;
+            esac
+        else
+            glob+=$c
+        fi
+    done
+    if [[ $pattern != *%p* ]] &&
+       [ "$(cat /proc/sys/kernel/core_uses_pid 2>/dev/null)" = 1 ]; then
+        glob+=".$p"
+    fi
+    echo "$glob"
+}
+
 emu=${GORT_TEST_EMULATOR:-}
 if [ -n "${GORT_GDB_SANITIZE:-}" ]; then
     case $mode in
-    core | abort) skip "a core of a $GORT_GDB_SANITIZE-sanitizer build holds" \
-                       "the sanitizer's shadow mappings (terabytes)" ;;
+    core | gcore | abort)
+        skip "a core of a $GORT_GDB_SANITIZE-sanitizer build holds the" \
+             "sanitizer's shadow mappings (terabytes)" ;;
     esac
 fi
 if [ -n "$emu" ] && [ "$mode" != abort ]; then
@@ -111,6 +147,37 @@ core)
     fi
     check -- "$target" core
     ;;
+gcore)
+    gcore=$(dirname "$(command -v "$gdb")")/gcore
+    [ -x "$gcore" ] || gcore=$(command -v gcore || true)
+    [ -n "$gcore" ] || skip "gdb's gcore script is not installed"
+    GORT_GDB_STOP=stop GORTDEBUG= "$target" target >prog.txt 2>&1 \
+        </dev/null &
+    pid=$!
+    await_stopped "$pid"
+    "$gcore" -o "$tmp/core" "$pid" >gcore.txt 2>&1 || true
+    if grep -q 'ptrace: Operation not permitted' gcore.txt; then
+        cat gcore.txt
+        skip "this user may not attach to a process (ptrace restricted)"
+    fi
+    if [ ! -s "core.$pid" ]; then
+        cat gcore.txt
+        echo "gdb_test: gcore: gcore made no core file"
+        exit 1
+    fi
+    core=core.$pid
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    pid=
+    # What gcore could not copy, but for the vsyscall page (never
+    # readable): the stack arenas, when their guards are guard regions.
+    stackless=0
+    if grep 'Memory read failed' gcore.txt |
+        grep -v 'at 0xffffffffff600000\.'; then
+        stackless=1
+    fi
+    GORT_GDB_STACKLESS=$stackless check -- "$target" "$core"
+    ;;
 attach)
     GORT_GDB_STOP=stop "$target" target >prog.txt 2>&1 </dev/null &
     pid=$!
@@ -127,27 +194,33 @@ abort)
     if [ -z "$emu" ]; then
         pattern=$(cat /proc/sys/kernel/core_pattern 2>/dev/null || echo '?')
         case $pattern in
-        '|'* | */*) skip "the kernel's core_pattern '$pattern' does not" \
-                         "write cores to the working directory" ;;
+        '|'*) skip "the kernel's core_pattern '$pattern' pipes cores to a" \
+                   "program instead of writing a file" ;;
         esac
     fi
     # shellcheck disable=SC2086 # the emulator command is words
-    GORT_GDB_STOP=abort $emu "$target" target >prog.txt 2>&1 </dev/null ||
-        true
+    GORT_GDB_STOP=abort $emu "$target" target >prog.txt 2>&1 </dev/null &
+    apid=$!
+    wait "$apid" || true
     await_stopped
     # qemu names its core qemu_<program>_<date>_<pid>.core (the kernel may
     # write qemu's own core beside it, named by core_pattern).
     if [ -n "$emu" ]; then
         core=$(ls -t | grep '^qemu_.*\.core$' | head -n1 || true)
+        [ -n "$core" ] || skip "no core file was written (the emulator's" \
+                               "policy)"
     else
-        core=$(ls -t | grep -i 'core' | head -n1 || true)
+        glob=$(core_glob "$pattern" "$apid")
+        # shellcheck disable=SC2086 # the glob is to be expanded
+        core=$(ls -td $glob 2>/dev/null | head -n1 || true)
+        [ -n "$core" ] && [ -f "$core" ] ||
+            skip "no core file was written where the kernel's core_pattern" \
+                 "'$pattern' says ($glob)"
     fi
-    [ -n "$core" ] || skip "no core file was written (core_pattern or" \
-                           "the emulator's policy)"
     check -- "$target" "$core"
     ;;
 *)
-    echo "usage: gdb_test.sh live|core|attach|abort TARGET SRC_DIR [GDB]" >&2
+    echo "usage: gdb_test.sh live|core|gcore|attach|abort TARGET SRC_DIR [GDB]" >&2
     exit 2
     ;;
 esac
