@@ -111,7 +111,7 @@ static void main_g(void *arg)
 
 int main(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         char *end = NULL;
         long long x = v ? strtoll(v, &end, 10) : 0;
@@ -128,7 +128,6 @@ int main(int argc, char **argv)
             fprintf(stderr, "usage: demo [-procs N] [-n LIMIT]\n");
             return 2;
         }
-        i++;
     }
     if (!getenv("GORTDEBUG"))
         setenv("GORTDEBUG", "schedtrace=100", 1);

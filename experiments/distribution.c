@@ -68,7 +68,7 @@ static void main_g(void *arg)
 
 int main(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(argv[i], "-procs"))
             procs = intflag("distribution", "-procs", v, 1);
@@ -83,7 +83,6 @@ int main(int argc, char **argv)
                             "[-burn-us US] [-trace MS]\n");
             return 2;
         }
-        i++;
     }
     if (trace_ms > 0 && !getenv("GORTDEBUG")) {
         char buf[64];

@@ -148,7 +148,7 @@ static void exp_main(void *arg)
 
 int main(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(argv[i], "-n"))
             n = intflag("metrics", "-n", v, 1);
@@ -158,7 +158,6 @@ int main(int argc, char **argv)
             fprintf(stderr, "usage: metrics [-n GOROUTINES] [-procs N]\n");
             return 2;
         }
-        i++;
     }
     int err = gort_main(exp_main, NULL);
     if (err < 0) {

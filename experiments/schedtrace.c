@@ -168,7 +168,7 @@ static void main_g(void *arg)
 
 int main(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(argv[i], "-procs"))
             procs = intflag("schedtrace", "-procs", v, 1);
@@ -185,7 +185,6 @@ int main(int argc, char **argv)
                             "[-burn-us US] [-trace MS] [-detail 0|1]\n");
             return 2;
         }
-        i++;
     }
     if (trace_ms > 0 && !getenv("GORTDEBUG")) {
         char buf[64];

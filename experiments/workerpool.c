@@ -248,7 +248,7 @@ static void main_g(void *arg)
 
 int main(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(argv[i], "-workers"))
             nworkers = intflag("workerpool", "-workers", v, 1);
@@ -263,7 +263,6 @@ int main(int argc, char **argv)
                             "[-work-ms MS] [-timeout-ms MS]\n");
             return 2;
         }
-        i++;
     }
     int err = gort_main(main_g, NULL);
     if (err < 0) {

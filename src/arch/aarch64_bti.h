@@ -7,13 +7,18 @@
  * reached indirectly starts with a landing pad (GORT_BTI_C: `hint #34` is
  * `bti c`, a NOP on cores without BTI), and every object is marked
  * BTI-compatible (GORT_BTI_NOTE): the linker keeps the marking only when
- * all of them have it.
+ * all of them have it.  The preemption trampoline starts with `bti jc`
+ * (GORT_BTI_JC, `hint #38`): the signal handler points the interrupted PC
+ * at it, and rt_sigreturn restores the interrupted PSTATE, whose branch
+ * type is not zero when the signal came just before a landing pad ran;
+ * `bti jc` accepts every branch type.
  */
 #ifndef GORT_AARCH64_BTI_H
 #define GORT_AARCH64_BTI_H
 
 #if defined(__ARM_FEATURE_BTI_DEFAULT) && __ARM_FEATURE_BTI_DEFAULT
 #define GORT_BTI_C hint #34
+#define GORT_BTI_JC hint #38
 /* GNU property note: GNU_PROPERTY_AARCH64_FEATURE_1_AND = BTI.  (Not PAC:
  * the saved resume address is not signed.) */
 #define GORT_BTI_NOTE \
@@ -30,6 +35,7 @@
         .popsection
 #else
 #define GORT_BTI_C
+#define GORT_BTI_JC
 #define GORT_BTI_NOTE
 #endif
 

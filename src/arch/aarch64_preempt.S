@@ -20,6 +20,7 @@
 gort__async_preempt:
         .cfi_startproc
         .cfi_undefined x30
+        GORT_BTI_JC             /* aarch64_bti.h says why jc */
         mov     x19, x0
         bl      gort__async_preempt2
         /* The return address of that call: a stack walk that meets it

@@ -43,6 +43,8 @@
  *     modes saved in fpctl by gort__fpctl_save (NULL: the current ones).
  *     Returns its sp.
  */
+#include "x86_64_cet.h"
+
         .text
 
         .globl  gort__ctx_switch
@@ -121,6 +123,9 @@ gort__ctx_switch:
  * entry, rax the switch argument.  The nop is never executed: it puts the
  * resume address minus one (where unwinders look up the frame of a return
  * address) inside this function's CFI, which says that the unwind ends here.
+ * The resume address is the target of the switch's indirect `jmp`, so it
+ * starts with endbr64 (x86_64_cet.h); the saved contexts' resume addresses
+ * are reached by `ret` and need none.
  */
         .type   gort__ctx_trampoline, @function
         .p2align 4
@@ -129,6 +134,7 @@ gort__ctx_trampoline:
         .cfi_undefined rip      /* the bottom frame: unwinders stop here */
         nop
 .Lctx_trampoline_resume:
+        GORT_ENDBR
         movq    %rax, %rdi
         callq   *%rbx
         ud2                     /* entry must not return */
@@ -180,5 +186,7 @@ gort__fpctl_save:
         ret
         .cfi_endproc
         .size   gort__fpctl_save, .-gort__fpctl_save
+
+        GORT_CET_NOTE
 
         .section .note.GNU-stack,"",@progbits

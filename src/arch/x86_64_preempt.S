@@ -8,8 +8,11 @@
  * context on the G's stack.  Yields the G (gort__async_preempt2), then
  * resumes the interrupted code with rt_sigreturn on the copy, which
  * restores every register.  rbx is callee-saved, so it survives the yield
- * even if the G comes back on another thread.
+ * even if the G comes back on another thread.  It starts with endbr64, as
+ * the target of a transfer that is no call (x86_64_cet.h).
  */
+#include "x86_64_cet.h"
+
         .text
         .globl  gort__async_preempt
         .hidden gort__async_preempt
@@ -18,6 +21,7 @@
 gort__async_preempt:
         .cfi_startproc
         .cfi_undefined rip
+        GORT_ENDBR
         movq    %rdi, %rbx
         call    gort__async_preempt2
         /* The return address of that call: a stack walk that meets it
@@ -31,5 +35,7 @@ gort__async_preempt_ret:
         ud2
         .cfi_endproc
         .size   gort__async_preempt, .-gort__async_preempt
+
+        GORT_CET_NOTE
 
         .section .note.GNU-stack,"",@progbits

@@ -457,10 +457,14 @@ static void bn_worker(void *arg)
             __atomic_add_fetch(&bn_eintr, 1, __ATOMIC_RELAXED);
         __atomic_add_fetch(&bn_done, 1, __ATOMIC_RELAXED);
         /* Back in gort between calls: the G runs with a P again, and is
-         * a preemption target like any other. */
+         * a preemption target like any other.  x is volatile, so that
+         * every step is a load and a store; the read is spelled out, as
+         * clang 14 takes `x += j` on a volatile read nowhere else for a
+         * variable set but not used (-Wunused-but-set-variable), though
+         * every store is a side effect. */
         volatile uint64_t x = 0;
         for (int j = 0; j < 2000 * (i % 7); j++)
-            x += (uint64_t)j;
+            x = x + (uint64_t)j;
     }
     gort_waitgroup_done(&bn_wg);
 }
