@@ -18,7 +18,9 @@
 #define GORT_LIKELY(x) __builtin_expect(!!(x), 1)
 #define GORT_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define GORT_NOINLINE __attribute__((noinline))
-#define GORT_NORETURN __attribute__((noreturn))
+/* The spelling include/gort.h gives C11, so that a file may include both
+ * headers: the same definition twice is no redefinition. */
+#define GORT_NORETURN _Noreturn
 /* For the few functions that read other threads' fields racily by design
  * (schedtrace, the fatal dump); each use says why. */
 #define GORT_NO_TSAN __attribute__((no_sanitize("thread")))
