@@ -4,19 +4,28 @@
 # prefix, then build and run a program against it with pkg-config, once
 # with the shared library and once with the static one; and, with gdb
 # installed, check that gdb auto-loads tools/gort-gdb.py with the library.
+# The program checks gort_version() against the header's
+# GORT_VERSION_STRING, and gort.pc's version must be the header's.
+# Exit 77 without pkg-config.
 set -euo pipefail
 src=$1 build=$2
+command -v pkg-config >/dev/null 2>&1 || { echo "SKIP: pkg-config not found"; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
 cat > "$tmp/hello.c" <<'C'
 #include <gort.h>
 #include <stdio.h>
+#include <string.h>
 static gort_waitgroup wg;
 static int64_t sum;
 static void add(void *arg) { __atomic_add_fetch(&sum, (int64_t)(intptr_t)arg, __ATOMIC_RELAXED); gort_waitgroup_done(&wg); }
 static void main_g(void *arg) {
     (void)arg;
+    if (strcmp(gort_version(), GORT_VERSION_STRING) != 0) {
+        printf("library %s, header %s\n", gort_version(), GORT_VERSION_STRING);
+        return;
+    }
     for (int i = 1; i <= 100; i++) { gort_waitgroup_add(&wg, 1); gort_go(add, (void *)(intptr_t)i); }
     gort_waitgroup_wait(&wg);
     printf("sum=%lld\n", (long long)sum);
@@ -24,6 +33,10 @@ static void main_g(void *arg) {
 int main(void) { return gort_main(main_g, NULL); }
 C
 export PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig:$tmp/prefix/lib64/pkgconfig:$tmp/prefix/lib/x86_64-linux-gnu/pkgconfig"
+version=$(sed -n 's/^#define GORT_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\).*/\2/p' \
+    "$src/include/gort.h" | paste -sd.)
+[ "$(pkg-config --modversion gort)" = "$version" ] ||
+    { echo "gort.pc says version $(pkg-config --modversion gort), gort.h $version"; exit 1; }
 cc -o "$tmp/hello" "$tmp/hello.c" $(pkg-config --cflags --libs gort)
 out=$(LD_LIBRARY_PATH=$(pkg-config --variable=libdir gort) "$tmp/hello")
 [ "$out" = "sum=5050" ] || { echo "shared: got '$out', want sum=5050"; exit 1; }
