@@ -11,22 +11,11 @@ build="$root/build-aarch64"
 jobs=${JOBS:-2}
 sysroot=/usr/aarch64-linux-gnu
 
-as_root() {
-    if [ "$(id -u)" -eq 0 ]; then
-        "$@"
-    elif command -v sudo >/dev/null 2>&1; then
-        sudo "$@"
-    else
-        echo "aarch64.sh: need root (or sudo) to run: $*" >&2
-        exit 1
-    fi
-}
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 if ! command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 ||
    ! command -v qemu-aarch64 >/dev/null 2>&1; then
-    as_root apt-get update
-    as_root env DEBIAN_FRONTEND=noninteractive \
-        apt-get install -y gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
+    apt_install gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
 fi
 
 # Test binaries that re-execute themselves (death tests) are started by the

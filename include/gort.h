@@ -40,10 +40,31 @@
 extern "C" {
 #endif
 
+/* Marks the functions gort exports: default visibility, as the library
+ * is built with -fvisibility=hidden; empty for compilers without GNU C's
+ * attributes. */
 #if defined(__GNUC__)
 #define GORT_EXTERN __attribute__((visibility("default")))
 #else
 #define GORT_EXTERN
+#endif
+
+/*
+ * This header is C99 and C11, and C++11 and later (tests/header checks
+ * each with gcc and clang under -Wpedantic), so it spells what C11 and
+ * C++ name differently through macros.  GORT_NORETURN marks a function
+ * that never returns: [[noreturn]] in C++, _Noreturn in C11, GNU C's
+ * attribute in C99, nothing for other compilers.  It comes first in a
+ * declaration, where C++ requires its attribute.
+ */
+#if defined(__cplusplus) && __cplusplus >= 201103L
+#define GORT_NORETURN [[noreturn]]
+#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+#define GORT_NORETURN _Noreturn
+#elif defined(__GNUC__)
+#define GORT_NORETURN __attribute__((noreturn))
+#else
+#define GORT_NORETURN
 #endif
 
 /*
@@ -61,8 +82,33 @@ GORT_EXTERN int *gort_errno_location(void);
 #define errno (*gort_errno_location())
 #endif
 
+/*
+ * The version of this header.  These three lines are the project's one
+ * record of its version: CMakeLists.txt reads them for project(), the
+ * shared library's file name and the CMake and pkg-config packages.
+ * GORT_VERSION_HEX is 0xMMmmpp (major, minor, patch, one byte each), so
+ * versions compare as integers, also in #if.  docs/abi.md says when each
+ * number changes and how the shared library's SONAME follows the ABI
+ * rather than this version.
+ */
 #define GORT_VERSION_MAJOR 0
 #define GORT_VERSION_MINOR 1
+#define GORT_VERSION_PATCH 0
+#define GORT__VERSION_STR(x) #x
+#define GORT__VERSION_XSTR(x) GORT__VERSION_STR(x)
+#define GORT_VERSION_STRING                                       \
+    GORT__VERSION_XSTR(GORT_VERSION_MAJOR) "."                    \
+    GORT__VERSION_XSTR(GORT_VERSION_MINOR) "."                    \
+    GORT__VERSION_XSTR(GORT_VERSION_PATCH)
+#define GORT_VERSION_HEX                                          \
+    ((GORT_VERSION_MAJOR << 16) | (GORT_VERSION_MINOR << 8) |     \
+     GORT_VERSION_PATCH)
+
+/* The version of the library the program runs with, "MAJOR.MINOR.PATCH"
+ * (static storage).  It differs from GORT_VERSION_STRING when the program
+ * was compiled against another version's header than the shared library
+ * it loaded.  Any thread, also outside gort_main. */
+GORT_EXTERN const char *gort_version(void);
 
 /* ---------------------------------------------------------------------------
  * Lifecycle
@@ -117,7 +163,7 @@ GORT_EXTERN int gort_defer(void (*fn)(void *), void *arg);
  * left this is the fatal error "no goroutines (main called runtime.Goexit) -
  * deadlock!", as in Go.  Mirrors runtime.Goexit.
  */
-GORT_EXTERN _Noreturn void gort_goexit(void);
+GORT_NORETURN GORT_EXTERN void gort_goexit(void);
 
 /*
  * Query or set GOMAXPROCS.  n <= 0 only returns the current value; n > 0
@@ -140,6 +186,10 @@ GORT_EXTERN int64_t gort_nanotime(void);
  * Settings (call before gort_main; they also have environment forms)
  * ------------------------------------------------------------------------- */
 
+/* The smallest stack size gort_set_stack_size accepts, and the size of
+ * every goroutine stack unless gort_set_stack_size or GORTSTACKSIZE sets
+ * another (four times as much when AddressSanitizer is on, whose redzones
+ * enlarge every frame). */
 #define GORT_MIN_STACK_SIZE (16 * 1024)
 #define GORT_DEFAULT_STACK_SIZE (64 * 1024)
 
@@ -171,6 +221,7 @@ typedef struct gort_waitgroup {
 
 /* Add delta to the counter; a negative result is a fatal error. */
 GORT_EXTERN void gort_waitgroup_add(gort_waitgroup *wg, int delta);
+/* Decrement the counter by one: gort_waitgroup_add(wg, -1). */
 GORT_EXTERN void gort_waitgroup_done(gort_waitgroup *wg);
 /* Park the calling goroutine until the counter is zero. */
 GORT_EXTERN void gort_waitgroup_wait(gort_waitgroup *wg);
@@ -184,6 +235,8 @@ GORT_EXTERN void gort_waitgroup_wait(gort_waitgroup *wg);
  * receive block forever, close is a fatal error.
  * ------------------------------------------------------------------------- */
 
+/* A channel (opaque): made by gort_chan_make, gort_after or
+ * gort_timer_make, freed by gort_chan_free (a timer's, with its timer). */
 typedef struct gort_chan gort_chan;
 
 /* Largest element size (Go's limit too: 1<<16 - 1 bytes). */
@@ -236,12 +289,16 @@ GORT_EXTERN size_t gort_chan_cap(gort_chan *ch);
  * select.  Mirrors Go's select statement (select.go).
  * ------------------------------------------------------------------------- */
 
+/* What a select case does: its gort_case's dir. */
 enum gort_case_dir {
     GORT_CASE_RECV = 1,    /* receive from ch into elem (NULL: discard) */
     GORT_CASE_SEND = 2,    /* send the value at elem on ch */
     GORT_CASE_DEFAULT = 3, /* taken when no other case is ready */
 };
 
+/* One case of gort_select: the channel, what to do on it and the element
+ * to send from or receive into.  gort_select sets ok in the receive case
+ * it takes. */
 typedef struct gort_case {
     gort_chan *ch;  /* NULL: a case that is never ready, as in Go */
     int dir;        /* enum gort_case_dir */
@@ -272,6 +329,8 @@ GORT_EXTERN void gort_sleep(int64_t ns);
  * frees both.  NULL when out of memory. */
 GORT_EXTERN gort_chan *gort_after(int64_t ns);
 
+/* A timer (opaque, Go's *time.Timer): made by gort_timer_make, freed by
+ * gort_timer_free. */
 typedef struct gort_timer gort_timer;
 
 /*
@@ -303,6 +362,9 @@ GORT_EXTERN int gort_timer_free(gort_timer *t);
  * once used.  They park goroutines, never threads.
  * ------------------------------------------------------------------------- */
 
+/* A mutual exclusion lock (Go's sync.Mutex); GORT_MUTEX_INIT, or zeroed
+ * memory, is an unlocked one.  Not tied to a goroutine: another goroutine
+ * may unlock it. */
 typedef struct gort_mutex {
     int32_t state;  /* locked, woken, starving bits and the waiter count */
     uint32_t sema;
@@ -313,10 +375,15 @@ typedef struct gort_mutex {
  * waited over 1 ms switches the mutex to starvation mode, in which the
  * lock is handed to waiters in FIFO order (sync/mutex.go). */
 GORT_EXTERN void gort_mutex_lock(gort_mutex *m);
+/* Lock m if it is free, without waiting: true when the caller now holds
+ * it. */
 GORT_EXTERN bool gort_mutex_trylock(gort_mutex *m);
 /* Fatal: "sync: unlock of unlocked mutex". */
 GORT_EXTERN void gort_mutex_unlock(gort_mutex *m);
 
+/* A reader/writer lock (Go's sync.RWMutex): held by any number of readers
+ * or by one writer.  GORT_RWMUTEX_INIT, or zeroed memory, is an unlocked
+ * one. */
 typedef struct gort_rwmutex {
     gort_mutex w;          /* held by the writer */
     uint32_t writer_sem;   /* the writer waits for readers to finish */
@@ -326,14 +393,26 @@ typedef struct gort_rwmutex {
 } gort_rwmutex;
 #define GORT_RWMUTEX_INIT {GORT_MUTEX_INIT, 0, 0, 0, 0}
 
-/* A waiting writer blocks new readers, so writers are not starved. */
+/* Lock for reading: park while a writer holds the lock or waits for it
+ * (a waiting writer blocks new readers, so writers are not starved). */
 GORT_EXTERN void gort_rwmutex_rlock(gort_rwmutex *rw);
+/* Lock for reading without waiting: true when the caller now holds a read
+ * lock, false when a writer holds the lock or waits for it. */
 GORT_EXTERN bool gort_rwmutex_tryrlock(gort_rwmutex *rw);
+/* Undo one read lock; the last reader out lets a waiting writer in.
+ * Fatal: "sync: RUnlock of unlocked RWMutex". */
 GORT_EXTERN void gort_rwmutex_runlock(gort_rwmutex *rw);
+/* Lock for writing: park until no writer and no reader holds the lock. */
 GORT_EXTERN void gort_rwmutex_lock(gort_rwmutex *rw);
+/* Lock for writing without waiting: true when the caller now holds the
+ * write lock. */
 GORT_EXTERN bool gort_rwmutex_trylock(gort_rwmutex *rw);
+/* Undo the write lock, letting in the readers that waited for it.  Fatal:
+ * "sync: Unlock of unlocked RWMutex". */
 GORT_EXTERN void gort_rwmutex_unlock(gort_rwmutex *rw);
 
+/* Go's sync.Once, for gort_once_do; GORT_ONCE_INIT, or zeroed memory, is
+ * one that has not run. */
 typedef struct gort_once {
     uint32_t done;
     gort_mutex m;
@@ -345,6 +424,8 @@ typedef struct gort_once {
  * gort_goexit, later calls block for good (C has no deferred unlock). */
 GORT_EXTERN void gort_once_do(gort_once *o, void (*fn)(void *), void *arg);
 
+/* A condition variable (Go's sync.Cond) whose waiters hold the mutex l:
+ * GORT_COND_INIT(&mutex) makes one, as does zeroed memory with l set. */
 typedef struct gort_cond {
     gort_mutex *l;     /* held around wait and (usually) signal */
     uint32_t wait;     /* notify list: next ticket to hand a waiter */
@@ -356,8 +437,10 @@ typedef struct gort_cond {
 
 /* Atomically unlock c->l and park until signalled, then lock c->l again. */
 GORT_EXTERN void gort_cond_wait(gort_cond *c);
-/* Wake one waiter (the longest waiting), or all. */
+/* Wake one waiter, the one that has waited longest; none waiting, do
+ * nothing.  The caller may hold c->l but need not. */
 GORT_EXTERN void gort_cond_signal(gort_cond *c);
+/* Wake every waiter. */
 GORT_EXTERN void gort_cond_broadcast(gort_cond *c);
 
 /* ---------------------------------------------------------------------------
@@ -457,6 +540,11 @@ GORT_EXTERN int gort_accept(int fd, struct sockaddr *addr, unsigned *addrlen);
  * connection: 0, -ETIMEDOUT or the connection's error. */
 GORT_EXTERN int gort_connect(int fd, const struct sockaddr *addr,
                              unsigned addrlen, int64_t timeout_ns);
+/* readv(2), writev(2), sendto(2), recvfrom(2) (fromlen may be NULL with
+ * from) and shutdown(2): a goroutine whose call would block parks until
+ * the descriptor is ready.  Return the byte count or 0, or -errno;
+ * gort_readv and gort_writev on an unregistered fd take the syscall path,
+ * gort_sendto and gort_recvfrom return -EBADF for one. */
 GORT_EXTERN long gort_readv(int fd, const struct iovec *iov, int iovcnt);
 GORT_EXTERN long gort_writev(int fd, const struct iovec *iov, int iovcnt);
 GORT_EXTERN long gort_sendto(int fd, const void *buf, size_t n, int flags,
@@ -539,6 +627,8 @@ GORT_EXTERN int gort_dump_goroutines_grouped(int fd);
  * A name is a path and a unit, "/sched/goroutines:goroutines".
  * ------------------------------------------------------------------------- */
 
+/* The kind of a metric's value, which says the gort_metric_sample field
+ * that holds it (Go's metrics.ValueKind). */
 enum gort_metric_kind {
     GORT_METRIC_BAD = 0,       /* no such metric (Go's KindBad) */
     GORT_METRIC_UINT64 = 1,    /* value in u64 */
@@ -546,6 +636,7 @@ enum gort_metric_kind {
     GORT_METRIC_HISTOGRAM = 3, /* value in hist (Go's KindFloat64Histogram) */
 };
 
+/* A metric as gort_metrics_all lists it (Go's metrics.Description). */
 typedef struct gort_metric_desc {
     const char *name;        /* "/sched/latencies:seconds" */
     const char *description; /* one or more English sentences */
@@ -582,6 +673,9 @@ typedef struct gort_histogram {
     uint64_t total;        /* out: all samples (the sum of the counts) */
 } gort_histogram;
 
+/* One metric to read (Go's metrics.Sample): the caller sets name (and, for
+ * a histogram, hist.counts and hist.cap); gort_metrics_read and
+ * gort_metric_read fill in the kind and the value. */
 typedef struct gort_metric_sample {
     const char *name; /* in: the metric's name */
     int kind;         /* out: enum gort_metric_kind; GORT_METRIC_BAD for an

@@ -4,10 +4,13 @@
 # (test.h); each case is its own ctest entry <binary>.<case>.
 gort_test(test_ctx)
 gort_test(test_env)
+# The version macros and the public structs' layout (docs/abi.md).
+gort_test(test_abi)
 gort_test(test_lock TIMEOUT 120)
 gort_test(test_runq TIMEOUT 300)
 gort_test(test_sched TIMEOUT 180)
 gort_test(test_fatal TIMEOUT 120)
+gort_test(test_crash TIMEOUT 120)
 gort_test(test_chan TIMEOUT 180)
 gort_test(test_select TIMEOUT 180)
 gort_test(test_timer TIMEOUT 180)

@@ -34,13 +34,15 @@ import tempfile
 # Lowest first.  A module may use its own layer and those listed before it.
 LAYERS = [
     ("base", "compiler attributes, atomics and the context switch (arch/)",
-     ["defs", "atomic", "arch", "aarch64", "aarch64_bti", "x86_64"]),
+     ["defs", "atomic", "arch", "aarch64", "aarch64_bti", "x86_64",
+      "x86_64_cet"]),
     ("core", "G, M, P, sched and the status change; the OS; locks; fatal "
              "errors; settings; run queues; stacks; symbol tables; "
-             "sanitizer glue; scheduling statistics; the hooks",
+             "sanitizer glue; scheduling statistics; the hooks; the "
+             "library's version",
      ["sched", "tracehooks", "os_linux", "lock_futex", "lockrank",
       "fatal", "env",
-      "symbolize", "runq", "stack", "san", "schedstats"]),
+      "symbolize", "runq", "stack", "san", "schedstats", "version"]),
     ("scheduler", "scheduling, Ps, the preemption trampoline (arch/), "
                   "sysmon and the schedtrace it prints, "
                   "syscalls, preemption, the runtime semaphore, timers, "
