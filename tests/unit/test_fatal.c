@@ -202,6 +202,16 @@ TEST(stack_overflow_madvise)
     check_overflow(env, "fault at ");
 }
 
+/* What reports the unbounded recursion on a canary-guarded stack: most
+ * often the fault in the arena's lowest guard, but sysmon checks the
+ * canary of a goroutine that runs long and may find it overwritten first.
+ * Either report is right. */
+static const char *unbounded_detail(const struct test_child *r)
+{
+    return strstr(r->err, "found while it runs") ? "found while it runs"
+                                                  : "fault at ";
+}
+
 /* GORTDEBUG=stackguard=canary and unbounded recursion: nothing faults at the
  * stack's end, so the recursion runs down through the stacks below it in its
  * arena to the arena's own guard; the fault there is reported as this
@@ -224,9 +234,11 @@ TEST(stack_overflow_canary_unbounded)
         test_child_free(&r);
         return;
     }
-    check_overflow_report(&r, "fault at ");
+    check_overflow_report(&r, unbounded_detail(&r));
 #else
-    check_overflow(env, "fault at ");
+    struct test_child r;
+    run_death("stack_overflow_child", env, &r);
+    check_overflow_report(&r, unbounded_detail(&r));
 #endif
 }
 
