@@ -14,10 +14,11 @@
  * the fault, so that "every other goroutine" has something to show, and
  * prints the address of the function that faults on stdout.
  *
- * Under AddressSanitizer the children run with ASan's handlers for these
- * signals off (handle_segv=0 and the like in ASAN_OPTIONS): ASan installs
- * them before main, so gort would chain every fault to ASan's report, as
- * it does for any handler installed before it.  The faulting functions are
+ * Under AddressSanitizer and ThreadSanitizer the children run with the
+ * sanitizer's handlers for these signals off (handle_segv=0 and the like
+ * in ASAN_OPTIONS and TSAN_OPTIONS): the sanitizer installs them before
+ * main, so gort would chain every fault to its report, as it does for any
+ * handler installed before it.  The faulting functions are
  * not instrumented by UndefinedBehaviorSanitizer, which would otherwise
  * report the NULL store and the division itself and exit.
  */
@@ -154,21 +155,35 @@ TEST_HIDDEN(ill_child)
  * ------------------------------------------------------------------------- */
 
 /* The child's environment: GORTTRACEBACK (NULL: unset, the default all),
- * and ASan's handlers off (see the top of the file). */
-static void child_env(const char *traceback, const char *env[4],
-                      char *asan, size_t asan_size)
+ * and the sanitizers' handlers for these signals off (see the top of the
+ * file). */
+struct child_env {
+    const char *env[5];
+    char asan[512], tsan[512];
+};
+
+/* opts (ASAN_OPTIONS or TSAN_OPTIONS) as the environment has it, with
+ * the four handlers off. */
+static void handlers_off(char *buf, size_t size, const char *opts)
+{
+    const char *cur = getenv(opts);
+    snprintf(buf, size,
+             "%s=%s%shandle_segv=0:handle_sigbus=0:handle_sigfpe=0:"
+             "handle_sigill=0",
+             opts, cur ? cur : "", cur && *cur ? ":" : "");
+}
+
+static void child_env(struct child_env *ce, const char *traceback)
 {
     int n = 0;
     if (traceback)
-        env[n++] = traceback;
-    const char *cur = getenv("ASAN_OPTIONS");
-    snprintf(asan, asan_size,
-             "ASAN_OPTIONS=%s%shandle_segv=0:handle_sigbus=0:"
-             "handle_sigfpe=0:handle_sigill=0",
-             cur ? cur : "", cur && *cur ? ":" : "");
-    env[n++] = asan;
-    env[n++] = "GORTDEBUG=";
-    env[n] = NULL;
+        ce->env[n++] = traceback;
+    handlers_off(ce->asan, sizeof ce->asan, "ASAN_OPTIONS");
+    handlers_off(ce->tsan, sizeof ce->tsan, "TSAN_OPTIONS");
+    ce->env[n++] = ce->asan;
+    ce->env[n++] = ce->tsan;
+    ce->env[n++] = "GORTDEBUG=";
+    ce->env[n] = NULL;
 }
 
 /* The hexadecimal number after `key` in s (which must be there). */
@@ -219,11 +234,10 @@ static const char *deed_name(const char *child)
 static void check_crash(const char *child, int sig, const char *name,
                         const char *traceback, enum want_addr want)
 {
-    const char *env[4];
-    char asan[512];
-    child_env(traceback, env, asan, sizeof asan);
+    struct child_env ce;
+    child_env(&ce, traceback);
     struct test_child r;
-    test_run_child(child, env, 60, &r);
+    test_run_child(child, ce.env, 60, &r);
     if (r.signal != sig)
         show(child, &r);
     CHECK_EQ(r.signal, sig);
@@ -410,11 +424,10 @@ TEST_HIDDEN(own_kept_child)
 
 static void check_own(const char *child)
 {
-    const char *env[4];
-    char asan[512];
-    child_env(NULL, env, asan, sizeof asan);
+    struct child_env ce;
+    child_env(&ce, NULL);
     struct test_child r;
-    test_run_child(child, env, 60, &r);
+    test_run_child(child, ce.env, 60, &r);
     if (r.exit_code != 42)
         show(child, &r);
     CHECK_EQ(r.exit_code, 42);
@@ -440,11 +453,10 @@ TEST(own_handler_during)
 /* One installed while gort_main runs stays installed after it returns. */
 TEST(own_handler_kept)
 {
-    const char *env[4];
-    char asan[512];
-    child_env(NULL, env, asan, sizeof asan);
+    struct child_env ce;
+    child_env(&ce, NULL);
     struct test_child r;
-    test_run_child("own_kept_child", env, 60, &r);
+    test_run_child("own_kept_child", ce.env, 60, &r);
     if (r.exit_code != 0)
         show("own_kept_child", &r);
     CHECK_EQ(r.exit_code, 0);
@@ -477,11 +489,10 @@ TEST_HIDDEN(foreign_child)
 /* A fault on a plain thread (no M): the default action, no report. */
 TEST(foreign_thread)
 {
-    const char *env[4];
-    char asan[512];
-    child_env(NULL, env, asan, sizeof asan);
+    struct child_env ce;
+    child_env(&ce, NULL);
     struct test_child r;
-    test_run_child("foreign_child", env, 60, &r);
+    test_run_child("foreign_child", ce.env, 60, &r);
     if (r.signal != SIGSEGV)
         show("foreign_child", &r);
     CHECK_EQ(r.signal, SIGSEGV);
