@@ -18,8 +18,8 @@
  *     SCHED 35ms: gomaxprocs=4 idleprocs=0 threads=5 spinningthreads=0 needspinning=0 idlethreads=0 runqueue=0 gcwaiting=false nmidlelocked=0 stopwait=0 sysmonwait=false
  *       P0: status=1 schedtick=0 syscalltick=0 m=0 runqsize=223 gfreecnt=0 timerslen=0
  *       P1: status=1 schedtick=3 syscalltick=0 m=2 runqsize=28 gfreecnt=2 timerslen=0
- *       M3: p=2 curg=35 mallocing=0 throwing=0 preemptoff= locks=0 dying=0 spinning=false blocked=false lockedg=nil
- *       M1: p=nil curg=nil mallocing=0 throwing=0 preemptoff= locks=2 dying=0 spinning=false blocked=true lockedg=nil
+ *       M3: p=2 curg=35 throwing=0 preemptoff= locks=0 dying=0 spinning=false blocked=false lockedg=nil
+ *       M1: p=nil curg=nil throwing=0 preemptoff= locks=2 dying=0 spinning=false blocked=false lockedg=nil
  *       G1: status=4(sync.WaitGroup.Wait) m=nil lockedm=nil
  *       G2: status=2() m=0 lockedm=nil
  *       G5: status=1() m=nil lockedm=nil

@@ -172,6 +172,9 @@ GORT_NORETURN GORT_EXTERN void gort_goexit(void);
  * global run queue.  Only a goroutine can set it: called from any other
  * thread it sets nothing and returns the current value (0 before
  * gort_main; GORTMAXPROCS in the environment sets the starting value).
+ * Left to its default, GOMAXPROCS follows the CPUs available (affinity
+ * mask, cgroup CPU limit), re-read once a second, as in Go 1.25; once
+ * GORTMAXPROCS or a call with n > 0 set it, it no longer does.
  */
 #define GORT_MAX_PROCS 1024
 GORT_EXTERN int gort_gomaxprocs(int n);

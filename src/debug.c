@@ -107,22 +107,41 @@ GORT_NO_TSAN static void trace_p(struct line *l, struct p *pp, bool detail, int3
         return;
     }
     struct m *mp = load_relaxed(&pp->m);
+    /* The state only: a P in a system call carries that entry's sequence
+     * number in the bits above it (enum pstatus). */
     lput(l, "  P%d: status=%u schedtick=%u syscalltick=%u m=", i,
-         load_relaxed(&pp->status), load_relaxed(&pp->schedtick),
-         load_relaxed(&pp->syscalltick));
+         gort__pstatus(load_relaxed(&pp->status)),
+         load_relaxed(&pp->schedtick), load_relaxed(&pp->syscalltick));
     if (mp)
         lput(l, "%lld", (long long)mp->id);
     else
         lput(l, "nil");
-    lput(l, " runqsize=%u gfreecnt=%d timerslen=0\n", t - h, pp->ngfree);
+    /* timerslen: the heap's length, read without the P's timers lock as
+     * Go reads len(pp.timers.heap). */
+    lput(l, " runqsize=%u gfreecnt=%d timerslen=%u\n", t - h, pp->ngfree,
+         load_relaxed(&pp->timers.len));
     lflush(l);
 }
 
+/* " lockedg=" and " lockedm=" fields: a goid or an M id, or nil. */
+static void put_id(struct line *l, const char *key, bool ok, long long id)
+{
+    if (ok)
+        lput(l, " %s=%lld", key, id);
+    else
+        lput(l, " %s=nil", key);
+}
+
+/* Go's M line without mallocing, which marks an M inside Go's own
+ * allocator (mallocgc) and has no counterpart here (docs/design.md,
+ * "schedtrace's detail lines"). */
 GORT_NO_TSAN static void trace_ms(struct line *l)
 {
+    int dying = gort__fatal_dying();
     for (struct m *mp = load_acq(&gort__allm); mp; mp = mp->alllink) {
         struct p *pp = load_relaxed(&mp->p);
         struct g *cg = load_relaxed(&mp->curg);
+        struct g *lg = load_relaxed(&mp->lockedg);
         lput(l, "  M%lld: p=", (long long)mp->id);
         if (pp)
             lput(l, "%d", pp->id);
@@ -133,16 +152,21 @@ GORT_NO_TSAN static void trace_ms(struct line *l)
             lput(l, "%lld", (long long)cg->goid);
         else
             lput(l, "nil");
-        lput(l, " mallocing=0 throwing=%d preemptoff= locks=%d dying=%d "
-                "spinning=%s blocked=%s lockedg=nil\n",
-             gort__fatal_dying(), mp->locks,
-             gort__fatal_dying(), mp->spinning ? "true" : "false",
-             mp->nextp == NULL && pp == NULL && mp->curg == NULL ? "true"
-                                                                 : "false");
+        /* preemptoff: Go's names why the M may not be preempted; here
+         * the one reason is its G's gort_preempt_disable. */
+        lput(l, " throwing=%d preemptoff=%s locks=%d dying=%d "
+                "spinning=%s blocked=%s",
+             dying, cg && cg->preemptoff ? "gort_preempt_disable" : "",
+             mp->locks, dying, mp->spinning ? "true" : "false",
+             load_relaxed(&mp->blocked) ? "true" : "false");
+        put_id(l, "lockedg", lg != NULL, lg ? (long long)lg->goid : 0);
+        lput(l, "\n");
         lflush(l);
     }
 }
 
+/* Every G ever made, dead ones too (with the goid they last had), as
+ * Go's forEachG shows them. */
 GORT_NO_TSAN static void trace_gs(struct line *l)
 {
     uint32_t n = load_acq(&gort__allglen);
@@ -150,13 +174,15 @@ GORT_NO_TSAN static void trace_gs(struct line *l)
         struct g *gp = gort__allgs[i];
         uint32_t s = gort__readgstatus(gp);
         struct m *mp = load_relaxed(&gp->m);
+        struct m *lm = load_relaxed(&gp->lockedm);
         lput(l, "  G%lld: status=%u(%s) m=", (long long)gp->goid, s,
              s == G_WAITING ? gort__waitreason_name(gp->waitreason) : "");
         if (mp)
             lput(l, "%lld", (long long)mp->id);
         else
             lput(l, "nil");
-        lput(l, " lockedm=nil\n");
+        put_id(l, "lockedm", lm != NULL, lm ? (long long)lm->id : 0);
+        lput(l, "\n");
         lflush(l);
     }
 }

@@ -15,7 +15,8 @@
  *   GORTSTACKSIZE  the virtual size of goroutine stacks (suffixes k, m);
  *   GORTTRACEBACK  what fatal errors and SIGQUIT print, like GOTRACEBACK;
  *   the machine    the CPUs in our affinity mask, capped by the cgroup CPU
- *                  limit, which makes the default GOMAXPROCS.
+ *                  limit, which makes the default GOMAXPROCS (read again
+ *                  once a second while gort runs: step 4 below).
  *
  * Invariants:
  *   - Nothing here fails.  A bad setting is reported with one line on
@@ -28,8 +29,10 @@
  *     Every fd opened is closed and every buffer freed before return.
  *   - Every path is prefixed with the `root` argument ("" for the real
  *     filesystem), so tests can point the reader at a fake tree.
- *   - Not async-signal-safe (malloc, snprintf); single-threaded start-up
- *     code only.
+ *   - Not async-signal-safe (malloc, snprintf).  Everything but
+ *     gort__maxprocs_poll is single-threaded start-up code; that one runs
+ *     on sysmon's thread only and reads what start-up left (the cgroup
+ *     directory) without changing it.
  *
  * The cgroup CPU limit, and how it differs from Go 1.25
  * (src/internal/runtime/cgroup/cgroup_linux.go, runtime/cgroup_linux.go):
@@ -57,8 +60,12 @@
  *      the leaf up to the mount point and take the smallest limit, because
  *      the kernel enforces every ancestor's quota too (as the JDK does
  *      since JDK-8322420).  We never look above the mount point.
- *   4. When.  Go keeps the files open and re-reads them to follow limit
- *      changes; gort reads them once at start.
+ *   4. When.  Steps 1 and 2 run once, at start-up: the directories of
+ *      our cgroup and its ancestors are then fixed (Go keeps the limit
+ *      files open and assumes the same).  Step 3 runs again once a second
+ *      on sysmon's thread (gort__maxprocs_poll): a few small reads of
+ *      cgroupfs files, with no lock held, so that GOMAXPROCS follows a
+ *      limit that changes while the program runs, as Go 1.25 does.
  *   5. Rounding.  Go rounds the limit up and then to at least 2 ("a limit
  *      less than 2 is rounded up to 2"; its comment leaves the rationale
  *      as an open question).  gort rounds up to at least 1: a cgroup
@@ -90,6 +97,23 @@
 struct gort_debugvars gort__debug;
 /* GORTTRACEBACK: what fatal errors and SIGQUIT print. */
 int32_t gort__traceback_level = TRACEBACK_ALL;
+/* Where the cgroup files are read: "" for the real filesystem; tests set
+ * a fake tree before gort_main. */
+const char *gort__cgroup_root = "";
+/* atomic: 1 when GORTMAXPROCS or gort_gomaxprocs(n > 0) chose GOMAXPROCS,
+ * which then no longer follows the CPUs available. */
+uint32_t gort__maxprocs_custom;
+/* atomic: a GOMAXPROCS that the CPUs available call for and that a
+ * goroutine is yet to apply (gort__maxprocs_apply), or 0. */
+int32_t gort__maxprocs_want;
+/* atomic: how many times GOMAXPROCS followed the CPUs available. */
+uint64_t gort__maxprocs_updates;
+/* The directory of our CPU cgroup, its cgroup version (0: none) and the
+ * length of its mount point's prefix: found once by gort__read_env, read
+ * by sysmon afterwards (gort__maxprocs_poll). */
+static char *cg_dir;
+static int cg_version;
+static size_t cg_base;
 
 /* The largest stack GORTSTACKSIZE accepts: 1 GiB, as gort_set_stack_size. */
 #define MAX_STACK_SIZE ((uint64_t)1 << 30)
@@ -215,6 +239,17 @@ int gort__parse_maxprocs(const char *s, int dflt)
            "integer from 1 to %d); using %d",
            show(s, strlen(s), shown), GORT_MAX_PROCS, dflt);
     return dflt;
+}
+
+/* Whether s is a valid GORTMAXPROCS value, without a report: a valid one
+ * is the program's choice (gort__read_env). */
+bool gort__parse_maxprocs_ok(const char *s)
+{
+    const char *v = s;
+    size_t n = strlen(s);
+    trim(&v, &n);
+    uint64_t x;
+    return parse_u64(v, n, GORT_MAX_PROCS, &x) && x >= 1;
 }
 
 /* The value of a GORTSTACKSIZE string in bytes, rounded up to a page, or
@@ -807,21 +842,24 @@ static double v1_limit(const char *dir)
     return (double)quota / (double)period;
 }
 
-/*
- * The CPU limit of our cgroup under root: the smallest limit from the leaf
- * up to the mount point, or 0 when there is none.  See the file header.
- */
-double gort__cgroup_cpu_limit(const char *root)
+/* Find the directory of our CPU cgroup under root (malloc'd, the length
+ * of its mount point's prefix in *basep), or NULL; *versionp gets 1 or 2. */
+static char *locate_cgroup(const char *root, int *versionp, size_t *basep)
 {
     char *cgpath = NULL;
     int version = find_cgroup(root, &cgpath);
     if (version == 0)
-        return 0;
-    size_t base = 0;
-    char *dir = cgroup_dir(root, version, cgpath, &base);
+        return NULL;
+    char *dir = cgroup_dir(root, version, cgpath, basep);
     free(cgpath);
-    if (dir == NULL)
-        return 0;
+    *versionp = version;
+    return dir;
+}
+
+/* The smallest limit from dir up to its mount point (base bytes of it),
+ * or 0.  Truncates dir in place as it climbs. */
+static double chain_limit(char *dir, int version, size_t base)
+{
     double best = 0;
     for (;;) {
         double l = version == 2 ? v2_limit(dir) : v1_limit(dir);
@@ -832,19 +870,29 @@ double gort__cgroup_cpu_limit(const char *root)
         /* The part below base starts with '/', so this finds one. */
         *strrchr(dir + base, '/') = '\0';
     }
-    free(dir);
     return best;
 }
 
 /*
- * Default GOMAXPROCS: ncpu capped by the cgroup limit rounded up, at least
- * 1 (Go: at least 2; see the file header) and at most GORT_MAX_PROCS, the
- * size of the P tables.  Mirrors runtime.defaultGOMAXPROCS.
+ * The CPU limit of our cgroup under root: the smallest limit from the leaf
+ * up to the mount point, or 0 when there is none.  See the file header.
  */
-int gort__default_procs(const char *root, int ncpu)
+double gort__cgroup_cpu_limit(const char *root)
+{
+    int version = 0;
+    size_t base = 0;
+    char *dir = locate_cgroup(root, &version, &base);
+    if (dir == NULL)
+        return 0;
+    double best = chain_limit(dir, version, base);
+    free(dir);
+    return best;
+}
+
+/* ncpu capped by limit (0: none) rounded up, within 1..GORT_MAX_PROCS. */
+static int procs_for(int ncpu, double limit)
 {
     int procs = ncpu;
-    double limit = gort__cgroup_cpu_limit(root);
     if (limit > 0) {
         /* Round up by hand: the library does not link libm. */
         int cap = limit >= GORT_MAX_PROCS ? GORT_MAX_PROCS : (int)limit;
@@ -856,6 +904,69 @@ int gort__default_procs(const char *root, int ncpu)
     if (procs > GORT_MAX_PROCS)
         procs = GORT_MAX_PROCS;
     return procs < 1 ? 1 : procs;
+}
+
+/*
+ * Default GOMAXPROCS: ncpu capped by the cgroup limit rounded up, at least
+ * 1 (Go: at least 2; see the file header) and at most GORT_MAX_PROCS, the
+ * size of the P tables.  Mirrors runtime.defaultGOMAXPROCS.
+ */
+int gort__default_procs(const char *root, int ncpu)
+{
+    return procs_for(ncpu, gort__cgroup_cpu_limit(root));
+}
+
+/*
+ * The default GOMAXPROCS now: the CPUs in sysmon's affinity mask (which
+ * its thread inherited from gort_main's, and which `taskset -a -p`
+ * changes with the others) capped by the limit along the cgroup directory
+ * found at start-up.  Reads a limit file or two per level: no mountinfo.
+ */
+static int default_procs_now(void)
+{
+    int ncpu = gort__affinity_cpus();
+    if (cg_dir == NULL)
+        return procs_for(ncpu, 0);
+    size_t len = strlen(cg_dir);
+    char *dir = malloc(len + 1);
+    if (dir == NULL)
+        return 0;
+    memcpy(dir, cg_dir, len + 1);
+    double limit = chain_limit(dir, cg_version, cg_base);
+    free(dir);
+    return procs_for(ncpu, limit);
+}
+
+/*
+ * Once a second from sysmon, holding no lock: when GOMAXPROCS is not the
+ * program's choice and the CPUs available now call for another value,
+ * publish it in gort__maxprocs_want for a goroutine to apply (changing
+ * GOMAXPROCS stops the world, which only a goroutine may do).  Mirrors
+ * sysmonUpdateGOMAXPROCS (proc.go).  Returns the value published, or 0.
+ */
+int gort__maxprocs_poll(void)
+{
+    /* Acquire: pairs with the release stores that set the flag, so a
+     * program's choice seen here is never undone by what we publish;
+     * gort__maxprocs_apply checks the flag again under stop-the-world. */
+    if (load_acq(&gort__maxprocs_custom)) {
+        store_relaxed(&gort__maxprocs_want, 0); /* nothing to apply */
+        return 0;
+    }
+    int procs = default_procs_now();
+    if (procs <= 0)
+        return 0;
+    if (procs == load_relaxed(&gort__gomaxprocs)) {
+        /* Back where it is before anyone applied the last value: withdraw
+         * it.  Relaxed: a goroutine that takes the old value anyway only
+         * changes GOMAXPROCS for a second, until the next poll. */
+        store_relaxed(&gort__maxprocs_want, 0);
+        return 0;
+    }
+    /* Release: the goroutine that takes the value with an acq-rel
+     * exchange sees the reads that produced it. */
+    store_rel(&gort__maxprocs_want, procs);
+    return procs;
 }
 
 /*
@@ -873,9 +984,21 @@ void gort__read_env(void)
                                           .lockfence = 1};
     gort__parse_debug(getenv("GORTDEBUG"), &gort__debug);
     gort__ncpu = gort__affinity_cpus();
-    int dflt = gort__default_procs("", gort__ncpu);
-    store_relaxed(&gort__gomaxprocs,
-                  gort__parse_maxprocs(getenv("GORTMAXPROCS"), dflt));
+    free(cg_dir);
+    cg_version = 0;
+    cg_base = 0;
+    cg_dir = locate_cgroup(gort__cgroup_root, &cg_version, &cg_base);
+    int dflt = gort__default_procs(gort__cgroup_root, gort__ncpu);
+    const char *mp = getenv("GORTMAXPROCS");
+    int procs = gort__parse_maxprocs(mp, dflt);
+    /* A valid GORTMAXPROCS is the program's choice, even when it equals
+     * the default (as GOMAXPROCS is in Go).  Relaxed stores: no other
+     * thread exists yet; sysmon starts after this. */
+    store_relaxed(&gort__maxprocs_custom,
+                  mp != NULL && gort__parse_maxprocs_ok(mp) ? 1u : 0u);
+    store_relaxed(&gort__maxprocs_want, 0);
+    store_relaxed(&gort__maxprocs_updates, 0);
+    store_relaxed(&gort__gomaxprocs, procs);
     const char *ss = getenv("GORTSTACKSIZE");
     if (ss != NULL)
         gort__stack_size = gort__parse_stacksize(ss, gort__stack_size);

@@ -30,6 +30,24 @@ GORT_HIDDEN void gort__parse_debug_quiet(const char *s,
                                          struct gort_debugvars *dv);
 /* Parse GORTSTACKSIZE; on error print a message and return dflt. */
 GORT_HIDDEN size_t gort__parse_stacksize(const char *s, size_t dflt);
+/* Whether s is a valid GORTMAXPROCS value (no report). */
+GORT_HIDDEN bool gort__parse_maxprocs_ok(const char *s);
+/*
+ * GOMAXPROCS follows the CPUs available (Go 1.25's updater).  Sysmon calls
+ * gort__maxprocs_poll once a second: unless the program chose GOMAXPROCS
+ * (gort__maxprocs_custom), it re-reads the affinity mask and the cgroup
+ * limit and, when they call for another value, stores it in
+ * gort__maxprocs_want; a goroutine at its next preemption check applies it
+ * (gort__maxprocs_apply, procresize.c).  gort__cgroup_root is where the
+ * cgroup files are read ("" for the real ones; tests set a fake tree
+ * before gort_main).
+ */
+GORT_HIDDEN extern const char *gort__cgroup_root;
+GORT_HIDDEN extern uint32_t gort__maxprocs_custom; /* atomic */
+GORT_HIDDEN extern int32_t gort__maxprocs_want;    /* atomic */
+GORT_HIDDEN extern uint64_t gort__maxprocs_updates; /* atomic */
+GORT_HIDDEN int gort__maxprocs_poll(void);
+GORT_HIDDEN bool gort__maxprocs_apply(void);
 /* Read all settings from the environment (called by gort_main). */
 GORT_HIDDEN void gort__read_env(void);
 

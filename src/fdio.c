@@ -320,17 +320,15 @@ int gort_fd_set_deadline(int fd, int mode, int64_t when)
 }
 
 /* readv/writev: through the poller for registered fds, else the syscall
- * path. */
+ * path, retried on EINTR as gort_read and gort_write are. */
 static long vec_io(int fd, const struct iovec *iov, int iovcnt, int mode)
 {
     struct polldesc *pd = gort__fd_ref(fd);
     if (!pd) {
-        gort_entersyscall();
-        ssize_t r = mode == 'r' ? readv(fd, iov, iovcnt)
-                                : GORT_NOSIGPIPE(fd, writev(fd, iov, iovcnt));
-        int e = r < 0 ? errno : 0;
-        gort_exitsyscall();
-        return r < 0 ? -e : r;
+        if (mode == 'r')
+            GORT_SYSCALL_RETRY(ssize_t, readv(fd, iov, iovcnt));
+        GORT_SYSCALL_RETRY(ssize_t,
+                           GORT_NOSIGPIPE(fd, writev(fd, iov, iovcnt)));
     }
     ssize_t r = pd_err(pd);
     if (r == 0)

@@ -65,7 +65,6 @@ static void dropm(void *arg)
             *pp = mp->schedlink;
         struct g *gp = mp->curg;
         gort__casgstatus(gp, G_RUNNING, G_DEAD);
-        gp->goid = 0;
         gp->lockedm = NULL;
         gp->m = NULL;
         gort__unlock(&gort__sched.lock);
@@ -213,7 +212,7 @@ GORT_NOINLINE void gort__foreign_park(struct m *mp, struct g *gp,
     if (unlockf && !unlockf(mp, gp, lock)) {
         gort__casgstatus(gp, G_WAITING, G_RUNNABLE);
     } else {
-        gort__notesleep(&mp->park);
+        gort__m_notesleep(mp, &mp->park);
         gort__noteclear(&mp->park);
     }
     gort__casgstatus(gp, G_RUNNABLE, G_RUNNING);

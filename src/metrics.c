@@ -37,6 +37,7 @@
  *     allocates only its output text.
  */
 #include "atomic.h"
+#include "env.h"
 #include "lock_futex.h"
 #include "san.h"
 #include "sched.h"
@@ -132,6 +133,7 @@ static void th_init(void)
  * ------------------------------------------------------------------------- */
 
 enum metric_id {
+    M_MAXPROCS_UPDATES,
     M_NETPOLL_WAKEUPS,
     M_PREEMPT_ASYNC,
     M_PREEMPT_SYNC,
@@ -160,6 +162,12 @@ enum metric_id {
 #define GROWS " Bucket counts only grow."
 
 static const gort_metric_desc descs[M_COUNT] = {
+    [M_MAXPROCS_UPDATES] = {
+        "/gort/sched/gomaxprocs-updates:events",
+        "Count of GOMAXPROCS changes gort made by itself because the CPUs "
+        "available (affinity mask, cgroup CPU limit) changed; none once "
+        "GORTMAXPROCS or gort_gomaxprocs set it.",
+        GORT_METRIC_UINT64, true},
     [M_NETPOLL_WAKEUPS] = {
         "/gort/sched/netpoll-wakeups:goroutines",
         "Count of goroutines the network poller made runnable because a "
@@ -433,11 +441,13 @@ static uint64_t scalar_read(struct readstate *rs, int id)
         sched_compute(rs);
         rs->have_sched = true;
     }
-    if (!sched && id != M_GOMAXPROCS && !rs->have_counters) {
+    if (!sched && id != M_GOMAXPROCS && id != M_MAXPROCS_UPDATES &&
+        !rs->have_counters) {
         counters_compute(&rs->c);
         rs->have_counters = true;
     }
     switch (id) {
+    case M_MAXPROCS_UPDATES: return load_relaxed(&gort__maxprocs_updates);
     case M_NETPOLL_WAKEUPS: return rs->c.netpollwake;
     case M_PREEMPT_ASYNC: return rs->c.preemptasync;
     case M_PREEMPT_SYNC: return rs->c.preemptsync;

@@ -161,6 +161,8 @@ static void *mstart(void *arg)
     struct p *pp = mp->nextp;
     mp->nextp = NULL;
     gort__acquirep(mp, pp);
+    if (mp->spinning)
+        gort__trace_spinning(mp, true);
     gort__schedule();
     gort__rawsys_thread_exit(mp);
     gort__preempt_thread_exit(mp);
@@ -253,7 +255,7 @@ bool gort__stopm(struct m *mp)
     }
     mput_locked(mp);
     gort__unlock(&gort__sched.lock);
-    gort__notesleep(&mp->park);
+    gort__m_notesleep(mp, &mp->park);
     gort__noteclear(&mp->park);
     if (mp->exiting)
         return false;
@@ -266,6 +268,8 @@ bool gort__stopm(struct m *mp)
     }
     gort__acquirep(mp, mp->nextp);
     mp->nextp = NULL;
+    if (mp->spinning)
+        gort__trace_spinning(mp, true); /* started by wakep */
     return true;
 }
 
@@ -359,7 +363,12 @@ void gort__handoffp(struct p *pp)
 void gort__wakep(void)
 {
     /* No idle P: nothing to wake (Go 1.19's early exit; a busy M will
-     * find the work itself). */
+     * find the work itself).  Go 1.21+ goes on to take sched.lock and set
+     * needspinning, which closes one window: an M that found nothing and
+     * is releasing its P, read here as still busy, parks while the work
+     * waits on a busy P for its next schedule.  That lock on every
+     * wake-up of a fully busy program costs more than the window does
+     * (docs/design.md, "wakep returns at once when no P is idle"). */
     if (load_relaxed(&gort__sched.npidle) == 0)
         return;
     /* Only one M spins up from wakep at a time: the CAS reserves the
@@ -473,7 +482,7 @@ struct g *gort__stoplockedm_g(struct m *mp)
     bool exiting = load_relaxed(&gort__sched.exiting);
     gort__unlock(&gort__sched.lock);
     if (!exiting) {
-        gort__notesleep(&mp->park);
+        gort__m_notesleep(mp, &mp->park);
         gort__noteclear(&mp->park);
     }
     gort__lock(&gort__sched.lock);

@@ -10,6 +10,24 @@
 #include "defs.h"
 #include "sched.h"
 
+/* Sleep on n (the calling thread's, whose M is mp), shown meanwhile as
+ * blocked=true in schedtrace, as Go's notesleep sets m.blocked.  The flag
+ * is a report only: relaxed stores by the owner, racy reads by
+ * schedtrace. */
+static inline void gort__m_notesleep(struct m *mp, gort_note *n)
+{
+    store_relaxed(&mp->blocked, 1);
+    gort__notesleep(n);
+    store_relaxed(&mp->blocked, 0);
+}
+static inline bool gort__m_notetsleep(struct m *mp, gort_note *n, int64_t ns)
+{
+    store_relaxed(&mp->blocked, 1);
+    bool woken = gort__notetsleep(n, ns);
+    store_relaxed(&mp->blocked, 0);
+    return woken;
+}
+
 /* A new M and its g0, not yet counted or on allm (NULL when out of
  * memory). */
 GORT_HIDDEN struct m *gort__allocm(void);

@@ -45,6 +45,7 @@
 #include "arch.h"
 #include "atomic.h"
 #include "defs.h"
+#include "env.h"
 #include "fatal.h"
 #include "foreign.h"
 #include "lock_futex.h"
@@ -176,6 +177,12 @@ void gort__dropg(struct m *mp)
  *     or another M steals it when it next looks; the window costs only
  *     parallelism for a moment.  Go's runqput and wakep leave the same
  *     window (a release store and plain loads).
+ *     wakep's early exit (npidle == 0, mthread.c) leaves a window of the
+ *     same kind, and of the same cost, against an M that is not spinning:
+ *     it gives up its P without looking at the rings again, and a wakep
+ *     that read npidle before that does nothing.  Go 1.21+ closes that
+ *     one with sched.needspinning under sched.lock; gort does not, for
+ *     the lock it would take on every wake-up (docs/design.md).
  *   - Timers and the network: the poller's sleep has its own seq-cst
  *     handshake (polluntil against gort__netpoll_wake_by, netpoll.c),
  *     which does not depend on nmspinning.
@@ -189,6 +196,7 @@ static void become_spinning(struct m *mp)
     mp->spinning = true;
     xadd_acqrel(&gort__sched.nmspinning, 1);
     store_relaxed(&gort__sched.needspinning, 0);
+    gort__trace_spinning(mp, true);
 }
 
 /* The current M found work and stops spinning; if it was the last
@@ -196,6 +204,7 @@ static void become_spinning(struct m *mp)
  * resetspinning (proc.go). */
 static void resetspinning(struct m *mp)
 {
+    gort__trace_spinning(mp, false);
     mp->spinning = false;
     if (xadd_acqrel(&gort__sched.nmspinning, -1) < 0)
         gort__throw("resetspinning: negative nmspinning");
@@ -466,6 +475,8 @@ static struct g *findrunnable_drop(struct m *mp, struct p *pp, bool *exit)
         gort__unlock(&gort__sched.lock);
         return NULL;
     }
+    if (mp->spinning)
+        gort__trace_spinning(mp, false); /* inside the P slice */
     gort__releasep(mp);
     gort__pidleput_locked(pp);
     gort__unlock(&gort__sched.lock);
@@ -612,7 +623,9 @@ execute_prep(struct m *mp, struct g *gp, bool inherit, enum gtrace t)
         /* Same time slice: a pending request for it holds for gp. */
         store_relaxed(&gp->preempt, load_relaxed(&mp->p->preempt));
     } else {
-        store_relaxed(&gp->preempt, 0);
+        /* Normally 0; 1 while a GOMAXPROCS change waits for a G to apply
+         * it (sysmon's maxprocs_ask). */
+        store_relaxed(&gp->preempt, load_relaxed(&mp->p->maxprocs_ask));
         store_relaxed(&mp->p->preempt, 0);
     }
     if (!inherit)
@@ -741,12 +754,12 @@ static void gostart(void *prev)
     goexit1(gp);
 }
 
-/* Forget what a dead G ran (gdestroy's field resets). */
+/* Forget what a dead G ran (gdestroy's field resets).  Its goid stays,
+ * as in Go, for schedtrace's G lines; gsetup gives it a new one. */
 static void gclear(struct g *gp)
 {
     gp->fn = NULL;
     gp->arg = NULL;
-    gp->goid = 0;
     gp->is_main = false;
     gp->waitreason = WAIT_ZERO;
 }
@@ -1134,6 +1147,14 @@ void gort__preempt_yield(struct m *mp, struct g *gp)
         return;
     store_relaxed(&gp->preempt, 0);
     store_relaxed(&mp->p->preempt, 0);
+    /* A GOMAXPROCS that the CPUs available call for (sysmon asked for this
+     * check to apply it: maxprocs_ask, execute_prep): the stop-the-world
+     * parks this G, which is the yield.  When another G took the value first, yield as asked.
+     * Relaxed look; the exchange in gort__maxprocs_apply takes the value
+     * with acquire. */
+    if (GORT_UNLIKELY(load_relaxed(&gort__maxprocs_want) > 0) &&
+        gort__maxprocs_apply())
+        return;
     gort__stat_add(&mp->p->npreemptsync, 1);
     gort__trace_preempted(mp);
     gosched(mp, gp, true);

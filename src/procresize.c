@@ -22,6 +22,7 @@
  *     its Gs went to the head of the global queue, in order.
  */
 #include "atomic.h"
+#include "env.h"
 #include "fatal.h"
 #include "lock_futex.h"
 #include "mthread.h"
@@ -46,6 +47,10 @@ int32_t gort__newprocs; /* GOMAXPROCS wanted by the next start; STW only */
 /* When the current stop-the-world began (nanotime), for the pause
  * metrics.  Written by the stopper; relaxed: one stopper at a time. */
 static int64_t stw_began;
+/* When the last stop-the-world let the world run again, for the trace's
+ * stop-the-world slice: the stopper's own (stw_start writes it,
+ * start_the_world on the same M reads it). */
+static int64_t stw_restarted;
 
 /* ---------------------------------------------------------------------------
  * P ownership.
@@ -187,6 +192,7 @@ static int32_t stop_syscall_ps_locked(void)
 bool gort__gcstopm(struct m *mp)
 {
     if (mp->spinning) {
+        gort__trace_spinning(mp, false);
         mp->spinning = false;
         if (xadd_acqrel(&gort__sched.nmspinning, -1) < 0)
             gort__throw("gcstopm: negative nmspinning");
@@ -226,7 +232,7 @@ void gort__stw_stop(struct m *mp)
         preemptall();
         /* Re-ask every 100 us: a G may have been scheduled after the
          * first request (Go's stopTheWorldWithSema loop). */
-        while (!gort__notetsleep(&gort__sched.stopnote, 100 * 1000)) {
+        while (!gort__m_notetsleep(mp, &gort__sched.stopnote, 100 * 1000)) {
             preemptall();
             gort__lock(&gort__sched.lock);
             if (stop_syscall_ps_locked() > 0 && gort__sched.stopwait == 0) {
@@ -285,7 +291,8 @@ void gort__stw_start(struct m *mp)
     gort__sysmon_wake();
     gort__unlock(&gort__sched.lock);
     /* The world runs again (Ms are being woken for the Ps with work). */
-    gort__stw_record_total(load_relaxed(&stw_began), gort_nanotime());
+    stw_restarted = gort_nanotime();
+    gort__stw_record_total(load_relaxed(&stw_began), stw_restarted);
     while (runnable) {
         struct p *pp = runnable;
         runnable = pp->link;
@@ -321,7 +328,7 @@ void gort__start_the_world(void)
 {
     struct m *mp = gort__getm();
     gort__stw_start(mp);
-    gort__trace_stw_end(mp);
+    gort__trace_stw_end(mp, stw_restarted);
     mp->locks--;
     gort__semrelease(&gort__worldsema, false);
 }
@@ -457,6 +464,11 @@ int gort_gomaxprocs(int n)
         return cur;
     if (n > GORT_MAX_PROCS)
         n = GORT_MAX_PROCS;
+    /* From now on GOMAXPROCS is the program's, even when n is the value
+     * it has (Go's customGOMAXPROCS).  Release: pairs with the acquire
+     * loads of gort__maxprocs_poll; gort__maxprocs_apply reads it under
+     * the stop-the-world that worldsema orders after this one. */
+    store_rel(&gort__maxprocs_custom, 1);
     if (n == cur)
         return cur;
     gort__stop_the_world("GOMAXPROCS");
@@ -464,5 +476,37 @@ int gort_gomaxprocs(int n)
     gort__start_the_world();
     gort__preempt_check();
     return cur;
+}
+
+/*
+ * Apply the GOMAXPROCS that sysmon found the CPUs available call for
+ * (gort__maxprocs_poll), on the goroutine that saw it at a preemption
+ * check.  The exchange lets one goroutine take it; the program's choice
+ * is looked at again with the world stopped, so that a gort_gomaxprocs
+ * call racing with sysmon wins.  Returns whether it stopped the world
+ * (which parked the goroutine: a yield).  Mirrors updateMaxProcsGoroutine
+ * (proc.go), which does this on a goroutine of its own.
+ */
+bool gort__maxprocs_apply(void)
+{
+    /* Acq-rel: takes the value with what sysmon read to make it. */
+    int32_t want = xchg_acqrel(&gort__maxprocs_want, 0);
+    if (want <= 0)
+        return false; /* another goroutine took it */
+    gort__stop_the_world("GOMAXPROCS");
+    /* Relaxed: the world is stopped; sysmon sets them again only if
+     * another change waits.  Every P allocated, the ones beyond
+     * GOMAXPROCS too, which a later increase brings back. */
+    for (int32_t i = 0; i < gort__allp_len; i++)
+        if (gort__allp[i])
+            store_relaxed(&gort__allp[i]->maxprocs_ask, 0);
+    /* Acquire: pairs with gort_gomaxprocs' release store. */
+    if (!load_acq(&gort__maxprocs_custom) && want != gort__gomaxprocs) {
+        gort__newprocs = want;
+        /* Relaxed: a statistic, read by the metrics. */
+        xadd_relaxed(&gort__maxprocs_updates, 1);
+    }
+    gort__start_the_world();
+    return true;
 }
 

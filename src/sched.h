@@ -217,7 +217,8 @@ struct g {
     struct gstack stack;
     uint32_t atomicstatus;  /* enum gstatus; changed only by casgstatus */
     uint32_t waitreason;    /* enum waitreason while WAITING; owner writes */
-    int64_t goid;           /* 0 while dead */
+    int64_t goid;           /* 0 until it first runs; a dead G keeps
+                               its last one (dumps show it, as Go's) */
     struct m *m;            /* M running it, or NULL; owner M writes */
     struct g *schedlink;    /* next in whatever list holds this G */
     void (*fn)(void *);     /* entry and its argument, set by gort_go;
@@ -538,6 +539,9 @@ struct m {
     int32_t locks;         /* >0: runtime locks held / preemption off */
     uint32_t fastrand[2];  /* xorshift state for this M */
     gort_note park;        /* stopm sleeps here */
+    uint32_t blocked;      /* asleep on park (gort__mpark), as Go's
+                              m.blocked: the owner stores, schedtrace
+                              reads (relaxed: a snapshot) */
     struct m *schedlink;   /* next in sched.midle; under sched.lock */
     struct m *alllink;     /* next in gort__allm; written before publish */
     pthread_t thread;
@@ -664,6 +668,11 @@ struct p {
                               that inherits the slice (runnext) inherits
                               the request too.  Relaxed: sysmon sets, the
                               owner clears */
+    uint32_t maxprocs_ask; /* a GOMAXPROCS change waits: each G this P
+                              starts on a new slice is asked to apply it at
+                              its first preemption check.  Relaxed: sysmon
+                              sets it on every P, gort__maxprocs_apply
+                              clears it with the world stopped */
     uint32_t schedtick;    /* incremented on every non-inherited schedule;
                               owner writes, sysmon reads relaxed */
     uint32_t syscalltick;  /* incremented on every syscall; owner M writes,

@@ -31,6 +31,11 @@
  *     back to gort for 10 ms, once they run the program's code again;
  *   - once a second, returns the pages of stacks long idle in the pool to
  *     the OS (stack.c);
+ *   - once a second, re-reads the CPUs available (affinity mask, cgroup
+ *     CPU limit: env.c) unless the program chose GOMAXPROCS, and when they
+ *     call for another GOMAXPROCS asks a running goroutine to apply it
+ *     (Go 1.25's sysmonUpdateGOMAXPROCS); it holds no lock while it
+ *     reads the files;
  *   - prints the schedtrace line when GORTDEBUG=schedtrace=MS is due.
  *
  * Invariants:
@@ -44,6 +49,7 @@
  */
 #include "atomic.h"
 #include "defs.h"
+#include "env.h"
 #include "fatal.h"
 #include "lock_futex.h"
 #include "mthread.h"
@@ -103,6 +109,7 @@ void gort__sysmon_wake(void)
  * sysmonwait and wakes us. */
 static void deep_sleep(int64_t timeout)
 {
+    struct m *self = gort__getm_raw();
     xchg_seqcst(&gort__sched.sysmonwait, 1);
     if (load_seqcst(&sysmon_stopping) ||
         (load_seqcst(&gort__sched.npidle) != load_relaxed(&gort__gomaxprocs) &&
@@ -111,11 +118,11 @@ static void deep_sleep(int64_t timeout)
             return;
         /* A waker cleared it and will wake the note: take that wake-up. */
     } else if (timeout >= 0 &&
-               !gort__notetsleep(&gort__sched.sysmonnote, timeout) &&
+               !gort__m_notetsleep(self, &gort__sched.sysmonnote, timeout) &&
                xchg_acqrel(&gort__sched.sysmonwait, 0)) {
         return; /* timed out and nobody is waking us */
     }
-    gort__notesleep(&gort__sched.sysmonnote);
+    gort__m_notesleep(self, &gort__sched.sysmonnote);
     gort__noteclear(&gort__sched.sysmonnote);
 }
 
@@ -136,6 +143,37 @@ void gort__preempt_request(struct p *pp)
         store_relaxed(&gp->preempt, 1);
         gort__preempt_signal(mp);
     }
+}
+
+/* A GOMAXPROCS change waits for a goroutine to apply it (env.c,
+ * gort__maxprocs_poll): every P asks each G it starts, on a new slice or
+ * the inherited one, to look at its first preemption check
+ * (gort__preempt_yield), and the G running on the first running P is
+ * asked now, without a signal.  Asked
+ * again every round until one has applied it, which clears the Ps'
+ * flags. */
+static void maxprocs_ask(void)
+{
+    bool asked = false;
+    gort__lock(&gort__allplock);
+    int32_t n = load_acq(&gort__gomaxprocs);
+    for (int32_t i = 0; i < n; i++) {
+        struct p *pp = gort__allp[i];
+        store_relaxed(&pp->maxprocs_ask, 1);
+        /* And the G that inherits a slice (runnext: a timer's or a
+         * channel's wake-up), which takes its request from the P. */
+        store_relaxed(&pp->preempt, 1);
+        if (asked)
+            continue;
+        /* Acquire: pairs with acquirep's store-release of pp->m. */
+        struct m *mp = load_acq(&pp->m);
+        struct g *gp = mp ? load_acq(&mp->curg) : NULL;
+        if (gort__pstatus(load_acq(&pp->status)) == P_RUNNING && gp) {
+            store_relaxed(&gp->preempt, 1);
+            asked = true;
+        }
+    }
+    gort__unlock(&gort__allplock);
 }
 
 /* How soon sysmon looks again at a P whose thread's inspection did not
@@ -353,6 +391,7 @@ static void *sysmon(void *arg)
     /* Precise short sleeps (see the file comment).  Best effort. */
     prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
     int64_t delay_us = GORT_SYSMON_MIN_US, lasttrace = 0, lastscavenge = 0;
+    int64_t lastmaxprocs = gort_nanotime();
     uint32_t idle = 0, quiet = 0;
     uint64_t lastactivity = 0;
     int64_t wake = 0; /* the next P deadline retake saw (0: none) */
@@ -469,6 +508,13 @@ static void *sysmon(void *arg)
             lastscavenge = now;
             gort__stack_scavenge(now, &due);
         }
+        if (lastmaxprocs + 1000000000 <= now) {
+            lastmaxprocs = now;
+            gort__maxprocs_poll();
+        }
+        /* Relaxed: written once a change; a late sighting waits a round. */
+        if (GORT_UNLIKELY(load_relaxed(&gort__maxprocs_want) > 0))
+            maxprocs_ask();
         if (gort__debug.schedtrace > 0 &&
             lasttrace + (int64_t)gort__debug.schedtrace * 1000000 <= now) {
             lasttrace = now;

@@ -432,19 +432,26 @@ static void rec_syscall_exit(struct m *mp)
     mp->trace.sysend = gort_nanotime();
 }
 
-/* One instant-like record by the current M. */
-static void record(int kind, int reason, int16_t p, int64_t g, int64_t a1,
-                   int64_t a2)
+/* One instant-like record by the current M, at ts (0: now). */
+static void record_at(int64_t ts, int kind, int reason, int16_t p,
+                      int64_t g, int64_t a1, int64_t a2)
 {
     struct m *mp = gort__getm_raw();
     if (!mp)
         return;
-    int64_t ts = gort_nanotime();
+    if (ts == 0)
+        ts = gort_nanotime();
     struct sink s;
     if (!sink_open(mp, &s))
         return;
     put(&s, kind, reason, p == -2 ? ptrack(mp) : p, ts, g, a1, a2);
     sink_close(&s);
+}
+
+static void record(int kind, int reason, int16_t p, int64_t g, int64_t a1,
+                   int64_t a2)
+{
+    record_at(0, kind, reason, p, g, a1, a2);
 }
 
 static void rec_procsteal(struct p *pp, int why)
@@ -475,13 +482,15 @@ static void rec_stw_begin(const char *why)
     gort__tr.stw_why = why;
 }
 
-static void rec_stw_end(struct m *mp)
+static void rec_stw_end(struct m *mp, int64_t end)
 {
     (void)mp;
     if (gort__tr.stw_begin == 0)
         return; /* began while tracing was off */
-    record(EV_STW, 0, -1, load_relaxed(&gort__gomaxprocs), gort__tr.stw_begin,
-           (int64_t)(uintptr_t)gort__tr.stw_why);
+    /* Ends when the world ran again, not now: the stopper's thread may
+     * have waited for a CPU since, while the other Ps ran goroutines. */
+    record_at(end, EV_STW, 0, -1, load_relaxed(&gort__gomaxprocs),
+              gort__tr.stw_begin, (int64_t)(uintptr_t)gort__tr.stw_why);
     gort__tr.stw_begin = 0;
 }
 
@@ -510,6 +519,24 @@ static void rec_mpark(struct m *mp)
         mp->trace.buf = NULL;
     }
     sink_close(&s);
+}
+
+static void rec_spinning(struct m *mp, bool on)
+{
+    /* spinbegin is the M's own (owner only). */
+    int64_t now = gort_nanotime();
+    if (on) {
+        mp->trace.spinbegin = now;
+        return;
+    }
+    int64_t begin = mp->trace.spinbegin;
+    mp->trace.spinbegin = 0;
+    /* A spin that began before this session (or in an earlier one) has no
+     * known start inside it: its interval is left out rather than cut at
+     * t0, where it could straddle the start of the M's P slice. */
+    if (begin == 0 || begin < gort__tr.t0)
+        return;
+    record(EV_SPIN, 0, -1, 0, begin, 0);
 }
 
 /* ---------------------------------------------------------------------------
@@ -799,6 +826,7 @@ void gort__trace_register(void)
         .netpoll = rec_netpoll,
         .timers = rec_timers,
         .mpark = rec_mpark,
+        .spinning = rec_spinning,
     };
 }
 

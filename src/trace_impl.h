@@ -39,6 +39,7 @@ enum {
     EV_DROPPED,     /* a1 records lost, a2 when the first was lost; for
                        the P in p (or m's stream when p < 0) */
     EV_MINFO,       /* m's kernel tid in a1 (first record of an M buffer) */
+    EV_SPIN,        /* a1 begin; ts is the end; m spun looking for work */
 };
 
 /* Why a running G stopped while still runnable. */

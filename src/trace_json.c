@@ -14,7 +14,8 @@
  *                  why it stopped; instants for creations, wake-ups,
  *                  steals, preemption requests, retakes, netpoll, timers;
  *   pid 2 "Threads": one track per M; a slice "P3" while it held P3, a
- *                  slice "syscall" per system call;
+ *                  slice "syscall" per system call, a slice "spinning"
+ *                  (inside a "P" slice) while it looked for work;
  *   pid 3 "Scheduler": stop-the-world slices, and counters (runnable
  *                  goroutines, threads, idle Ps, GOMAXPROCS);
  * plus flow arrows from the goroutine that created or woke another to the
@@ -512,6 +513,12 @@ static void conv(struct gort__tracew *w, const struct tev *e)
         if (e->reason)
             out_s(o, ",\"unfinished\":true");
         out_s(o, "}}");
+        break;
+    case EV_SPIN:
+        mstate(w, e->m);
+        ev_open(w, 'X', PID_THREADS, m_tid(e->m), e->a1);
+        out_dur(o, e->a1, e->ts);
+        out_s(o, ",\"cat\":\"spinning\",\"name\":\"spinning\",\"args\":{}}");
         break;
     case EV_PROC_STEAL: {
         struct mstate *m = mstate(w, e->m);

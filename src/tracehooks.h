@@ -10,9 +10,9 @@
  * started, stopped, blocked, unblocked, in and out of a syscall, ended), a
  * P is taken or released, work is stolen, sysmon asks for a preemption or
  * retakes a P from a syscall, the world stops, the network poller or the
- * timers make goroutines ready.  Each hook is one load of gort__trace_on
- * and one predictable branch while tracing is off; the recording half is
- * an indirect call into trace.c.
+ * timers make goroutines ready, an M begins or ends spinning.  Each hook
+ * is one load of gort__trace_on and one predictable branch while tracing
+ * is off; the recording half is an indirect call into trace.c.
  *
  * While tracing is on, each event is a fixed 40-byte record appended to the
  * buffer of the P the recording M holds (no lock: only the M holding a P
@@ -61,6 +61,8 @@ struct gort__mtrace {
                              relaxed: the owner writes, stop reads */
     int64_t sysg;         /* its goroutine (relaxed, as sysbegin) */
     int64_t sysend;       /* when it ended (exitsyscall); owner only */
+    int64_t spinbegin;    /* when the M began spinning, 0 when it is not
+                             or began untraced; owner only */
     uint64_t dropped;     /* as in gort__ptrace */
     int64_t dropts;
 };
@@ -113,10 +115,11 @@ struct gort__tracehooks {
     void (*preempt_request)(struct p *pp);
     void (*preempted)(struct m *mp);
     void (*stw_begin)(const char *why);
-    void (*stw_end)(struct m *mp);
+    void (*stw_end)(struct m *mp, int64_t end);
     void (*netpoll)(int32_t n);
     void (*timers)(struct p *owner, int32_t n);
     void (*mpark)(struct m *mp);
+    void (*spinning)(struct m *mp, bool on);
 };
 GORT_HIDDEN extern struct gort__tracehooks gort__tracehooks;
 
@@ -182,17 +185,19 @@ static inline void gort__trace_preempted(struct m *mp)
         gort__tracehooks.preempted(mp);
 }
 
-/* A stop-the-world begins (after worldsema) and ends (world running). */
+/* A stop-the-world begins (after worldsema) and ends: end is when the
+ * world ran again, which the stopper records a little later (later still
+ * when its thread waits for a CPU then). */
 static inline void gort__trace_stw_begin(const char *why)
 {
     if (GORT_TRACE_ON())
         gort__tracehooks.stw_begin(why);
 }
 
-static inline void gort__trace_stw_end(struct m *mp)
+static inline void gort__trace_stw_end(struct m *mp, int64_t end)
 {
     if (GORT_TRACE_ON())
-        gort__tracehooks.stw_end(mp);
+        gort__tracehooks.stw_end(mp, end);
 }
 
 /* The network poller made n goroutines ready (n > 0). */
@@ -214,6 +219,16 @@ static inline void gort__trace_mpark(struct m *mp)
 {
     if (GORT_TRACE_ON())
         gort__tracehooks.mpark(mp);
+}
+
+/* mp begins (on) or ends spinning, looking for work: begins right after
+ * it took a P with mp->spinning set or set it itself while holding one;
+ * ends while it still holds a P (found work, or is about to let the P
+ * go), so the interval lies inside its P slice. */
+static inline void gort__trace_spinning(struct m *mp, bool on)
+{
+    if (GORT_TRACE_ON())
+        gort__tracehooks.spinning(mp, on);
 }
 
 #endif /* GORT_TRACEHOOKS_H */

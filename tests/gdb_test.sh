@@ -34,6 +34,17 @@ skip() { echo "gdb_test: $mode skipped: $*"; exit 77; }
 command -v "$gdb" >/dev/null 2>&1 || skip "$gdb is not installed"
 "$gdb" -nx -batch -ex 'python import gdb.unwinder' >/dev/null 2>&1 ||
     skip "$gdb has no Python support (gdb.unwinder)"
+# tools/gort-gdb.py reads gort's structures by name from the debug
+# information.  The top CMakeLists.txt compiles with -g, but a toolchain or
+# a distribution's flags may take it away again (a -g0 after it, a
+# stripped link): then there is nothing to check.  Asked of gdb itself, so
+# that a separate debug file that gdb would find counts.
+gtype=$("$gdb" -nx -batch -ex 'ptype struct g' "$target" 2>&1 || true)
+if [[ $gtype == *"No struct type named g"* ]]; then
+    skip "$target has no debug information for gort's structures (built" \
+        "without -g, e.g. a -g0 after it or a stripped link);" \
+        "tools/gort-gdb.py needs it"
+fi
 
 tmp=$(mktemp -d)
 pid=

@@ -15,6 +15,8 @@ gort_test(test_chan TIMEOUT 180)
 gort_test(test_select TIMEOUT 180)
 gort_test(test_timer TIMEOUT 180)
 gort_test(test_env_runtime TIMEOUT 120)
+# schedtrace's detail lines against the states they show.
+gort_test(test_scheddetail TIMEOUT 120)
 gort_test(test_lifecycle TIMEOUT 120)
 gort_test(test_sync TIMEOUT 180)
 gort_test(test_preempt TIMEOUT 120)

@@ -19,6 +19,8 @@ Checks, each failing with a message naming the offending event:
   - goroutine slices are named "G<id> <fn>" with args.g == id and
     args.fn == fn, and a goroutine never runs on two Ps at once;
   - a goroutine is created at most once, and never runs before it is;
+  - spinning slices lie on the Threads (M) tracks, each inside one of that
+    M's "P" slices (an M spins holding a P);
   - flow arrows: with no events dropped, every flow end ("f") has its
     start ("s"); each end lies at the start of a slice of goroutine
     id >> 23 on the same track, each start on a create or unblock instant
@@ -74,6 +76,7 @@ def check(doc, opts):
     pnames = set()                     # pids with a process_name
     used = set()                       # (pid, tid) of every other event
     fns, ends = set(), set()
+    spins = []                         # (track, start, end, event)
 
     for e in evs:
         for k in ("ph", "pid", "tid"):
@@ -107,6 +110,10 @@ def check(doc, opts):
                 raise Fail("X without a dur >= 0: %s" % describe(e))
             end = ts + ns(e["dur"])
             slices[track].append((ts, end, e))
+            if e.get("cat") == "spinning":
+                if e["pid"] != 2:
+                    raise Fail("spinning slice off the M tracks: %s" % describe(e))
+                spins.append((track, ts, end, e))
             if e.get("cat") == "goroutine":
                 m = re.match(r"^G(\d+) (.+)$", e.get("name", ""))
                 args = e.get("args", {})
@@ -145,6 +152,12 @@ def check(doc, opts):
                 raise Fail("slices overlap on %s: %s and %s"
                            % (track, describe(stack[-1][2]), describe(e)))
             stack.append((start, end, e))
+
+    # An M spins while it holds a P.
+    for track, start, end, e in spins:
+        if not any(s.get("cat") == "proc" and ps <= start and end <= pe
+                   for ps, pe, s in slices[track]):
+            raise Fail("spinning slice outside the M's P slices: %s" % describe(e))
 
     # A goroutine runs on one P at a time, and not before its creation.
     for g, runs in gruns.items():

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <regex.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static void clean_env(void)
@@ -353,7 +354,7 @@ TEST(scheddetail_format)
                 "syscalltick=[0-9]+ m=([0-9]+|nil) runqsize=[0-9]+ "
                 "gfreecnt=[0-9]+ timerslen=[0-9]+$");
     compile(&m, "^  M[0-9]+: p=([0-9]+|nil) curg=([0-9]+|nil) "
-                "mallocing=[0-9]+ throwing=[0-9]+ preemptoff=[^ ]* "
+                "throwing=[0-9]+ preemptoff=[^ ]* "
                 "locks=[0-9]+ dying=[0-9]+ spinning=(true|false) "
                 "blocked=(true|false) lockedg=([0-9]+|nil)$");
     compile(&g, "^  G[0-9]+: status=[0-9]+\\([^)]*\\) m=([0-9]+|nil) "
@@ -408,4 +409,168 @@ TEST(scheddetail_format)
     regfree(&m);
     regfree(&g);
     test_child_free(&r);
+}
+
+/* ---------------------------------------------------------------------------
+ * GOMAXPROCS follows the cgroup CPU limit while the program runs.
+ *
+ * The child reads its cgroup from a fake tree (gort__cgroup_root, named by
+ * GORT_TEST_CGROUP_ROOT) whose cpu.max it rewrites while gort runs, and
+ * prints each GOMAXPROCS it waited for.  GORT_TEST_MAXPROCS_SET=1 makes it
+ * call gort_gomaxprocs(1) first, as a program choosing its own value.
+ * ------------------------------------------------------------------------- */
+
+static const char *cg_root_child;
+
+static void cg_write(const char *content)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/sys/fs/cgroup/app/cpu.max",
+             cg_root_child);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    CHECK(fputs(content, f) >= 0);
+    CHECK_EQ(fclose(f), 0);
+}
+
+/* Poll GOMAXPROCS for up to ms milliseconds; return it once it is want,
+ * or the last value seen. */
+static int cg_wait(int want, int ms)
+{
+    int got = gort_gomaxprocs(0);
+    for (int i = 0; i < ms / 10 && got != want; i++) {
+        gort_sleep(10 * 1000 * 1000);
+        got = gort_gomaxprocs(0);
+    }
+    return got;
+}
+
+static uint64_t cg_updates(void)
+{
+    gort_metric_sample s = {.name = "/gort/sched/gomaxprocs-updates:events"};
+    CHECK_EQ(gort_metric_read(s.name, &s), 0);
+    return s.u64;
+}
+
+static void cg_child_main(void *arg)
+{
+    (void)arg;
+    int ncpu = gort__affinity_cpus();
+    int all = ncpu < GORT_MAX_PROCS ? ncpu : GORT_MAX_PROCS;
+    const char *set = getenv("GORT_TEST_MAXPROCS_SET");
+    if (set && strcmp(set, "1") == 0)
+        gort_gomaxprocs(1);
+    printf("start=%d ncpu=%d\n", gort_gomaxprocs(0), all);
+    /* Unlimited: every CPU (sysmon reads the file within a second). */
+    cg_write("max 100000\n");
+    printf("nolimit=%d\n", cg_wait(all, 3000));
+    /* Back to one CPU. */
+    cg_write("100000 100000\n");
+    printf("onecpu=%d\n", cg_wait(1, 3000));
+    printf("updates=%llu\n", (unsigned long long)cg_updates());
+}
+
+TEST_HIDDEN(cgroup_follow_child)
+{
+    cg_root_child = getenv("GORT_TEST_CGROUP_ROOT");
+    CHECK(cg_root_child != NULL);
+    gort__cgroup_root = cg_root_child;
+    CHECK_EQ(gort_main(cg_child_main, NULL), 0);
+}
+
+/* Run the child on a fake cgroup v2 tree whose cpu.max starts at one CPU;
+ * returns its stdout (malloc'd).  extra: one more environment entry. */
+static char *run_cgroup_child(const char *extra)
+{
+    clean_env();
+    char tmpl[] = "/tmp/gort_test_cg_XXXXXX";
+    CHECK(mkdtemp(tmpl) != NULL);
+    static const char *const files[][2] = {
+        {"proc", NULL},
+        {"proc/self", NULL},
+        {"proc/self/cgroup", "0::/app\n"},
+        {"proc/self/mountinfo",
+         "22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n"
+         "35 25 0:30 / /sys/fs/cgroup rw,nosuid shared:9 - cgroup2 "
+         "cgroup2 rw\n"},
+        {"sys", NULL},
+        {"sys/fs", NULL},
+        {"sys/fs/cgroup", NULL},
+        {"sys/fs/cgroup/app", NULL},
+        {"sys/fs/cgroup/app/cpu.max", "100000 100000\n"},
+    };
+    char path[4096];
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", tmpl, files[i][0]);
+        if (files[i][1] == NULL) {
+            CHECK_EQ(mkdir(path, 0755), 0);
+            continue;
+        }
+        FILE *f = fopen(path, "w");
+        CHECK(f != NULL);
+        CHECK(fputs(files[i][1], f) >= 0);
+        CHECK_EQ(fclose(f), 0);
+    }
+    char rootvar[128];
+    snprintf(rootvar, sizeof rootvar, "GORT_TEST_CGROUP_ROOT=%s", tmpl);
+    const char *env[] = {rootvar, extra, NULL};
+    struct test_child r;
+    test_run_child("cgroup_follow_child", env, 60, &r);
+    if (r.exit_code != 0)
+        fprintf(stderr, "child: exit %d signal %d\n--- stdout ---\n%s\n"
+                        "--- stderr ---\n%s\n",
+                r.exit_code, r.signal, r.out, r.err);
+    CHECK_EQ(r.exit_code, 0);
+    fprintf(stderr, "%s", r.out);
+    for (size_t i = sizeof files / sizeof files[0]; i-- > 0;) {
+        snprintf(path, sizeof path, "%s/%s", tmpl, files[i][0]);
+        CHECK_EQ(remove(path), 0);
+    }
+    CHECK_EQ(rmdir(tmpl), 0);
+    free(r.err);
+    return r.out;
+}
+
+/* The child's "key=N" value. */
+static int cg_value(const char *out, const char *key)
+{
+    const char *p = strstr(out, key);
+    CHECK(p != NULL);
+    return atoi(p + strlen(key));
+}
+
+/* GOMAXPROCS starts at the cgroup's one CPU, rises to every CPU when
+ * cpu.max says "max", and falls back to one when the limit returns, each
+ * within a few seconds; the metric counts both changes. */
+TEST(maxprocs_follows_cgroup)
+{
+    char *out = run_cgroup_child(NULL);
+    int ncpu = cg_value(out, "ncpu=");
+    CHECK_EQ(cg_value(out, "start="), 1);
+    CHECK_EQ(cg_value(out, "nolimit="), ncpu);
+    CHECK_EQ(cg_value(out, "onecpu="), 1);
+    CHECK_EQ(cg_value(out, "updates="), ncpu > 1 ? 2 : 0);
+    free(out);
+}
+
+/* GORTMAXPROCS=1 is the program's choice: the cgroup's changes leave
+ * GOMAXPROCS at 1 and nothing is counted. */
+TEST(maxprocs_env_stays)
+{
+    char *out = run_cgroup_child("GORTMAXPROCS=1");
+    CHECK_EQ(cg_value(out, "start="), 1);
+    CHECK_EQ(cg_value(out, "nolimit="), 1);
+    CHECK_EQ(cg_value(out, "onecpu="), 1);
+    CHECK_EQ(cg_value(out, "updates="), 0);
+    free(out);
+}
+
+/* gort_gomaxprocs(1) is the program's choice too. */
+TEST(maxprocs_program_stays)
+{
+    char *out = run_cgroup_child("GORT_TEST_MAXPROCS_SET=1");
+    CHECK_EQ(cg_value(out, "start="), 1);
+    CHECK_EQ(cg_value(out, "nolimit="), 1);
+    CHECK_EQ(cg_value(out, "updates="), 0);
+    free(out);
 }

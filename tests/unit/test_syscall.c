@@ -808,6 +808,99 @@ TEST(wrappers_eintr)
 }
 
 /* ---------------------------------------------------------------------------
+ * wrappers_eintr_read
+ * ------------------------------------------------------------------------- */
+
+static int wei_fds[2];
+
+/* A plain thread: after 40 ms, one 8-byte message into the pipe. */
+static void *wei_writer(void *arg)
+{
+    (void)arg;
+    usleep(40 * 1000);
+    int64_t v = 4242;
+    CHECK_EQ(write(wei_fds[1], &v, sizeof v), (ssize_t)sizeof v);
+    return NULL;
+}
+
+static void wei_main(void *arg)
+{
+    (void)arg;
+    gort_lock_os_thread();
+    we_target = pthread_self();
+    CHECK_EQ(pipe(wei_fds), 0); /* blocking, not the poller's */
+    pthread_t spam, wr;
+    __atomic_store_n(&we_stop, 0, __ATOMIC_RELEASE);
+    CHECK_EQ(pthread_create(&spam, NULL, we_spammer, NULL), 0);
+
+    /* The control: the same call made raw is interrupted. */
+    int64_t got = 0;
+    errno = 0;
+    CHECK_EQ(GORT_BLOCKING(read(wei_fds[0], &got, sizeof got)), -1);
+    CHECK_EQ(errno, EINTR);
+
+    for (int i = 0; i < 3; i++) {
+        got = 0;
+        CHECK_EQ(pthread_create(&wr, NULL, wei_writer, NULL), 0);
+        int before = __atomic_load_n(&we_signals, __ATOMIC_RELAXED);
+        CHECK_EQ(gort_read(wei_fds[0], &got, sizeof got), (long)sizeof got);
+        CHECK_EQ(got, 4242);
+        /* Signals did land while it waited (every millisecond for 40). */
+        CHECK_GT(__atomic_load_n(&we_signals, __ATOMIC_RELAXED) - before, 5);
+        CHECK_EQ(pthread_join(wr, NULL), 0);
+    }
+
+    /* gort_readv the same way. */
+    got = 0;
+    struct iovec iov = {&got, sizeof got};
+    CHECK_EQ(pthread_create(&wr, NULL, wei_writer, NULL), 0);
+    int before_v = __atomic_load_n(&we_signals, __ATOMIC_RELAXED);
+    CHECK_EQ(gort_readv(wei_fds[0], &iov, 1), (long)sizeof got);
+    CHECK_EQ(got, 4242);
+    CHECK_GT(__atomic_load_n(&we_signals, __ATOMIC_RELAXED) - before_v, 5);
+    CHECK_EQ(pthread_join(wr, NULL), 0);
+
+    /* gort_waitpid on a child that takes 40 ms to exit. */
+    int before = __atomic_load_n(&we_signals, __ATOMIC_RELAXED);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        usleep(40 * 1000);
+        _exit(7);
+    }
+    int status = 0;
+    CHECK_EQ(gort_waitpid(pid, &status, 0), pid);
+    CHECK(WIFEXITED(status));
+    CHECK_EQ(WEXITSTATUS(status), 7);
+    CHECK_GT(__atomic_load_n(&we_signals, __ATOMIC_RELAXED) - before, 5);
+
+    __atomic_store_n(&we_stop, 1, __ATOMIC_RELEASE);
+    CHECK_EQ(pthread_join(spam, NULL), 0);
+    close(wei_fds[0]);
+    close(wei_fds[1]);
+    gort_unlock_os_thread();
+}
+
+/* gort_read and gort_readv on a blocking pipe and gort_waitpid finish
+ * their calls while a signal of the program's own, whose handler is
+ * installed without SA_RESTART, interrupts them every millisecond; the
+ * same read made raw fails with EINTR, which shows the signals do reach
+ * the call. */
+TEST(wrappers_eintr_read)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = we_handler;
+    sigemptyset(&sa.sa_mask);
+    CHECK_EQ(sigaction(SIGUSR1, &sa, NULL), 0); /* no SA_RESTART */
+    struct watchdog wd;
+    watchdog_arm(&wd, 60, "wrappers_eintr_read");
+    run_main(wei_main, NULL);
+    watchdog_disarm(&wd);
+    say("%d signals during the calls\n", we_signals);
+}
+
+/* ---------------------------------------------------------------------------
  * syscall_on_many_ps
  * ------------------------------------------------------------------------- */
 

@@ -245,8 +245,9 @@ static void full_main(void *arg)
 
 /* A program with ping-pong, sleeps, syscalls, IO wait, a channel wait, a 30 ms
  * spin (preemption request), spawn bursts until a goroutine runs on another P
- * than its maker's (a steal), two GOMAXPROCS changes (stop-the-world); every
- * kind of event and end reason expected. */
+ * than its maker's (a steal, and spinning Ms, which the bursts wake), two
+ * GOMAXPROCS changes (stop-the-world); every kind of event and end reason
+ * expected. */
 TEST(full)
 {
     tmp_path(full_path, sizeof full_path, "full.json");
@@ -256,7 +257,7 @@ TEST(full)
     char args[1024];
     snprintf(args, sizeof args,
              "--expect goroutine,create,unblock,syscall,proc,stw,preempt,"
-             "netpoll,timers,counter%s "
+             "netpoll,timers,counter,spinning%s "
              "--expect-fn trace_pinger,trace_ponger,trace_sleeper,"
              "trace_syscaller,trace_spinner,trace_reader,trace_waiter,"
              "trace_burst "
