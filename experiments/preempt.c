@@ -113,7 +113,9 @@ static __attribute__((noinline)) void spin(uint64_t n)
     uint64_t s = 0;
     for (uint64_t i = 0; i < n; i++)
         s += i ^ (i >> 3);
-    sink = s;
+    /* Relaxed: several goroutines store it; only that it is stored
+     * matters (the loop must not be optimised away). */
+    __atomic_store_n(&sink, s, __ATOMIC_RELAXED);
 }
 
 /* When the last spinner of phase 3 finished its loop (atomic). */
