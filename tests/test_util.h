@@ -22,6 +22,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -50,6 +51,17 @@
 #define ATOMIC_STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 
 /* Run fn(arg) under a fresh gort_main and check that it started. */
+/* A mkstemp/mkdtemp template in buf: "/tmp/<prefix>" and the six
+ * placeholder characters those calls replace. */
+static inline char *tmp_template(char *buf, size_t size, const char *prefix)
+{
+    int n = snprintf(buf, size, "/tmp/%s", prefix);
+    CHECK(n > 0 && (size_t)n + 7 <= size);
+    memset(buf + n, 'X', 6);
+    buf[n + 6] = '\0';
+    return buf;
+}
+
 static inline void run_main(void (*fn)(void *), void *arg)
 {
     int err = gort_main(fn, arg);

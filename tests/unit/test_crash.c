@@ -129,8 +129,8 @@ TEST_HIDDEN(segv_child)
 TEST_HIDDEN(bus_child)
 {
     /* Two pages mapped over a one-page file: the second is past its end. */
-    char path[] = "/tmp/gort_test_crash_XXXXXX";
-    int fd = mkstemp(path);
+    char path[64];
+    int fd = mkstemp(tmp_template(path, sizeof path, "gort_test_crash_"));
     CHECK_GE(fd, 0);
     unlink(path);
     CHECK_EQ(ftruncate(fd, 4096), 0);

@@ -483,8 +483,8 @@ TEST_HIDDEN(cgroup_follow_child)
 static char *run_cgroup_child(const char *extra)
 {
     clean_env();
-    char tmpl[] = "/tmp/gort_test_cg_XXXXXX";
-    CHECK(mkdtemp(tmpl) != NULL);
+    char tmpl[64];
+    CHECK(mkdtemp(tmp_template(tmpl, sizeof tmpl, "gort_test_cg_")) != NULL);
     static const char *const files[][2] = {
         {"proc", NULL},
         {"proc/self", NULL},
