@@ -245,7 +245,9 @@ void soak_timer(struct soak_worker *w)
 struct af_timer {
     struct soak_worker *w;
     gort_timer *t;
-    int runs;        /* calls of the function (relaxed atomics) */
+    int runs;        /* calls of the function: each adds with release
+                        after its reads, the worker loads with acquire
+                        before it reuses the timer's slot */
     int resets;      /* resets so far; stored with release before each */
     int64_t due;     /* due time of the first arming, set before it */
 };
@@ -263,7 +265,7 @@ static void af_fn(void *arg)
                       (long long)(a->due - now));
         soak_lat_add(&soak_stats.afterfunc, now - a->due);
     }
-    __atomic_add_fetch(&a->runs, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&a->runs, 1, __ATOMIC_RELEASE);
 }
 
 /* Stop or reset timers at random for a while; returns the armings that
@@ -291,7 +293,7 @@ static int af_runs(struct af_timer *af, int k)
 {
     int runs = 0;
     for (int i = 0; i < k; i++)
-        runs += __atomic_load_n(&af[i].runs, __ATOMIC_RELAXED);
+        runs += __atomic_load_n(&af[i].runs, __ATOMIC_ACQUIRE);
     return runs;
 }
 
