@@ -104,9 +104,8 @@ static void crash_main(void *arg)
     (void)arg;
     CHECK_EQ(gort_chan_make(&never, sizeof(int64_t), 0), 0);
     CHECK_GT(gort_go(parked_g, NULL), 1);
-    /* parked_g parks before crasher runs: main waits on crasher's end,
-     * which never comes, after parked_g took its turn. */
-    gort_gosched();
+    /* parked_g parks before crasher runs (it may run on the other P). */
+    await_waiting("chan receive", 0, 1);
     gort_waitgroup wg = GORT_WAITGROUP_INIT;
     gort_waitgroup_add(&wg, 1);
     CHECK_GT(gort_go(crasher, NULL), 1);
