@@ -39,6 +39,7 @@
 #include "atomic.h"
 #include "defs.h"
 #include "fatal.h"
+#include "libc.h"
 #include "lock_futex.h"
 #include "mthread.h"
 #include "san.h"
@@ -68,7 +69,7 @@ static void lflush(struct line *l)
     size_t off = 0;
     struct m *mp = gort__libc_begin();
     while (off < l->len) {
-        ssize_t w = write(2, l->buf + off, l->len - off);
+        ssize_t w = gort__libc.write(2, l->buf + off, l->len - off);
         if (w <= 0)
             break;
         off += (size_t)w;

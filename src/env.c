@@ -81,6 +81,7 @@
 #include "atomic.h"
 #include "env.h"
 #include "fatal.h"
+#include "libc.h"
 #include "sched.h"
 #include "stack.h"
 
@@ -146,7 +147,7 @@ __attribute__((format(printf, 1, 2))) static void report(const char *fmt, ...)
         n += (size_t)m < sizeof buf - n - 1 ? (size_t)m : sizeof buf - n - 2;
     buf[n++] = '\n';
     struct m *mp = gort__libc_begin();
-    ssize_t r = write(2, buf, n);
+    ssize_t r = gort__libc.write(2, buf, n);
     gort__libc_end(mp);
     (void)r; /* Nothing sensible to do when stderr is gone. */
 }
@@ -585,20 +586,20 @@ static char *slurp(const char *path, size_t cap, size_t *lenp)
             buf = nb;
             size = nsize;
         }
-        ssize_t got = read(fd, buf + len, size - len - 1);
+        ssize_t got = gort__libc.read(fd, buf + len, size - len - 1);
         if (got < 0)
             goto fail;
         if (got == 0)
             break;
         len += (size_t)got;
     }
-    close(fd);
+    gort__libc.close(fd);
     buf[len] = '\0';
     *lenp = len;
     return buf;
 fail:
     free(buf);
-    close(fd);
+    gort__libc.close(fd);
     return NULL;
 }
 

@@ -19,6 +19,7 @@
 #include "atomic.h"
 #include "defs.h"
 #include "fatal.h"
+#include "libc.h"
 #include "os_linux.h"
 #include "sched.h"
 
@@ -67,7 +68,7 @@ void gort__printf(int fd, const char *fmt, ...)
     size_t off = 0;
     struct m *mp = gort__libc_begin();
     while (off < len) {
-        ssize_t w = write(fd, buf + off, len - off);
+        ssize_t w = gort__libc.write(fd, buf + off, len - off);
         if (w <= 0)
             break;
         off += (size_t)w;

@@ -22,6 +22,7 @@
  * back from a park or a syscall on another thread.
  */
 #include "atomic.h"
+#include "libc.h"
 #include "netpoll.h"
 #include "preempt.h"
 #include "san.h"
@@ -100,7 +101,8 @@ static int pd_err(struct polldesc *pd)
 static bool enable_inq(int fd)
 {
     int one = 1;
-    return setsockopt(fd, IPPROTO_TCP, TCP_INQ, &one, sizeof one) == 0;
+    return gort__libc.setsockopt(fd, IPPROTO_TCP, TCP_INQ, &one, sizeof one) ==
+           0;
 }
 
 /* read(2) on a socket with TCP_INQ on; *left is what stays queued after
@@ -119,7 +121,7 @@ static ssize_t read_inq(int fd, void *buf, size_t n, int *left)
     msg.msg_iovlen = 1;
     msg.msg_control = cb.b;
     msg.msg_controllen = sizeof cb.b;
-    ssize_t r = recvmsg(fd, &msg, 0);
+    ssize_t r = gort__libc.recvmsg(fd, &msg, 0);
     *left = -1;
     if (r > 0) {
         struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
@@ -159,7 +161,7 @@ static long fd_read(struct polldesc *pd, void *buf, size_t n)
          * next reply. */
         int left = -1;
         ssize_t r = pd->inq ? read_inq(pd->fd, buf, n, &left)
-                            : read(pd->fd, buf, n);
+                            : gort__libc.read(pd->fd, buf, n);
         if (r >= 0) {
             /* Relaxed: a hint for this descriptor's reader; any value is
              * safe (it only decides whether to try read(2) first). */
@@ -187,7 +189,8 @@ static long fd_write(struct polldesc *pd, const void *buf, size_t n)
         return err;
     while (done < n) {
         ssize_t r = GORT_NOSIGPIPE(
-            pd->fd, write(pd->fd, (const char *)buf + done, n - done));
+            pd->fd,
+            gort__libc.write(pd->fd, (const char *)buf + done, n - done));
         if (r >= 0) {
             done += (size_t)r;
             continue;
@@ -218,7 +221,7 @@ long gort_read(int fd, void *buf, size_t n)
         gort__fd_unref(pd);
         return r;
     }
-    GORT_SYSCALL_RETRY(ssize_t, read(fd, buf, n));
+    GORT_SYSCALL_RETRY(ssize_t, gort__libc.read(fd, buf, n));
 }
 
 long gort_write(int fd, const void *buf, size_t n)
@@ -230,7 +233,8 @@ long gort_write(int fd, const void *buf, size_t n)
         gort__fd_unref(pd);
         return r;
     }
-    GORT_SYSCALL_RETRY(ssize_t, GORT_NOSIGPIPE(fd, write(fd, buf, n)));
+    GORT_SYSCALL_RETRY(ssize_t,
+                       GORT_NOSIGPIPE(fd, gort__libc.write(fd, buf, n)));
 }
 
 long gort_pread(int fd, void *buf, size_t n, int64_t off)
@@ -266,7 +270,7 @@ int gort_close(int fd)
         return pr; /* it was the poller's */
     /* Not retried on EINTR: on Linux the descriptor is gone either way. */
     gort_entersyscall();
-    int r = close(fd);
+    int r = gort__libc.close(fd);
     int e = r < 0 ? errno : 0;
     gort_exitsyscall();
     return r < 0 && e != EINTR ? -e : 0;
@@ -288,7 +292,7 @@ int gort_poll(struct pollfd *fds, unsigned long nfds, int timeout_ms)
     int r, e;
     gort_entersyscall();
     for (;;) {
-        r = poll(fds, (nfds_t)nfds, timeout_ms);
+        r = gort__libc.poll(fds, (nfds_t)nfds, timeout_ms);
         e = r < 0 ? GORT_ERRNO : 0;
         if (e != EINTR)
             break;
@@ -326,15 +330,16 @@ static long vec_io(int fd, const struct iovec *iov, int iovcnt, int mode)
     struct polldesc *pd = gort__fd_ref(fd);
     if (!pd) {
         if (mode == 'r')
-            GORT_SYSCALL_RETRY(ssize_t, readv(fd, iov, iovcnt));
-        GORT_SYSCALL_RETRY(ssize_t,
-                           GORT_NOSIGPIPE(fd, writev(fd, iov, iovcnt)));
+            GORT_SYSCALL_RETRY(ssize_t, gort__libc.readv(fd, iov, iovcnt));
+        GORT_SYSCALL_RETRY(
+            ssize_t, GORT_NOSIGPIPE(fd, gort__libc.writev(fd, iov, iovcnt)));
     }
     ssize_t r = pd_err(pd);
     if (r == 0)
         FD_IO(r, pd, mode,
-              mode == 'r' ? readv(pd->fd, iov, iovcnt)
-                          : GORT_NOSIGPIPE(pd->fd, writev(pd->fd, iov, iovcnt)));
+              mode == 'r' ? gort__libc.readv(pd->fd, iov, iovcnt)
+                          : GORT_NOSIGPIPE(pd->fd, gort__libc.writev(
+                                                       pd->fd, iov, iovcnt)));
     gort__fd_unref(pd);
     return r;
 }
@@ -354,7 +359,8 @@ long gort_writev(int fd, const struct iovec *iov, int iovcnt)
 int gort_socket(int domain, int type, int protocol)
 {
     GORT_SAN_SCOPE();
-    int fd = socket(domain, type | SOCK_NONBLOCK | SOCK_CLOEXEC, protocol);
+    int fd = gort__libc.socket(domain, type | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                               protocol);
     if (fd < 0)
         return -errno;
     bool tcp = (domain == AF_INET || domain == AF_INET6) &&
@@ -362,7 +368,7 @@ int gort_socket(int domain, int type, int protocol)
                (protocol == 0 || protocol == IPPROTO_TCP);
     int err = gort__fd_register(fd, tcp && enable_inq(fd));
     if (err) {
-        close(fd);
+        gort__libc.close(fd);
         return err;
     }
     return fd;
@@ -371,17 +377,17 @@ int gort_socket(int domain, int type, int protocol)
 int gort_pipe(int fds[2])
 {
     GORT_SAN_SCOPE();
-    if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) < 0)
+    if (gort__libc.pipe2(fds, O_NONBLOCK | O_CLOEXEC) < 0)
         return -errno;
     int err = gort_fd_register(fds[0]);
     if (err) {
-        close(fds[0]);
-        close(fds[1]);
+        gort__libc.close(fds[0]);
+        gort__libc.close(fds[1]);
         return err;
     }
     if ((err = gort_fd_register(fds[1])) != 0) {
         gort_close(fds[0]); /* registered: gort closes it */
-        close(fds[1]);
+        gort__libc.close(fds[1]);
         return err;
     }
     return 0;
@@ -395,8 +401,8 @@ static int pd_accept(struct polldesc *pd, struct sockaddr *addr,
         return e;
     for (;;) {
         socklen_t len = addrlen ? (socklen_t)*addrlen : 0;
-        int nfd = accept4(fd, addr, addrlen ? &len : NULL,
-                          SOCK_NONBLOCK | SOCK_CLOEXEC);
+        int nfd = gort__libc.accept4(fd, addr, addrlen ? &len : NULL,
+                                     SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (nfd >= 0) {
             if (addrlen)
                 *addrlen = (unsigned)len;
@@ -404,7 +410,7 @@ static int pd_accept(struct polldesc *pd, struct sockaddr *addr,
              * gort made. */
             int err = gort__fd_register(nfd, pd->inq && enable_inq(nfd));
             if (err) {
-                close(nfd);
+                gort__libc.close(nfd);
                 return err;
             }
             return nfd;
@@ -432,7 +438,8 @@ static int pd_connect(struct polldesc *pd, const struct sockaddr *addr,
     int fd = pd->fd, r = pd_err(pd);
     if (r)
         return r;
-    while ((r = connect(fd, addr, (socklen_t)addrlen)) < 0 && errno == EINTR)
+    while ((r = gort__libc.connect(fd, addr, (socklen_t)addrlen)) < 0 &&
+           errno == EINTR)
         ;
     if (r == 0)
         return 0;
@@ -447,7 +454,7 @@ static int pd_connect(struct polldesc *pd, const struct sockaddr *addr,
             break;
         int soerr = 0;
         socklen_t len = sizeof soerr;
-        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len) < 0) {
+        if (gort__libc.getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len) < 0) {
             err = -GORT_ERRNO;
             break;
         }
@@ -478,8 +485,9 @@ long gort_sendto(int fd, const void *buf, size_t n, int flags,
     ssize_t r = pd_err(pd);
     if (r == 0)
         FD_IO(r, pd, 'w',
-              GORT_NOSIGPIPE(pd->fd, sendto(pd->fd, buf, n, flags | MSG_DONTWAIT,
-                                            to, (socklen_t)tolen)));
+              GORT_NOSIGPIPE(pd->fd, gort__libc.sendto(pd->fd, buf, n,
+                                                       flags | MSG_DONTWAIT, to,
+                                                       (socklen_t)tolen)));
     gort__fd_unref(pd);
     return r;
 }
@@ -492,8 +500,8 @@ static long pd_recvfrom(struct polldesc *pd, void *buf, size_t n, int flags,
         return e;
     for (;;) {
         socklen_t len = fromlen ? (socklen_t)*fromlen : 0;
-        ssize_t r = recvfrom(fd, buf, n, flags | MSG_DONTWAIT, from,
-                             fromlen ? &len : NULL);
+        ssize_t r = gort__libc.recvfrom(fd, buf, n, flags | MSG_DONTWAIT, from,
+                                        fromlen ? &len : NULL);
         if (r >= 0) {
             if (fromlen)
                 *fromlen = (unsigned)len;

@@ -61,6 +61,7 @@
 #include "atomic.h"
 #include "defs.h"
 #include "fatal.h"
+#include "libc.h"
 #include "lock_futex.h"
 #include "mthread.h"
 #include "netpoll.h"
@@ -138,7 +139,7 @@ void gort__netpoll_fini(void)
          * were discarded with the runtime): close(2) is still owed. */
         struct polldesc *pd = pollcache.all[i];
         if ((pd->refs & (PD_REF_CLOSED | PD_REF_FREED)) == PD_REF_CLOSED)
-            close(pd->fd);
+            gort__libc.close(pd->fd);
         gort__free(pd);
     }
     gort__free(pollcache.all);
@@ -202,7 +203,7 @@ static int fd_wait_foreign(struct polldesc *pd, int mode)
         int err = gort__fd_checkerr(pd, mode);
         if (err)
             return err;
-        int r = poll(&pfd, 1, 10);
+        int r = gort__libc.poll(&pfd, 1, 10);
         if (r > 0)
             return 0;
         if (r < 0 && errno != EINTR)
@@ -387,16 +388,17 @@ static bool is_stream(int fd)
     if (S_ISFIFO(st.st_mode))
         return true;
     return S_ISSOCK(st.st_mode) &&
-           getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 &&
+           gort__libc.getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 &&
            type == SOCK_STREAM;
 }
 
 static int set_nonblock(int fd)
 {
-    int fl = fcntl(fd, F_GETFL);
+    int fl = gort__libc.fcntl(fd, F_GETFL);
     if (fl < 0)
         return -errno;
-    if (!(fl & O_NONBLOCK) && fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+    if (!(fl & O_NONBLOCK) &&
+        gort__libc.fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
         return -errno;
     return 0;
 }
@@ -516,7 +518,7 @@ static int pd_destroy(struct polldesc *pd)
      * registered here, sockets and pipes, unless the program set
      * SO_LINGER.) */
     gort__spinlock(&pollcache.lock);
-    int r = close(fd) < 0 && errno != EINTR ? -errno : 0;
+    int r = gort__libc.close(fd) < 0 && errno != EINTR ? -errno : 0;
     store_rel(&pollcache.byfd[fd], NULL);
     pd->link = pollcache.free;
     pollcache.free = pd;

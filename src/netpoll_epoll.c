@@ -32,6 +32,7 @@
 #include "atomic.h"
 #include "defs.h"
 #include "fatal.h"
+#include "libc.h"
 #include "netpoll.h"
 #include "netpoll_epoll.h"
 #include "san.h"
@@ -79,15 +80,15 @@ int gort__netpoll_init(void)
     breakfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (breakfd < 0) {
         int e = -errno;
-        close(epfd);
+        gort__libc.close(epfd);
         epfd = -1;
         return e;
     }
     struct epoll_event ev = {.events = EPOLLIN, .data.u64 = 0};
     if (epoll_ctl(epfd, EPOLL_CTL_ADD, breakfd, &ev) < 0) {
         int e = -errno;
-        close(breakfd);
-        close(epfd);
+        gort__libc.close(breakfd);
+        gort__libc.close(epfd);
         breakfd = epfd = -1;
         return e;
     }
@@ -97,8 +98,8 @@ int gort__netpoll_init(void)
 /* Close them again (gort__netpoll_fini, the runtime stopped). */
 void gort__netpoll_uninit(void)
 {
-    close(epfd);
-    close(breakfd);
+    gort__libc.close(epfd);
+    gort__libc.close(breakfd);
     epfd = breakfd = -1;
     store_relaxed(&wakesig, 0);
 }
@@ -129,7 +130,7 @@ void gort__netpoll_break(void)
     if (!cas_acqrel(&wakesig, 0, 1))
         return;
     uint64_t one = 1;
-    while (write(breakfd, &one, sizeof one) < 0 && errno == EINTR)
+    while (gort__libc.write(breakfd, &one, sizeof one) < 0 && errno == EINTR)
         ;
 }
 
@@ -149,7 +150,7 @@ static int32_t netpoll_handle(const struct epoll_event *evs, int n,
         if (data == 0) {
             /* The break eventfd. */
             uint64_t v;
-            if (read(breakfd, &v, sizeof v) < 0 && errno != EAGAIN)
+            if (gort__libc.read(breakfd, &v, sizeof v) < 0 && errno != EAGAIN)
                 gort__throw("netpoll: eventfd read failed");
             store_rel(&wakesig, 0);
             continue;
@@ -191,9 +192,9 @@ int32_t gort__netpoll(int64_t delay, struct gqueue *q)
     int n;
     for (;;) {
         if (delay < 0) {
-            n = epoll_wait(epfd, evs, 128, -1);
+            n = gort__libc.epoll_wait(epfd, evs, 128, -1);
         } else if (delay == 0) {
-            n = epoll_wait(epfd, evs, 128, 0);
+            n = gort__libc.epoll_wait(epfd, evs, 128, 0);
         } else {
             struct timespec ts = {delay / 1000000000, delay % 1000000000};
             bool pwait2 = !load_relaxed(&no_pwait2) && !gort__valgrind;
@@ -207,7 +208,8 @@ int32_t gort__netpoll(int64_t delay, struct gqueue *q)
             }
             if (!pwait2) {
                 int64_t ms = (delay + 999999) / 1000000;
-                n = epoll_wait(epfd, evs, 128, ms > 1000000 ? 1000000 : (int)ms);
+                n = gort__libc.epoll_wait(epfd, evs, 128,
+                                          ms > 1000000 ? 1000000 : (int)ms);
             }
         }
         if (n >= 0)
@@ -236,7 +238,7 @@ int32_t gort__netpoll_spin(int64_t end, struct gqueue *q)
         if (load_relaxed(&gort__sched.npidle) !=
             load_relaxed(&gort__gomaxprocs))
             return -1;
-        int n = epoll_wait(epfd, evs, 128, 0);
+        int n = gort__libc.epoll_wait(epfd, evs, 128, 0);
         if (n > 0)
             return netpoll_handle(evs, n, q);
         if (n < 0 && errno != EINTR)

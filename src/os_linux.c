@@ -43,6 +43,7 @@
  *   - gort__signals_install/restore bracket one gort_main.
  */
 #include "fatal.h"
+#include "libc.h"
 #include "os_linux.h"
 #include "sched.h"
 #include "stack.h"
@@ -117,7 +118,7 @@ void gort__osyield(void)
 void gort__usleep(int64_t us)
 {
     struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
-    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+    while (gort__libc.nanosleep(&ts, &ts) < 0 && errno == EINTR)
         ;
 }
 

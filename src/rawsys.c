@@ -77,6 +77,7 @@
  */
 #include "atomic.h"
 #include "defs.h"
+#include "libc.h"
 #include "mthread.h"
 #include "os_linux.h"
 #include "procresize.h"
@@ -139,7 +140,7 @@ static ssize_t read_task_file(int32_t tid, const char *leaf, char *buf,
     do
         r = pread(fd, buf, n - 1, 0);
     while (r < 0 && errno == EINTR);
-    close(fd);
+    gort__libc.close(fd);
     if (r < 0)
         return -1;
     buf[r] = '\0';
@@ -253,7 +254,7 @@ static bool proc_shows_own_calls(void)
         return false;
     char buf[256];
     ssize_t r = syscall(SYS_pread64, fd, buf, sizeof buf - 1, 0);
-    close(fd);
+    gort__libc.close(fd);
     if (r <= 0)
         return false;
     buf[r] = '\0';

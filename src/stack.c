@@ -57,6 +57,7 @@
  */
 #include "atomic.h"
 #include "fatal.h"
+#include "libc.h"
 #include "lock_futex.h"
 #include "san.h"
 #include "sched.h"
@@ -169,11 +170,12 @@ static bool madvise_guard_works(void)
         return false;
     bool works = false;
     int fds[2];
-    if (madvise(mem, page, MADV_GUARD_INSTALL) == 0 && pipe(fds) == 0) {
-        ssize_t r = write(fds[1], mem, 1);
+    if (madvise(mem, page, MADV_GUARD_INSTALL) == 0 &&
+        gort__libc.pipe2(fds, 0) == 0) {
+        ssize_t r = gort__libc.write(fds[1], mem, 1);
         works = r < 0 && errno == EFAULT;
-        close(fds[0]);
-        close(fds[1]);
+        gort__libc.close(fds[0]);
+        gort__libc.close(fds[1]);
     }
     munmap(mem, page);
     return works;
@@ -729,7 +731,7 @@ void gort__stackfini(void)
     }
     gort__free(pool.free);
     if (pool.pidfd >= 0)
-        close(pool.pidfd);
+        gort__libc.close(pool.pidfd);
     memset(&pool, 0, sizeof pool);
     gort__lock_init(&pool.lock, LOCKRANK_STACKPOOL);
 }

@@ -39,6 +39,7 @@
  *   - A name returned points into a mapping owned by the cache and stays
  *     valid until gort__sym_fini, which unmaps everything the cache mapped.
  */
+#include "libc.h"
 #include "sched.h"
 #include "symbolize.h"
 
@@ -274,11 +275,11 @@ static void load_file(struct symobj *o)
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
         st.st_size < (off_t)sizeof(ElfW(Ehdr))) {
-        close(fd);
+        gort__libc.close(fd);
         return;
     }
     void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
+    gort__libc.close(fd);
     if (m == MAP_FAILED)
         return;
     o->file = m;

@@ -39,6 +39,7 @@
  */
 #include "atomic.h"
 #include "defs.h"
+#include "libc.h"
 #include "lock_futex.h"
 #include "mthread.h"
 #include "os_linux.h"
@@ -383,7 +384,8 @@ int gort_nanosleep(const struct timespec *req, struct timespec *rem)
     /* A sleep of known length blocks: hand the P off at once. */
     gort_entersyscallblock();
     do
-        e = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL);
+        e = gort__libc.clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until,
+                                       NULL);
     while (e == EINTR);
     gort_exitsyscall();
     if (rem && e == 0)
@@ -396,7 +398,7 @@ int gort_getaddrinfo(const char *node, const char *service,
 {
     GORT_SAN_SCOPE();
     gort_entersyscall();
-    int r = getaddrinfo(node, service, hints, res);
+    int r = gort__libc.getaddrinfo(node, service, hints, res);
     gort_exitsyscall();
     return r;
 }

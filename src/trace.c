@@ -63,6 +63,7 @@
 #include "atomic.h"
 #include "defs.h"
 #include "fatal.h"
+#include "libc.h"
 #include "lock_futex.h"
 #include "procresize.h"
 #include "san.h"
@@ -562,7 +563,7 @@ static void session_free(void)
     gort__tr.free = gort__tr.qhead = gort__tr.qtail = gort__tr.fbuf = NULL;
     store_relaxed(&gort__tr.nfree, 0);
     if (gort__tr.fd >= 0)
-        close(gort__tr.fd);
+        gort__libc.close(gort__tr.fd);
     gort__tr.fd = -1;
 }
 

@@ -26,6 +26,7 @@
  */
 #include "atomic.h"
 #include "defs.h"
+#include "libc.h"
 #include "lock_futex.h"
 #include "sched.h"
 #include "symbolize.h"
@@ -101,7 +102,7 @@ static void out_flush(struct out *o)
 {
     size_t off = 0;
     while (off < o->n && gort__tr.werr == 0) {
-        ssize_t w = write(gort__tr.fd, o->buf + off, o->n - off);
+        ssize_t w = gort__libc.write(gort__tr.fd, o->buf + off, o->n - off);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0)
@@ -760,7 +761,7 @@ static void finish(struct gort__tracew *w)
     out_i64(o, TRACE_BUF_EVENTS);
     out_s(o, "}}\n");
     out_flush(o);
-    if (close(gort__tr.fd) < 0 && gort__tr.werr == 0)
+    if (gort__libc.close(gort__tr.fd) < 0 && gort__tr.werr == 0)
         gort__tr.werr = -errno;
     gort__tr.fd = -1;
 }

@@ -74,6 +74,7 @@
 #include "atomic.h"
 #include "defs.h"
 #include "fatal.h"
+#include "libc.h"
 #include "san.h"
 #include "sched.h"
 #include "symbolize.h"
@@ -214,7 +215,7 @@ static void out_flush(struct out *o)
     size_t off = 0;
     struct m *mp = gort__libc_begin();
     while (off < o->len && o->err == 0) {
-        ssize_t w = write(o->fd, o->buf + off, o->len - off);
+        ssize_t w = gort__libc.write(o->fd, o->buf + off, o->len - off);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0)

@@ -10,7 +10,11 @@ module to one layer in LAYERS below.  Two rules:
   calls     an object file may refer (call or load) only to symbols defined
             in its own layer or below;
   alone     (with --cc) every header of src/ compiles by itself, and twice
-            in a row: it includes what it uses and has an include guard.
+            in a row: it includes what it uses and has an include guard;
+  libc      no object but libc.o refers to a function that gort-hook
+            replaces (INTERPOSED below): the runtime's own calls go through
+            libc.h's table, or gort-hook would take them back into the
+            runtime.
 
 The include rule reads the sources; the call rule reads the compiled
 objects with nm, so it sees what the compiler emitted, inline functions
@@ -34,7 +38,7 @@ import tempfile
 # Lowest first.  A module may use its own layer and those listed before it.
 LAYERS = [
     ("base", "compiler attributes, atomics and the context switch (arch/)",
-     ["defs", "atomic", "arch", "aarch64", "aarch64_bti", "x86_64",
+     ["defs", "atomic", "libc", "arch", "aarch64", "aarch64_bti", "x86_64",
       "x86_64_cet"]),
     ("core", "G, M, P, sched and the status change; the OS; locks; fatal "
              "errors; settings; run queues; stacks; symbol tables; "
@@ -62,6 +66,16 @@ LAYERS = [
 
 # Headers that are not any module's and may be included from anywhere.
 PUBLIC = {"gort.h"}
+
+# The C library's functions that gort-hook defines (docs/hooks.md).
+INTERPOSED = set('''
+    socket socketpair pipe pipe2 accept accept4 connect read write readv
+    writev recv recvfrom recvmsg send sendto sendmsg poll ppoll select
+    pselect epoll_wait epoll_pwait sleep usleep nanosleep clock_nanosleep
+    close dup dup2 dup3 fcntl fcntl64 ioctl setsockopt getsockopt
+    getaddrinfo getnameinfo gethostbyname gethostbyname_r
+    gethostbyname2 gethostbyname2_r
+'''.split())
 
 
 def layer_of():
@@ -150,6 +164,16 @@ def check_calls(tables, layers, problems):
                                  f"{to}.c ({layers[to][1]})"))
 
 
+def check_libc(tables, problems):
+    """tables: module -> (defined, undefined)."""
+    for mod, (_, undefined) in sorted(tables.items()):
+        if mod == "libc":
+            continue
+        for s in sorted(undefined & INTERPOSED):
+            problems.append(("breach", f"{mod}.c calls {s} directly: "
+                             f"call gort__libc.{s} (libc.h)"))
+
+
 # The settings a header must compile under alone: the plain build, and the
 # checked one (lock ranks, debug assertions), whose code paths differ.
 ALONE_FLAGS = [[], ["-DGORT_LOCKRANK", "-DGORT_DEBUG"]]
@@ -200,12 +224,14 @@ def run(src, objects, nm, cc=None):
                 continue
             tables[module(obj)] = symbols(nm, obj)
         check_calls(tables, layers, problems)
+        check_libc(tables, problems)
     return problems
 
 
 def selftest(src, cc):
     """The check passes on src, and fails on a copy of it with one upward
-    include, on a symbol table with one upward call and (with cc) on a
+    include, on a symbol table with one upward call, on one with a direct
+    call of an interposed function and (with cc) on a
     copy with a header that leaves out an include it needs."""
     layers = layer_of()
     ok = [p for p in run(src, [], "nm", cc) if p[0] != "usage"]
@@ -240,6 +266,16 @@ def selftest(src, cc):
         failures += 1
     else:
         print(f"selftest: upward call caught: {got[0]}")
+    problems = []
+    check_libc({"fdio": ({"gort_read"}, {"read", "gort__fd_ref"}),
+                "libc": ({"gort__libc"}, {"read", "close"})}, problems)
+    got = [msg for kind, msg in problems if kind == "breach"]
+    if len(got) != 1 or not got[0].startswith("fdio.c calls read"):
+        print(f"selftest: a direct call of an interposed function went "
+              f"unseen or libc.c's own was reported; got {got}")
+        failures += 1
+    else:
+        print(f"selftest: direct call caught: {got[0]}")
     if cc:
         failures += selftest_alone(src, cc)
     return 1 if failures else 0
