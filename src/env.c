@@ -367,6 +367,7 @@ static const struct dsetting {
     {"asyncpreemptoff", offsetof(struct gort_debugvars, asyncpreemptoff),
      D_BOOL},
     {"randomize", offsetof(struct gort_debugvars, randomize), D_BOOL},
+    {"hook", offsetof(struct gort_debugvars, hook), D_BOOL},
     {"stackguard", offsetof(struct gort_debugvars, stackguard), D_GUARD},
     {"checkdeadoff", offsetof(struct gort_debugvars, checkdeadoff), D_BOOL},
     {"stackidle", offsetof(struct gort_debugvars, stackidle), D_MS},
@@ -982,7 +983,8 @@ void gort__read_env(void)
     gort__debug = (struct gort_debugvars){.stackguard = -1,
                                           .stackidle = GORT_STACK_IDLE_MS,
                                           .netpollspin = GORT_NETPOLL_SPIN_US,
-                                          .lockfence = 1};
+                                          .lockfence = 1,
+                                          .hook = 1};
     gort__parse_debug(getenv("GORTDEBUG"), &gort__debug);
     gort__ncpu = gort__affinity_cpus();
     free(cg_dir);

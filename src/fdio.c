@@ -52,12 +52,24 @@
  * goroutine until the descriptor is ready.
  * ------------------------------------------------------------------------- */
 
+/* fd's pollDesc with a reference held, or NULL when gort's calls take
+ * the syscall path on fd: not registered, or registered by gort-hook
+ * (hook.c), which leaves the descriptor in the program's mode. */
+static struct polldesc *fd_ref(int fd) {
+    struct polldesc *pd = gort__fd_ref(fd);
+    if (pd && GORT_UNLIKELY(pd->hooked)) {
+        gort__fd_unref(pd);
+        return NULL;
+    }
+    return pd;
+}
+
 /* The value of `call`, an expression of type `type` that uses `pd`, made
  * with a reference held on fd's pollDesc; -EBADF when fd is not
  * registered. */
 #define WITH_PD(fd, type, call)                                                \
     __extension__({                                                            \
-        struct polldesc *pd = gort__fd_ref(fd);                                \
+        struct polldesc *pd = fd_ref(fd);                                      \
         type with_pd_r = -EBADF;                                               \
         if (pd) {                                                              \
             with_pd_r = (call);                                                \
@@ -215,7 +227,7 @@ static long fd_write(struct polldesc *pd, const void *buf, size_t n)
 long gort_read(int fd, void *buf, size_t n)
 {
     GORT_SAN_SCOPE();
-    struct polldesc *pd = gort__fd_ref(fd);
+    struct polldesc *pd = fd_ref(fd);
     if (pd) {
         long r = fd_read(pd, buf, n);
         gort__fd_unref(pd);
@@ -227,7 +239,7 @@ long gort_read(int fd, void *buf, size_t n)
 long gort_write(int fd, const void *buf, size_t n)
 {
     GORT_SAN_SCOPE();
-    struct polldesc *pd = gort__fd_ref(fd);
+    struct polldesc *pd = fd_ref(fd);
     if (pd) {
         long r = fd_write(pd, buf, n);
         gort__fd_unref(pd);
@@ -327,7 +339,7 @@ int gort_fd_set_deadline(int fd, int mode, int64_t when)
  * path, retried on EINTR as gort_read and gort_write are. */
 static long vec_io(int fd, const struct iovec *iov, int iovcnt, int mode)
 {
-    struct polldesc *pd = gort__fd_ref(fd);
+    struct polldesc *pd = fd_ref(fd);
     if (!pd) {
         if (mode == 'r')
             GORT_SYSCALL_RETRY(ssize_t, gort__libc.readv(fd, iov, iovcnt));
@@ -479,7 +491,7 @@ long gort_sendto(int fd, const void *buf, size_t n, int flags,
                  const struct sockaddr *to, unsigned tolen)
 {
     GORT_SAN_SCOPE();
-    struct polldesc *pd = gort__fd_ref(fd);
+    struct polldesc *pd = fd_ref(fd);
     if (!pd)
         return -EBADF;
     ssize_t r = pd_err(pd);

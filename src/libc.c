@@ -7,6 +7,7 @@
 
 #include <fcntl.h>
 #include <netdb.h>
+#include <sys/select.h>
 #include <unistd.h>
 
 struct gort__libc gort__libc = {
@@ -23,10 +24,13 @@ struct gort__libc gort__libc = {
     .socket = socket,
     .pipe2 = pipe2,
     .close = close,
+    .dup2 = dup2,
+    .dup3 = dup3,
     .fcntl = fcntl,
     .getsockopt = getsockopt,
     .setsockopt = setsockopt,
     .poll = poll,
+    .pselect = pselect,
     .epoll_wait = epoll_wait,
     .nanosleep = nanosleep,
     .clock_nanosleep = clock_nanosleep,

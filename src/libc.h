@@ -27,6 +27,8 @@
 #include "defs.h"
 
 #include <poll.h>
+#include <signal.h>
+#include <sys/select.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/types.h>
@@ -45,8 +47,8 @@ struct gort__libc {
     ssize_t (*writev)(int, const struct iovec *, int);
     ssize_t (*recvfrom)(int, void *, size_t, int, struct sockaddr *,
                         socklen_t *);
-    ssize_t (*sendto)(int, const void *, size_t, int,
-                      const struct sockaddr *, socklen_t);
+    ssize_t (*sendto)(int, const void *, size_t, int, const struct sockaddr *,
+                      socklen_t);
     ssize_t (*recvmsg)(int, struct msghdr *, int);
     ssize_t (*sendmsg)(int, const struct msghdr *, int);
     int (*accept4)(int, struct sockaddr *, socklen_t *, int);
@@ -54,10 +56,14 @@ struct gort__libc {
     int (*socket)(int, int, int);
     int (*pipe2)(int *, int);
     int (*close)(int);
+    int (*dup2)(int, int);
+    int (*dup3)(int, int, int);
     int (*fcntl)(int, int, ...);
     int (*getsockopt)(int, int, int, void *, socklen_t *);
     int (*setsockopt)(int, int, int, const void *, socklen_t);
     int (*poll)(struct pollfd *, nfds_t, int);
+    int (*pselect)(int, fd_set *, fd_set *, fd_set *, const struct timespec *,
+                   const sigset_t *);
     int (*epoll_wait)(int, struct epoll_event *, int, int);
     int (*nanosleep)(const struct timespec *, struct timespec *);
     int (*clock_nanosleep)(clockid_t, int, const struct timespec *,

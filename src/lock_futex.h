@@ -23,13 +23,13 @@ struct m;
  * lockrank.go.
  */
 enum lockrank {
-    LOCKRANK_NONE,        /* never given one: fatal to take when checked */
+    LOCKRANK_NONE, /* never given one: fatal to take when checked */
     LOCKRANK_SCHEDTRACE,
     LOCKRANK_TIMER,
-    LOCKRANK_TIMERS,      /* cyclic */
+    LOCKRANK_TIMERS, /* cyclic */
     LOCKRANK_SEMAROOT,
     LOCKRANK_NOTIFYLIST,
-    LOCKRANK_HCHAN,       /* cyclic */
+    LOCKRANK_HCHAN, /* cyclic */
     LOCKRANK_SCHED,
     LOCKRANK_ALLP,
     LOCKRANK_GFREE,
@@ -37,6 +37,7 @@ enum lockrank {
     LOCKRANK_STACKPOOL,
     LOCKRANK_PREEMPTRANGES,
     LOCKRANK_POLLCACHE,
+    LOCKRANK_HOOK,
     LOCKRANK_RETIRED,
     LOCKRANK_TRACEBUF,
     LOCKRANK_N

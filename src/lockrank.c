@@ -75,6 +75,7 @@ static const char *const ranknames[LOCKRANK_N] = {
     [LOCKRANK_STACKPOOL] = "stack pool lock",
     [LOCKRANK_PREEMPTRANGES] = "preempt ranges lock",
     [LOCKRANK_POLLCACHE] = "poll cache lock",
+    [LOCKRANK_HOOK] = "gort-hook's table lock",
     [LOCKRANK_RETIRED] = "retired-array lock",
     [LOCKRANK_TRACEBUF] = "trace buffer lock",
 };

@@ -403,15 +403,15 @@ static int set_nonblock(int fd)
     return 0;
 }
 
-/* Register fd; inq: it is a TCP socket with TCP_INQ on.  Mirrors
+/* Register fd; inq: it is a TCP socket with TCP_INQ on; hooked: for
+ * gort-hook, in the mode the program gave it.  Mirrors
  * poll_runtime_pollOpen. */
-int gort__fd_register(int fd, bool inq)
-{
+static int fd_register(int fd, bool inq, bool hooked) {
     if (fd < 0)
         return -EBADF;
     if (!load_acq(&gort__main_started))
         return -EPERM;
-    int err = set_nonblock(fd);
+    int err = hooked ? 0 : set_nonblock(fd);
     if (err)
         return err;
     bool stream = is_stream(fd);
@@ -477,6 +477,8 @@ int gort__fd_register(int fd, bool inq)
     store_relaxed(&pd->closing, 0);
     pd->stream = stream;
     pd->inq = inq && stream;
+    pd->hooked = hooked;
+    pd->noclose = false;
     store_relaxed(&pd->rdrained, 0);
     store_relaxed(&pd->rdhup, 0);
     store_relaxed(&pd->rg, PD_NIL);
@@ -491,6 +493,17 @@ int gort__fd_register(int fd, bool inq)
     /* Release: publishes the pollDesc's set-up to pd_get. */
     store_rel(&pollcache.byfd[fd], pd);
 out:
+    gort__spinunlock(&pollcache.lock);
+    return err;
+}
+
+int gort__fd_register(int fd, bool inq) { return fd_register(fd, inq, false); }
+
+int gort__fd_register_hook(int fd) { return fd_register(fd, false, true); }
+
+int gort__fd_rearm(struct polldesc *pd) {
+    gort__spinlock(&pollcache.lock);
+    int err = gort__netpoll_rearm(load_relaxed(&pd->fd), pd);
     gort__spinunlock(&pollcache.lock);
     return err;
 }
@@ -518,8 +531,11 @@ static int pd_destroy(struct polldesc *pd)
      * registered here, sockets and pipes, unless the program set
      * SO_LINGER.) */
     gort__spinlock(&pollcache.lock);
-    int r = gort__libc.close(fd) < 0 && errno != EINTR ? -errno : 0;
-    store_rel(&pollcache.byfd[fd], NULL);
+    int r = 0;
+    if (!pd->noclose && gort__libc.close(fd) < 0 && errno != EINTR)
+        r = -errno;
+    if (pollcache.byfd[fd] == pd) /* not when detached (fd_close) */
+        store_rel(&pollcache.byfd[fd], NULL);
     pd->link = pollcache.free;
     pollcache.free = pd;
     gort__spinunlock(&pollcache.lock);
@@ -557,9 +573,9 @@ void gort__fd_unref(struct polldesc *pd)
 
 /* Close fd: waiters return -EBADF.  Mirrors poll.FD.Close with
  * runtime_pollUnblock and runtime_pollClose.  pd is held by the caller;
- * the reference is dropped here. */
-static int fd_close(int fd, struct polldesc *pd)
-{
+ * the reference is dropped here.  detach: dup2 or dup3 takes the number
+ * over; give pd back without close(2). */
+static int fd_close(int fd, struct polldesc *pd, bool detach) {
     gort__san_release(&pd->closing);
     /* Seq-cst: the closer's half of the handshake (gort__fd_checkerr); an
      * exchange, so that of two closers only the first closes. */
@@ -581,6 +597,12 @@ static int fd_close(int fd, struct polldesc *pd)
     gort__gtimer_stop(&pd->wt);
     gort__spinlock(&pollcache.lock);
     gort__netpoll_close(fd);
+    if (detach) {
+        /* The number is the new file's as soon as dup2 returns: out of
+         * the table now, not when the last call leaves. */
+        pd->noclose = true;
+        store_rel(&pollcache.byfd[fd], NULL);
+    }
     /* It stays in the table, closing, until pd_destroy: calls on the
      * number meanwhile fail with -EBADF (not the syscall path on a
      * descriptor that is still open). */
@@ -600,7 +622,14 @@ int gort__fd_close(int fd)
     struct polldesc *pd = gort__fd_ref(fd);
     if (!pd)
         return 1; /* not ours: the caller closes it */
-    return fd_close(fd, pd);
+    return fd_close(fd, pd, false);
+}
+
+int gort__fd_detach(int fd) {
+    struct polldesc *pd = gort__fd_ref(fd);
+    if (!pd)
+        return 1;
+    return fd_close(fd, pd, true);
 }
 
 /* ---------------------------------------------------------------------------

@@ -31,6 +31,16 @@ struct polldesc {
                              * fdio.c, fd_read) */
     uint32_t rdhup;         /* atomic: an event said hang-up or error:
                              * reads never wait first again */
+    bool hooked;            /* registered by gort-hook (hook.c) for the
+                             * program's own descriptor: its mode is left
+                             * as the program set it, and gort's calls
+                             * (fdio.c) take the syscall path on it; set
+                             * at registration */
+    bool noclose;           /* its number was taken over by dup2 or dup3:
+                             * the last call out frees it without
+                             * close(2) */
+    gort_mutex gate[2];     /* gort-hook's waiters to read ([0]) and to
+                             * write ([1]) take turns: a slot holds one G */
     uintptr_t rg, wg;       /* atomic: PD_* (netpoll.c) or a G */
     int64_t rd, wd;         /* atomic: deadline (0 none, -1 expired) */
     struct gtimer rt, wt;   /* deadline timers */
@@ -79,6 +89,22 @@ GORT_HIDDEN void gort__spinpay_sleepcpu(int64_t cpu);
 /* A registered descriptor's pollDesc, for fdio.c's calls.  Register fd
  * (inq: a TCP socket with TCP_INQ on): 0 or -errno. */
 GORT_HIDDEN int gort__fd_register(int fd, bool inq);
+/* Register fd for gort-hook: as gort__fd_register, but fd keeps its
+ * mode (hook.c makes each call non-blocking by itself) and pd->hooked is
+ * set.  0, -EPERM for a descriptor epoll cannot watch (a regular file, a
+ * directory), or -errno. */
+GORT_HIDDEN int gort__fd_register_hook(int fd);
+/* Make sure the backend watches pd's descriptor under the number pd has,
+ * with pd's events, and report readiness now if it is ready (EPOLL_CTL_MOD
+ * re-arms an edge-triggered registration).  A program may close a
+ * descriptor behind gort-hook's back (fclose of an fdopen'd socket) and
+ * get the number again for another file: the backend then no longer
+ * watches the number, and this adds it again.  0 or -errno. */
+GORT_HIDDEN int gort__fd_rearm(struct polldesc *pd);
+/* Close-notify fd, whose number dup2 or dup3 is about to take over: its
+ * waiters return -EBADF and its pollDesc is given back without close(2).
+ * 0, or 1 when fd is not registered. */
+GORT_HIDDEN int gort__fd_detach(int fd);
 /* The pollDesc of a registered fd with a reference held (a closed one
  * too: the call fails with -EBADF), or NULL; every call that uses it
  * drops it with gort__fd_unref when done. */

@@ -117,6 +117,22 @@ int gort__netpoll_open(int fd, struct polldesc *pd)
     return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
 }
 
+/* Watch fd again as pd, or add it if the backend does not watch that
+ * number for its present file: 0 or -errno.  Under the poll cache lock. */
+int gort__netpoll_rearm(int fd, struct polldesc *pd) {
+    struct epoll_event ev = {
+        .events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
+        .data.u64 =
+            (uint64_t)(uintptr_t)pd | ((uint64_t)(pd->seq & 0xffff) << 48),
+    };
+    if (epoll_ctl(epfd, EPOLL_CTL_MOD, fd, &ev) == 0)
+        return 0;
+    if (errno != ENOENT)
+        return -errno;
+    TSAN_RELEASE(pd);
+    return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
+}
+
 /* Take fd out.  Under the poll cache lock.  Mirrors netpollclose. */
 void gort__netpoll_close(int fd)
 {

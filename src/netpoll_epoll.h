@@ -16,6 +16,7 @@ GORT_HIDDEN void gort__netpoll_uninit(void);
 /* Add fd, whose pollDesc is pd, for reading and writing (0 or -errno);
  * take it out. */
 GORT_HIDDEN int gort__netpoll_open(int fd, struct polldesc *pd);
+GORT_HIDDEN int gort__netpoll_rearm(int fd, struct polldesc *pd);
 GORT_HIDDEN void gort__netpoll_close(int fd);
 /* Wake the M blocked in the backend's wait.  Mirrors netpollBreak. */
 GORT_HIDDEN void gort__netpoll_break(void);

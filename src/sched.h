@@ -37,11 +37,10 @@
  * against it (lockrank.c) and every _locked function's lock.
  *
  *     SCHEDTRACE     the schedtrace print lock (debug.c)
- *     TIMER          a timer's mu: stop/reset/free of one timer (time.c, timerchan.c)
- *     TIMERS         a P's timers lock: its heap; held while due timers
- *                    run.  Cyclic: two only in address order (moving a
- *                    destroyed P's timers, gort__timers_move)
- *     SEMAROOT       a semaphore root (sema.c)
+ *     TIMER          a timer's mu: stop/reset/free of one timer (time.c,
+ * timerchan.c) TIMERS         a P's timers lock: its heap; held while due
+ * timers run.  Cyclic: two only in address order (moving a destroyed P's
+ * timers, gort__timers_move) SEMAROOT       a semaphore root (sema.c)
  *     NOTIFYLIST     a gort_cond's notify list (sema.c)
  *     HCHAN          a channel (chan.c).  Cyclic: several only in address
  *                    order (select.c)
@@ -57,8 +56,11 @@
  *                    a leaf
  *     POLLCACHE      netpoll.c's poll cache lock: held with no other
  *                    runtime lock but RETIRED
+ *     HOOK           hook.c's descriptor-kind table lock and its
+ *                    epoll pool lock, never both: held with no other
+ *                    runtime lock but RETIRED
  *     RETIRED        the retired-array lock (boot.c): a leaf, under
- *                    ALLP, ALLG or POLLCACHE
+ *                    ALLP, ALLG, POLLCACHE or HOOK
  *     TRACEBUF       trace.c's buffer lock: a leaf, taken under any of the
  *                    above (an event is recorded wherever the scheduler
  *                    is)
@@ -861,6 +863,8 @@ struct gort_debugvars {
     int32_t netpollspin;     /* us the poller polls without blocking
                                 before it sleeps in epoll_wait; read
                                 atomically (tests change it) */
+    int32_t hook;            /* 0: gort-hook's calls are the C library's
+                                (docs/hooks.md) */
     char trace[GORT_TRACE_PATH_MAX]; /* trace=path: trace file, "" off */
 };
 GORT_HIDDEN extern struct gort_debugvars gort__debug;

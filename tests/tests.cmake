@@ -22,6 +22,8 @@ gort_test(test_sync TIMEOUT 180)
 gort_test(test_preempt TIMEOUT 120)
 gort_test(test_syscall TIMEOUT 120)
 gort_test(test_rawsys TIMEOUT 180)
+# gort-hook, linked as a program links it (docs/hooks.md).
+gort_test(test_hook LIBRARY gort_hook_shared TIMEOUT 60)
 gort_test(test_tls TIMEOUT 120)
 gort_test(test_lockthread TIMEOUT 120)
 gort_test(test_foreign TIMEOUT 180)

@@ -194,7 +194,7 @@ selftest_case() {
 selftest() {
     local copy=$tmp/src lib
     mkdir -p "$copy"
-    cp -r "$root/CMakeLists.txt" "$root/cmake" "$root/include" "$root/src" "$copy/"
+    cp -r "$root/CMakeLists.txt" "$root/cmake" "$root/include" "$root/src" "$root/hook" "$copy/"
     # An added function: compatible, but the baseline is not updated.
     cat >>"$copy/src/version.c" <<'C'
 

@@ -56,8 +56,9 @@ LAYERS = [
       "debug", "syscall", "preempt", "rawsys", "sema", "time", "timers",
       "netpoll",
       "netpoll_epoll"]),
-    ("objects", "channels, select, sync, timer channels, descriptor I/O",
-     ["chan", "select", "sync", "timerchan", "fdio"]),
+    ("objects", "channels, select, sync, timer channels, descriptor I/O, "
+                "the goroutine side of gort-hook",
+     ["chan", "select", "sync", "timerchan", "fdio", "hook"]),
     ("observability", "the execution trace, metrics, goroutine dumps",
      ["trace", "trace_impl", "trace_json", "metrics", "traceback"]),
     ("boot", "start and teardown of the whole runtime",

@@ -1,0 +1,992 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hook.c - the goroutine side of gort-hook (hook/hook.c, docs/hooks.md):
+ * the C library's blocking calls, made by a goroutine on a descriptor that
+ * would block, park the goroutine in the network poller instead of its
+ * thread, with the results, errno and side effects the C library's call
+ * would have had.
+ *
+ * The program's descriptors keep the mode the program gave them.  The
+ * hooks never set O_NONBLOCK on a file description (another process, a
+ * forked child, an exec'd program or a dup'd descriptor shares it and
+ * would see the change), except for the moment a blocking connect takes
+ * to start.  Instead every attempt is non-blocking by itself: recv and
+ * send with MSG_DONTWAIT on sockets, preadv2 and pwritev2 with RWF_NOWAIT
+ * on the rest.  On EAGAIN the hook asks the kernel what the program would
+ * have seen: O_NONBLOCK on the description (fcntl) returns EAGAIN to the
+ * program; otherwise the goroutine parks until the descriptor is ready,
+ * its SO_RCVTIMEO or SO_SNDTIMEO passes (EAGAIN, as the C library) or a
+ * hooked close wakes it (EBADF).  A descriptor the poller cannot watch (a
+ * regular file) or that refuses RWF_NOWAIT (a terminal) takes the
+ * syscall hand-off: the blocking call runs between entersyscall and
+ * exitsyscall, holding its thread but not its P.
+ *
+ * The poller watches a hooked descriptor by its number (netpoll.c,
+ * gort__fd_register_hook).  A program may close one behind the hooks'
+ * back (fclose of an fdopen'd socket uses the C library's internal close)
+ * and get the number again for another file; so before each park the
+ * registration is re-armed (gort__fd_rearm), which adds the number again
+ * when the kernel no longer watches it for its present file.  A hooked
+ * close or dup2 over a watched number wakes the goroutines waiting on it
+ * (EBADF); the pollDesc's sequence number drops the old file's late
+ * events, so a later descriptor with the same number never receives them.
+ *
+ * Writes in blocking mode write everything, as the kernel does for a
+ * blocking descriptor; reads return what one read returns, except that a
+ * regular file read short by RWF_NOWAIT (part of it not cached) goes on
+ * with a blocking read for the rest, as the C library's one read would
+ * have.
+ */
+#include "atomic.h"
+#include "env.h"
+#include "hook.h"
+#include "libc.h"
+#include "lock_futex.h"
+#include "netpoll.h"
+#include "sched.h"
+#include "syscall.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+/* ---------------------------------------------------------------------------
+ * Installation and the goroutine check.
+ * ------------------------------------------------------------------------- */
+
+static struct {
+    uint32_t installed; /* atomic: gort__hook_install succeeded */
+    uint32_t forked;    /* atomic: this process is a forked child */
+    uint64_t parked;    /* atomic: hooked calls that parked */
+    uint64_t handoff;   /* atomic: hooked calls that took the hand-off */
+} hook;
+
+static void hook_atfork_child(void) {
+    /* Relaxed: the child has one thread. */
+    store_relaxed(&hook.forked, 1);
+}
+
+int gort__hook_install(const struct gort__libc *real, size_t size) {
+    if (size != sizeof *real || !real)
+        return -EINVAL;
+    for (size_t i = 0; i < sizeof *real / sizeof(void (*)(void)); i++)
+        if (!((void (*const *)(void))real)[i])
+            return -EINVAL;
+    gort__libc = *real;
+    pthread_atfork(NULL, NULL, hook_atfork_child);
+    /* Release: a thread that sees the hooks installed sees the table. */
+    store_rel(&hook.installed, 1);
+    return 0;
+}
+
+bool gort__hook_active(void) {
+    /* Acquire: pairs with gort__hook_install's release. */
+    if (!load_acq(&hook.installed) || load_relaxed(&hook.forked))
+        return false;
+    /* The fast slot is empty for threads gort did not create and around a
+     * signal-marked system call: the C library's calls there. */
+    struct m *mp = gort__tls_mfast;
+    if (!mp || !gort__debug.hook)
+        return false;
+    struct g *gp = mp->curg;
+    return gp && !gp->foreign && gort__readgstatus(gp) == G_RUNNING;
+}
+
+uint64_t gort__hook_parked(void) { return load_relaxed(&hook.parked); }
+
+uint64_t gort__hook_handoffs(void) { return load_relaxed(&hook.handoff); }
+
+/* ---------------------------------------------------------------------------
+ * What the hooks know of a descriptor number: whether it is a socket.
+ * Only a hint: a wrong one costs a failed call (ENOTSOCK), never a wrong
+ * result, so a number closed and reused behind the hooks' back is
+ * harmless.  A byte per number, in a table that only grows (a replaced
+ * table is retired, not freed, as the poller's).
+ * ------------------------------------------------------------------------- */
+
+enum { K_UNKNOWN = 0, K_SOCK, K_OTHER };
+
+static struct {
+    gort_spinlock lock; /* growing the table */
+    uint8_t *kind;      /* atomic pointer */
+    int32_t n;          /* atomic */
+} kinds = {.lock = GORT_LOCK_INIT(LOCKRANK_HOOK)};
+
+static int kind_get(int fd) {
+    /* Acquire: the table before its size (kind_set's release). */
+    int32_t n = load_acq(&kinds.n);
+    uint8_t *t = load_acq(&kinds.kind);
+    return fd >= 0 && fd < n ? load_relaxed(&t[fd]) : K_UNKNOWN;
+}
+
+static void kind_set(int fd, int k) {
+    if (fd < 0)
+        return;
+    if (fd >= load_acq(&kinds.n)) {
+        gort__spinlock(&kinds.lock);
+        int32_t n = kinds.n;
+        if (fd >= n) {
+            int32_t nn = n ? n : 256;
+            while (nn <= fd)
+                nn *= 2;
+            uint8_t *t = gort__calloc((size_t)nn, 1);
+            if (!t) {
+                gort__spinunlock(&kinds.lock);
+                return; /* only a hint */
+            }
+            if (kinds.kind) {
+                memcpy(t, kinds.kind, (size_t)n);
+                gort__retire(kinds.kind);
+            }
+            store_rel(&kinds.kind, t);
+            store_rel(&kinds.n, nn);
+        }
+        gort__spinunlock(&kinds.lock);
+    }
+    /* Relaxed: a hint. */
+    store_relaxed(&load_acq(&kinds.kind)[fd], (uint8_t)k);
+}
+
+/* fd's kind, found with fstat when not known. */
+static int kind_of(int fd) {
+    int k = kind_get(fd);
+    if (GORT_LIKELY(k != K_UNKNOWN))
+        return k;
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return K_OTHER; /* the call itself reports EBADF */
+    k = S_ISSOCK(st.st_mode) ? K_SOCK : K_OTHER;
+    kind_set(fd, k);
+    return k;
+}
+
+void gort__hook_fd_new(int fd) {
+    if (fd >= 0 && fd < load_acq(&kinds.n))
+        kind_set(fd, K_UNKNOWN);
+}
+
+/* ---------------------------------------------------------------------------
+ * Waiting.
+ * ------------------------------------------------------------------------- */
+
+/* wait_fd's answer for a descriptor the poller cannot watch. */
+#define HANDOFF 1
+
+/* Whether the program made fd's file description non-blocking. */
+static bool user_nonblock(int fd) {
+    int fl = gort__libc.fcntl(fd, F_GETFL);
+    return fl >= 0 && (fl & O_NONBLOCK);
+}
+
+/* The SO_RCVTIMEO ('r') or SO_SNDTIMEO ('w') of socket fd, as a deadline
+ * from now (0: none). */
+static int64_t sock_deadline(int fd, int mode) {
+    struct timeval tv;
+    socklen_t len = sizeof tv;
+    if (gort__libc.getsockopt(fd, SOL_SOCKET,
+                              mode == 'r' ? SO_RCVTIMEO : SO_SNDTIMEO, &tv,
+                              &len) < 0 ||
+        (tv.tv_sec == 0 && tv.tv_usec == 0))
+        return 0;
+    return gort_nanotime() + (int64_t)tv.tv_sec * 1000000000 +
+           (int64_t)tv.tv_usec * 1000;
+}
+
+/* fd's pollDesc with a reference held, registering fd for the hooks if
+ * nobody has: NULL with *err -EPERM when the poller cannot watch it. */
+static struct polldesc *hook_pd(int fd, int *err) {
+    for (;;) {
+        struct polldesc *pd = gort__fd_ref(fd);
+        if (pd)
+            return pd;
+        *err = gort__fd_register_hook(fd);
+        if (*err && *err != -EEXIST)
+            return NULL;
+    }
+}
+
+/* Park until pd is ready for mode ('r' or 'w'), until deadline (0: none)
+ * or until it is closed: 0, -ETIMEDOUT or -EBADF.  Waiters in one
+ * direction take turns (the pollDesc's slot holds one goroutine), and
+ * each re-arms the registration first: it may be stale (see the top), and
+ * re-arming reports readiness that an earlier waiter consumed. */
+static int pd_park(struct polldesc *pd, int mode, int64_t deadline) {
+    gort_mutex *gate = &pd->gate[mode == 'w'];
+    gort_mutex_lock(gate);
+    int err = pd->hooked ? gort__fd_rearm(pd) : 0;
+    if (!err && deadline > 0)
+        err = gort__fd_set_deadline(pd, mode, deadline);
+    if (!err) {
+        xadd_relaxed(&hook.parked, 1);
+        err = gort__fd_wait(pd, mode);
+        if (deadline > 0)
+            gort__fd_set_deadline(pd, mode, 0);
+    }
+    gort_mutex_unlock(gate);
+    return err;
+}
+
+/* A call on fd failed with EAGAIN: wait as the C library's call would
+ * have blocked.  *deadline is -1 on the first wait of a call (then set
+ * from the socket's timeout), kept across the call's waits.  0 (try
+ * again), HANDOFF (make the call blocking, in the hand-off), or -errno to
+ * return: -EAGAIN for a non-blocking descriptor or a passed timeout. */
+static int wait_fd(int fd, int mode, bool sock, int64_t *deadline) {
+    int err = 0;
+    struct polldesc *pd = hook_pd(fd, &err);
+    if (!pd)
+        return err == -EPERM ? HANDOFF : err;
+    if (*deadline < 0) {
+        /* gort's own descriptors (gort_socket and the rest) are
+         * non-blocking in the kernel for gort's sake: they wait. */
+        if (pd->hooked && user_nonblock(fd)) {
+            gort__fd_unref(pd);
+            return -EAGAIN;
+        }
+        *deadline = sock ? sock_deadline(fd, mode) : 0;
+    }
+    err = pd_park(pd, mode, *deadline);
+    gort__fd_unref(pd);
+    return err == -ETIMEDOUT ? -EAGAIN : err;
+}
+
+/* Return r from a hooked call, with errno set (on this thread) when r is
+ * -errno. */
+static ssize_t ret(ssize_t r) {
+    if (r < 0) {
+        errno = (int)-r;
+        return -1;
+    }
+    return r;
+}
+
+/* The blocking form of a call, in the syscall hand-off: its result or
+ * -errno.  EINTR is retried: a hooked call is not interrupted by the
+ * runtime's signals, and the program's own do not reach a parked
+ * goroutine either. */
+#define HANDOFF_CALL(type, call)                                               \
+    __extension__({                                                            \
+        type hr_;                                                              \
+        xadd_relaxed(&hook.handoff, 1);                                        \
+        for (;;) {                                                             \
+            gort_entersyscall();                                               \
+            hr_ = (call);                                                      \
+            int he_ = hr_ < 0 ? errno : 0;                                     \
+            gort_exitsyscall();                                                \
+            if (hr_ >= 0)                                                      \
+                break;                                                         \
+            if (he_ != EINTR) {                                                \
+                hr_ = -he_;                                                    \
+                break;                                                         \
+            }                                                                  \
+        }                                                                      \
+        hr_;                                                                   \
+    })
+
+/* ---------------------------------------------------------------------------
+ * Reads and writes.
+ * ------------------------------------------------------------------------- */
+
+/* Skip done bytes of iov (cnt entries) into the scratch copy tmp:
+ * returns the entries left. */
+static int iov_skip(const struct iovec *iov, int cnt, size_t done,
+                    struct iovec *tmp) {
+    int i = 0;
+    while (i < cnt && done >= iov[i].iov_len)
+        done -= iov[i++].iov_len;
+    int left = cnt - i;
+    for (int k = 0; k < left; k++)
+        tmp[k] = iov[i + k];
+    if (left > 0) {
+        tmp[0].iov_base = (char *)tmp[0].iov_base + done;
+        tmp[0].iov_len -= done;
+    }
+    return left;
+}
+
+static size_t iov_len(const struct iovec *iov, int cnt) {
+    size_t n = 0;
+    for (int i = 0; i < cnt; i++)
+        n += iov[i].iov_len;
+    return n;
+}
+
+/* One non-blocking attempt on a descriptor that is not a socket: its
+ * result or -errno (-EOPNOTSUPP: the file cannot do RWF_NOWAIT). */
+static ssize_t try_rw(int fd, const struct iovec *iov, int cnt, int mode) {
+    ssize_t r = mode == 'r' ? preadv2(fd, iov, cnt, -1, RWF_NOWAIT)
+                            : pwritev2(fd, iov, cnt, -1, RWF_NOWAIT);
+    return r < 0 ? -errno : r;
+}
+
+/* One non-blocking attempt on a socket, as recvmsg or sendmsg. */
+static ssize_t try_sock(int fd, const struct iovec *iov, int cnt, int mode) {
+    if (cnt == 1) {
+        ssize_t r = mode == 'r'
+                        ? gort__libc.recvfrom(fd, iov->iov_base, iov->iov_len,
+                                              MSG_DONTWAIT, NULL, NULL)
+                        : gort__libc.sendto(fd, iov->iov_base, iov->iov_len,
+                                            MSG_DONTWAIT, NULL, 0);
+        return r < 0 ? -errno : r;
+    }
+    struct msghdr msg = {.msg_iov = (struct iovec *)iov,
+                         .msg_iovlen = (size_t)cnt};
+    ssize_t r = mode == 'r' ? gort__libc.recvmsg(fd, &msg, MSG_DONTWAIT)
+                            : gort__libc.sendmsg(fd, &msg, MSG_DONTWAIT);
+    return r < 0 ? -errno : r;
+}
+
+/* The blocking call for the hand-off. */
+static ssize_t block_rw(int fd, const struct iovec *iov, int cnt, int mode) {
+    if (mode == 'r')
+        return HANDOFF_CALL(ssize_t, gort__libc.readv(fd, iov, cnt));
+    return HANDOFF_CALL(ssize_t, gort__libc.writev(fd, iov, cnt));
+}
+
+static bool is_regular(int fd) {
+    struct stat st;
+    return fstat(fd, &st) == 0 && (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode));
+}
+
+/* The entries of iov (cnt of them) left after done bytes, in tmp (small
+ * entries, or allocated: *heap, freed by the caller) unless done is 0: *cur
+ * and the count.  -ENOMEM when the copy cannot be made. */
+static int iov_rest(const struct iovec *iov, int cnt, size_t done,
+                    struct iovec *small, int nsmall, struct iovec **heap,
+                    const struct iovec **cur) {
+    if (done == 0) {
+        *cur = iov;
+        return cnt;
+    }
+    if (cnt > nsmall && !*heap &&
+        !(*heap = gort__malloc((size_t)cnt * sizeof **heap)))
+        return -ENOMEM;
+    struct iovec *tmp = cnt > nsmall ? *heap : small;
+    *cur = tmp;
+    return iov_skip(iov, cnt, done, tmp);
+}
+
+/* read, readv, write and writev from a goroutine: the result or -errno. */
+static ssize_t hook_rw_body(int fd, const struct iovec *iov, int cnt, int mode,
+                            struct iovec **heap) {
+    size_t want = iov_len(iov, cnt);
+    struct iovec small[8];
+    size_t done = 0;
+    int64_t deadline = -1;
+    bool pollonly = false; /* RWF_NOWAIT refused: wait, then block */
+    for (;;) {
+        const struct iovec *cur;
+        int left = iov_rest(iov, cnt, done, small, 8, heap, &cur);
+        if (left < 0)
+            return done > 0 ? (ssize_t)done : left;
+        int k = kind_of(fd);
+        ssize_t r;
+        if (pollonly)
+            r = block_rw(fd, cur, left, mode);
+        else if (k == K_SOCK)
+            r = try_sock(fd, cur, left, mode);
+        else
+            r = try_rw(fd, cur, left, mode);
+        if (r == -ENOTSOCK && k == K_SOCK) {
+            kind_set(fd, K_OTHER); /* the number was reused */
+            continue;
+        }
+        if (r == -EOPNOTSUPP && !pollonly) {
+            pollonly = true;
+            int w = wait_fd(fd, mode, false, &deadline);
+            if (w < 0)
+                return done > 0 ? (ssize_t)done : w;
+            continue;
+        }
+        if (r >= 0) {
+            done += (size_t)r;
+            if (mode == 'r') {
+                /* A short read from a socket or a pipe is the answer; from
+                 * a regular file RWF_NOWAIT stopped at an uncached page:
+                 * read the rest as the blocking read would have. */
+                if (r == 0 || done == want || k == K_SOCK || pollonly ||
+                    !is_regular(fd))
+                    return (ssize_t)done;
+                pollonly = true;
+                continue;
+            }
+            if (done == want || (r == 0 && want > 0))
+                return (ssize_t)done;
+            continue; /* a blocking write writes it all */
+        }
+        if (r == -EINTR)
+            continue;
+        if (r != -EAGAIN)
+            return done > 0 ? (ssize_t)done : r;
+        int w = wait_fd(fd, mode, k == K_SOCK, &deadline);
+        if (w == HANDOFF) {
+            pollonly = true;
+            continue;
+        }
+        if (w < 0)
+            return done > 0 ? (ssize_t)done : w;
+    }
+}
+
+static ssize_t hook_rw(int fd, const struct iovec *iov, int cnt, int mode) {
+    if (cnt < 0 || cnt > IOV_MAX)
+        return -EINVAL;
+    struct iovec *heap = NULL;
+    ssize_t r = hook_rw_body(fd, iov, cnt, mode, &heap);
+    gort__free(heap);
+    return r;
+}
+
+ssize_t gort__hook_read(int fd, void *buf, size_t n) {
+    struct iovec iov = {buf, n};
+    return ret(hook_rw(fd, &iov, 1, 'r'));
+}
+
+ssize_t gort__hook_write(int fd, const void *buf, size_t n) {
+    struct iovec iov = {(void *)buf, n};
+    return ret(hook_rw(fd, &iov, 1, 'w'));
+}
+
+ssize_t gort__hook_readv(int fd, const struct iovec *iov, int cnt) {
+    return ret(hook_rw(fd, iov, cnt, 'r'));
+}
+
+ssize_t gort__hook_writev(int fd, const struct iovec *iov, int cnt) {
+    return ret(hook_rw(fd, iov, cnt, 'w'));
+}
+
+/* recvmsg and sendmsg (recv, recvfrom, send, sendto through them) from a
+ * goroutine: one non-blocking attempt after another, waiting between.
+ * MSG_DONTWAIT in flags is the program's own: EAGAIN is its answer.  A
+ * blocking send sends everything; a receive returns what one returns
+ * (MSG_WAITALL: until all of it, end of stream or an error). */
+static ssize_t hook_msg(int fd, struct msghdr *msg, int flags, int mode) {
+    if (flags & MSG_DONTWAIT) {
+        ssize_t r = mode == 'r' ? gort__libc.recvmsg(fd, msg, flags)
+                                : gort__libc.sendmsg(fd, msg, flags);
+        return r < 0 ? -errno : r;
+    }
+    int cnt = (int)msg->msg_iovlen;
+    if (cnt < 0 || cnt > IOV_MAX)
+        return -EMSGSIZE;
+    const struct iovec *iov = msg->msg_iov;
+    size_t want = iov_len(iov, cnt);
+    bool all = mode == 'w' || (flags & MSG_WAITALL);
+    struct iovec small[8], *heap = NULL;
+    struct msghdr m = *msg;
+    ssize_t res;
+    size_t done = 0;
+    int64_t deadline = -1;
+    for (;;) {
+        const struct iovec *cur;
+        int left = iov_rest(iov, cnt, done, small, 8, &heap, &cur);
+        if (left < 0) {
+            res = done > 0 ? (ssize_t)done : left;
+            break;
+        }
+        m.msg_iovlen = (size_t)left;
+        m.msg_iov = (struct iovec *)cur;
+        ssize_t r = mode == 'r'
+                        ? gort__libc.recvmsg(fd, &m, flags | MSG_DONTWAIT)
+                        : gort__libc.sendmsg(fd, &m, flags | MSG_DONTWAIT);
+        if (r >= 0) {
+            done += (size_t)r;
+            if (mode == 'r') {
+                msg->msg_namelen = m.msg_namelen;
+                msg->msg_controllen = m.msg_controllen;
+                msg->msg_flags = m.msg_flags;
+            }
+            if (!all || done == want || r == 0) {
+                res = (ssize_t)done;
+                break;
+            }
+            /* Once part is through, the address and control data are
+             * sent or received. */
+            m.msg_name = NULL;
+            m.msg_namelen = 0;
+            m.msg_control = NULL;
+            m.msg_controllen = 0;
+            continue;
+        }
+        int e = errno;
+        if (e == EINTR)
+            continue;
+        if (e != EAGAIN && e != EWOULDBLOCK) {
+            res = done > 0 ? (ssize_t)done : -e;
+            break;
+        }
+        int w = wait_fd(fd, mode, true, &deadline);
+        if (w < 0 || w == HANDOFF) {
+            res = done > 0 ? (ssize_t)done : (w < 0 ? w : -EAGAIN);
+            break;
+        }
+    }
+    gort__free(heap);
+    return res;
+}
+
+ssize_t gort__hook_recvmsg(int fd, struct msghdr *msg, int flags) {
+    return ret(hook_msg(fd, msg, flags, 'r'));
+}
+
+ssize_t gort__hook_sendmsg(int fd, const struct msghdr *msg, int flags) {
+    struct msghdr m = *msg;
+    return ret(hook_msg(fd, &m, flags, 'w'));
+}
+
+ssize_t gort__hook_recvfrom(int fd, void *buf, size_t n, int flags,
+                            struct sockaddr *from, socklen_t *fromlen) {
+    struct iovec iov = {buf, n};
+    struct msghdr msg = {.msg_name = from,
+                         .msg_namelen = from && fromlen ? *fromlen : 0,
+                         .msg_iov = &iov,
+                         .msg_iovlen = 1};
+    ssize_t r = hook_msg(fd, &msg, flags, 'r');
+    if (r >= 0 && from && fromlen)
+        *fromlen = msg.msg_namelen;
+    return ret(r);
+}
+
+ssize_t gort__hook_sendto(int fd, const void *buf, size_t n, int flags,
+                          const struct sockaddr *to, socklen_t tolen) {
+    struct iovec iov = {(void *)buf, n};
+    struct msghdr msg = {.msg_name = (void *)to,
+                         .msg_namelen = to ? tolen : 0,
+                         .msg_iov = &iov,
+                         .msg_iovlen = 1};
+    return ret(hook_msg(fd, &msg, flags, 'w'));
+}
+
+/* ---------------------------------------------------------------------------
+ * Connections.
+ * ------------------------------------------------------------------------- */
+
+/* Whether fd is ready now for events (poll(2) with no wait). */
+static bool ready_now(int fd, short events) {
+    struct pollfd p = {.fd = fd, .events = events};
+    return gort__libc.poll(&p, 1, 0) > 0;
+}
+
+/* accept4 from a goroutine.  There is no per-call non-blocking accept, so
+ * on a listening socket in blocking mode the goroutine waits until a
+ * connection is there and then accepts in the syscall hand-off: if
+ * another process took the connection first, the thread blocks as the C
+ * library's accept would, but not the P. */
+int gort__hook_accept4(int fd, struct sockaddr *addr, socklen_t *len,
+                       int flags) {
+    if (user_nonblock(fd)) {
+        int r = gort__libc.accept4(fd, addr, len, flags);
+        if (r >= 0)
+            gort__hook_fd_new(r);
+        return r;
+    }
+    int64_t deadline = -1;
+    for (;;) {
+        if (ready_now(fd, POLLIN)) {
+            int r = HANDOFF_CALL(int, gort__libc.accept4(fd, addr, len, flags));
+            if (r >= 0)
+                gort__hook_fd_new(r);
+            return (int)ret(r);
+        }
+        int w = wait_fd(fd, 'r', true, &deadline);
+        if (w == HANDOFF)
+            return (int)ret(
+                HANDOFF_CALL(int, gort__libc.accept4(fd, addr, len, flags)));
+        if (w < 0)
+            return (int)ret(w);
+    }
+}
+
+/* connect from a goroutine.  A socket in blocking mode is made
+ * non-blocking for the moment the connect takes to start (the only
+ * change the hooks make to a file description), then the goroutine waits
+ * until it is writable and reads the outcome, as Go's connect does.
+ * SO_SNDTIMEO bounds the wait (EINPROGRESS when it passes, as Linux's
+ * blocking connect).  A Unix socket whose listener's backlog is full says
+ * EAGAIN: the blocking connect waits, so the hook waits and tries
+ * again. */
+int gort__hook_connect(int fd, const struct sockaddr *addr, socklen_t len) {
+    int fl = gort__libc.fcntl(fd, F_GETFL);
+    if (fl < 0 || (fl & O_NONBLOCK))
+        return gort__libc.connect(fd, addr, len);
+    int64_t deadline = -1;
+    for (;;) {
+        if (gort__libc.fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+            return -1;
+        int r = gort__libc.connect(fd, addr, len);
+        int e = errno;
+        gort__libc.fcntl(fd, F_SETFL, fl);
+        if (r == 0)
+            return 0;
+        if (e == EINTR)
+            continue;
+        if (e != EINPROGRESS && e != EAGAIN)
+            return (int)ret(-e);
+        int w = wait_fd(fd, 'w', true, &deadline);
+        if (w < 0)
+            return (int)ret(w == -EAGAIN && e == EINPROGRESS ? -EINPROGRESS
+                                                             : w);
+        if (w == HANDOFF)
+            return (int)ret(-EINPROGRESS);
+        if (e == EAGAIN)
+            continue;
+        int soerr = 0;
+        socklen_t sl = sizeof soerr;
+        if (gort__libc.getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0)
+            return -1;
+        if (soerr == 0)
+            return 0;
+        if (soerr != EINPROGRESS && soerr != EALREADY && soerr != EINTR)
+            return (int)ret(-soerr);
+        /* Not connected yet (a spurious wake-up): wait again. */
+    }
+}
+
+/* ---------------------------------------------------------------------------
+ * Closing and duplicating.
+ * ------------------------------------------------------------------------- */
+
+/* close from a goroutine: a descriptor the poller watches is closed
+ * through it (its waiters return EBADF; the close(2) waits for calls in
+ * flight, so that the number is not reused under them); any other is the
+ * C library's close. */
+int gort__hook_close(int fd) {
+    gort__hook_fd_new(fd);
+    int r = gort__fd_close(fd);
+    if (r == 1)
+        return gort__libc.close(fd);
+    return (int)ret(r);
+}
+
+int gort__hook_dup3(int oldfd, int newfd, int flags) {
+    /* dup2 of a number onto itself changes nothing; dup3 refuses it. */
+    if (oldfd != newfd) {
+        gort__fd_detach(newfd);
+        gort__hook_fd_new(newfd);
+    }
+    return flags < 0 ? gort__libc.dup2(oldfd, newfd)
+                     : gort__libc.dup3(oldfd, newfd, flags);
+}
+
+/* ---------------------------------------------------------------------------
+ * Waiting for several descriptors: poll, select, epoll_wait.  Each first
+ * makes its call without waiting; when nothing is ready the goroutine
+ * parks until something may be, then makes the call again.  One
+ * descriptor in one direction parks in its pollDesc; anything else parks
+ * on a private epoll instance, taken from a pool, that watches the set
+ * (level-triggered: what is ready as it is added is reported at once) and
+ * is itself watched by the poller.
+ * ------------------------------------------------------------------------- */
+
+/* Deadline (nanotime) for a timeout, 0 for none, -1 for no wait. */
+static int64_t deadline_of(const struct timespec *ts) {
+    if (!ts)
+        return 0;
+    if (ts->tv_sec == 0 && ts->tv_nsec == 0)
+        return -1;
+    return gort_nanotime() + (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec;
+}
+
+static struct {
+    gort_spinlock lock;
+    int *fds; /* free private epoll descriptors */
+    int n, cap;
+} epool = {.lock = GORT_LOCK_INIT(LOCKRANK_HOOK)};
+
+static int epool_get(void) {
+    gort__spinlock(&epool.lock);
+    int ep = epool.n > 0 ? epool.fds[--epool.n] : -1;
+    gort__spinunlock(&epool.lock);
+    if (ep < 0)
+        ep = epoll_create1(EPOLL_CLOEXEC);
+    return ep;
+}
+
+static void close_ep(int ep) {
+    if (gort__fd_close(ep) == 1)
+        gort__libc.close(ep);
+}
+
+static void epool_put(int ep) {
+    gort__spinlock(&epool.lock);
+    if (epool.n == epool.cap) {
+        int cap = epool.cap ? epool.cap * 2 : 16;
+        int *f = gort__realloc(epool.fds, (size_t)cap * sizeof *f);
+        if (!f) {
+            gort__spinunlock(&epool.lock);
+            close_ep(ep);
+            return;
+        }
+        epool.fds = f;
+        epool.cap = cap;
+    }
+    epool.fds[epool.n++] = ep;
+    gort__spinunlock(&epool.lock);
+}
+
+static uint32_t epoll_events_of(short ev) {
+    uint32_t e = 0;
+    if (ev & POLLIN)
+        e |= EPOLLIN;
+    if (ev & POLLPRI)
+        e |= EPOLLPRI;
+    if (ev & POLLOUT)
+        e |= EPOLLOUT;
+    if (ev & POLLRDHUP)
+        e |= EPOLLRDHUP;
+    return e; /* errors and hang-ups are always reported */
+}
+
+/* Park until one of fds may be ready or deadline (0: none) passes: 0, or
+ * -ETIMEDOUT, or -errno (HANDOFF: a descriptor the poller cannot watch,
+ * which poll(2) reports ready anyway: the caller's call will see it). */
+static int wait_many(struct pollfd *fds, nfds_t n, int64_t deadline) {
+    int one = -1;
+    nfds_t active = 0;
+    for (nfds_t i = 0; i < n; i++)
+        if (fds[i].fd >= 0) {
+            active++;
+            one = (int)i;
+        }
+    if (active == 0) {
+        /* Only a sleep. */
+        if (deadline == 0)
+            return -EDEADLK; /* poll(NULL, 0, -1): caller parks forever */
+        int64_t d = deadline - gort_nanotime();
+        if (d > 0)
+            gort_sleep(d);
+        return -ETIMEDOUT;
+    }
+    short ev = active == 1 ? fds[one].events : 0;
+    bool in = ev & (POLLIN | POLLPRI | POLLRDHUP), out = ev & POLLOUT;
+    if (active == 1 && in != out) {
+        int err = 0;
+        struct polldesc *pd = hook_pd(fds[one].fd, &err);
+        if (!pd)
+            return err == -EPERM ? HANDOFF : err;
+        err = pd_park(pd, in ? 'r' : 'w', deadline);
+        gort__fd_unref(pd);
+        return err == -EBADF ? 0 : err; /* closed: poll reports it */
+    }
+    int ep = epool_get();
+    if (ep < 0)
+        return -errno;
+    for (nfds_t i = 0; i < n; i++) {
+        if (fds[i].fd < 0)
+            continue;
+        struct epoll_event e = {.events = epoll_events_of(fds[i].events),
+                                .data.u32 = (uint32_t)i};
+        if (epoll_ctl(ep, EPOLL_CTL_ADD, fds[i].fd, &e) < 0 &&
+            errno == EEXIST) {
+            /* The same descriptor twice: watch both sets of events. */
+            for (nfds_t j = 0; j < i; j++)
+                if (fds[j].fd == fds[i].fd)
+                    e.events |= epoll_events_of(fds[j].events);
+            epoll_ctl(ep, EPOLL_CTL_MOD, fds[i].fd, &e);
+        }
+    }
+    int err = 0;
+    struct polldesc *pd = hook_pd(ep, &err);
+    if (pd) {
+        err = pd_park(pd, 'r', deadline);
+        gort__fd_unref(pd);
+    }
+    for (nfds_t i = 0; i < n; i++)
+        if (fds[i].fd >= 0)
+            epoll_ctl(ep, EPOLL_CTL_DEL, fds[i].fd, NULL);
+    if (err == 0 || err == -ETIMEDOUT)
+        epool_put(ep);
+    else
+        close_ep(ep);
+    return err;
+}
+
+int gort__hook_ppoll(struct pollfd *fds, nfds_t n,
+                     const struct timespec *timeout) {
+    if (timeout && (timeout->tv_sec < 0 || timeout->tv_nsec < 0 ||
+                    timeout->tv_nsec >= 1000000000L))
+        return (int)ret(-EINVAL);
+    int64_t deadline = deadline_of(timeout);
+    for (;;) {
+        int r = gort__libc.poll(fds, n, 0);
+        if (r != 0 || deadline < 0) {
+            if (r < 0 && errno == EINTR)
+                continue;
+            return r;
+        }
+        if (deadline > 0 && gort_nanotime() >= deadline)
+            return 0;
+        int w = wait_many(fds, n, deadline);
+        if (w == -EDEADLK) {
+            /* Nothing to wait for and no timeout: poll's wait forever. */
+            for (;;)
+                gort_sleep(INT64_MAX / 2);
+        }
+        if (w == -ETIMEDOUT)
+            return 0;
+        if (w == HANDOFF) {
+            int ms =
+                deadline == 0
+                    ? -1
+                    : (int)((deadline - gort_nanotime() + 999999) / 1000000);
+            return (int)ret(HANDOFF_CALL(
+                int, gort__libc.poll(fds, n, ms < 0 && deadline ? 0 : ms)));
+        }
+        if (w < 0)
+            return (int)ret(w);
+    }
+}
+
+int gort__hook_pselect(int nfds, fd_set *r, fd_set *w, fd_set *e,
+                       const struct timespec *timeout, struct timeval *tv) {
+    if (nfds < 0 || (timeout && (timeout->tv_sec < 0 || timeout->tv_nsec < 0 ||
+                                 timeout->tv_nsec >= 1000000000L)))
+        return (int)ret(-EINVAL);
+    int64_t deadline = deadline_of(timeout);
+    /* The sets as given, to start every try from: whole longs, as the
+     * kernel reads them. */
+    size_t bits = 8 * sizeof(unsigned long);
+    size_t bytes = ((size_t)nfds + bits - 1) / bits * sizeof(unsigned long);
+    unsigned long *saved = gort__malloc(3 * bytes + 1);
+    size_t words = bytes / sizeof *saved;
+    if (!saved)
+        return (int)ret(-ENOMEM);
+    fd_set *sets[3] = {r, w, e};
+    for (int k = 0; k < 3; k++)
+        if (sets[k])
+            memcpy(saved + k * bytes, sets[k], bytes);
+    struct pollfd *pfd = NULL;
+    nfds_t np = 0;
+    int res;
+    for (;;) {
+        for (int k = 0; k < 3; k++)
+            if (sets[k])
+                memcpy(sets[k], saved + k * words, bytes);
+        struct timespec zero = {0, 0};
+        res = gort__libc.pselect(nfds, r, w, e, &zero, NULL);
+        if (res < 0 && errno == EINTR)
+            continue;
+        if (res != 0 || deadline < 0)
+            break;
+        if (deadline > 0 && gort_nanotime() >= deadline)
+            break;
+        if (!pfd) {
+            /* The descriptors to watch, with their events. */
+            pfd = gort__malloc(((size_t)nfds + 1) * sizeof *pfd);
+            if (!pfd) {
+                res = (int)ret(-ENOMEM);
+                break;
+            }
+            for (int fd = 0; fd < nfds; fd++) {
+                short ev = 0;
+                size_t word = (size_t)fd / bits;
+                unsigned long bit = 1ul << ((size_t)fd % bits);
+                if (r && (saved[word] & bit))
+                    ev |= POLLIN;
+                if (w && (saved[words + word] & bit))
+                    ev |= POLLOUT;
+                if (e && (saved[2 * words + word] & bit))
+                    ev |= POLLPRI;
+                if (ev)
+                    pfd[np++] = (struct pollfd){.fd = fd, .events = ev};
+            }
+        }
+        int wr = wait_many(pfd, np, deadline);
+        if (wr == -EDEADLK)
+            for (;;)
+                gort_sleep(INT64_MAX / 2);
+        if (wr == -ETIMEDOUT || wr == HANDOFF) {
+            /* A descriptor the poller cannot watch is always ready for
+             * select: the next try reports it. */
+            if (wr == -ETIMEDOUT) {
+                for (int k = 0; k < 3; k++)
+                    if (sets[k])
+                        memset(sets[k], 0, bytes);
+                res = 0;
+                break;
+            }
+            continue;
+        }
+        if (wr < 0) {
+            res = (int)ret(wr);
+            break;
+        }
+    }
+    if (tv && deadline > 0) {
+        int64_t left = deadline - gort_nanotime();
+        if (left < 0)
+            left = 0;
+        tv->tv_sec = left / 1000000000;
+        tv->tv_usec = (left % 1000000000) / 1000;
+    }
+    int saved_errno = errno;
+    gort__free(pfd);
+    gort__free(saved);
+    errno = saved_errno;
+    return res;
+}
+
+int gort__hook_epoll_wait(int epfd, struct epoll_event *ev, int maxevents,
+                          int timeout_ms) {
+    struct timespec ts = {timeout_ms / 1000, (timeout_ms % 1000) * 1000000L};
+    int64_t deadline = deadline_of(timeout_ms < 0 ? NULL : &ts);
+    for (;;) {
+        int r = gort__libc.epoll_wait(epfd, ev, maxevents, 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r != 0 || deadline < 0)
+            return r;
+        if (deadline > 0 && gort_nanotime() >= deadline)
+            return 0;
+        struct pollfd p = {.fd = epfd, .events = POLLIN};
+        int w = wait_many(&p, 1, deadline);
+        if (w == -ETIMEDOUT)
+            return 0;
+        if (w == HANDOFF)
+            return (int)ret(HANDOFF_CALL(
+                int, gort__libc.epoll_wait(epfd, ev, maxevents, timeout_ms)));
+        if (w < 0)
+            return (int)ret(w == -EBADF ? -EBADF : w);
+    }
+}
+
+/* ---------------------------------------------------------------------------
+ * Sleeping.
+ * ------------------------------------------------------------------------- */
+
+int gort__hook_clock_nanosleep(clockid_t clk, int flags,
+                               const struct timespec *req,
+                               struct timespec *rem) {
+    if (!req)
+        return EFAULT;
+    if (req->tv_sec < 0 || req->tv_nsec < 0 || req->tv_nsec >= 1000000000L)
+        return EINVAL;
+    /* The program's clocks that time passes on; a CPU-time clock (of the
+     * process: a thread's own is refused) runs with the program's work,
+     * which the hand-off waits for. */
+    if (clk != CLOCK_REALTIME && clk != CLOCK_MONOTONIC &&
+        clk != CLOCK_BOOTTIME && clk != CLOCK_TAI) {
+        xadd_relaxed(&hook.handoff, 1);
+        gort_entersyscall();
+        int e = gort__libc.clock_nanosleep(clk, flags, req, rem);
+        gort_exitsyscall();
+        return e;
+    }
+    struct timespec now;
+    if (clock_gettime(clk, &now) < 0)
+        return EINVAL;
+    int64_t ns = (int64_t)req->tv_sec * 1000000000 + req->tv_nsec;
+    if (flags & TIMER_ABSTIME)
+        ns -= (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+    if (ns > 0)
+        gort_sleep(ns);
+    if (rem && !(flags & TIMER_ABSTIME))
+        rem->tv_sec = rem->tv_nsec = 0;
+    return 0;
+}

@@ -1,0 +1,412 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_hook.c - gort-hook (hook/hook.c, src/hook.c): the C library's own
+ * calls, made from goroutines, park the goroutine and not its thread, and
+ * return what the C library's would have.  Linked with the shared
+ * libgort-hook, as a program would be.
+ */
+#include "test_util.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The process's kernel threads (/proc/self/status). */
+static int os_threads(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    CHECK(f != NULL);
+    char line[256];
+    int n = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "Threads: %d", &n) == 1)
+            break;
+    fclose(f);
+    return n;
+}
+
+static int64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* ---------------------------------------------------------------------------
+ * Many goroutines blocked in read(2) at once hold no thread each.
+ * ------------------------------------------------------------------------- */
+
+#define NREADERS 200
+static int rpipes[NREADERS][2];
+static gort_waitgroup readers_wg;
+static int readers_ok;
+static int32_t readers_in;
+
+static void reader(void *arg) {
+    int i = (int)(intptr_t)arg;
+    char buf[16];
+    __atomic_add_fetch(&readers_in, 1, __ATOMIC_ACQ_REL);
+    ssize_t r = read(rpipes[i][0], buf, sizeof buf);
+    if (r == (ssize_t)sizeof(int)) {
+        int v;
+        memcpy(&v, buf, sizeof v);
+        if (v == i)
+            __atomic_add_fetch(&readers_ok, 1, __ATOMIC_ACQ_REL);
+    }
+    gort_waitgroup_done(&readers_wg);
+}
+
+static void many_readers_main(void *arg) {
+    (void)arg;
+    gort_gomaxprocs(2);
+    for (int i = 0; i < NREADERS; i++) {
+        CHECK_EQ(pipe(rpipes[i]), 0);
+        gort_waitgroup_add(&readers_wg, 1);
+        CHECK_GT(gort_go(reader, (void *)(intptr_t)i), 0);
+    }
+    while (ATOMIC_LOAD(&readers_in) < NREADERS)
+        gort_sleep(MS);
+    gort_sleep(50 * MS); /* let every reader reach its read */
+    int threads = os_threads();
+    CHECK_LE(threads, 2 + 4);
+    for (int i = 0; i < NREADERS; i++)
+        CHECK_EQ(write(rpipes[i][1], &i, sizeof i), (ssize_t)sizeof i);
+    gort_waitgroup_wait(&readers_wg);
+    CHECK_EQ(ATOMIC_LOAD(&readers_ok), NREADERS);
+    for (int i = 0; i < NREADERS; i++) {
+        CHECK_EQ(close(rpipes[i][0]), 0);
+        CHECK_EQ(close(rpipes[i][1]), 0);
+    }
+}
+
+/* 200 goroutines in read(2) on pipes in blocking mode at once, on 2 Ps:
+ * the process keeps at most GOMAXPROCS + 4 threads, and each read returns
+ * the value written to its pipe. */
+TEST(many_readers_no_threads) {
+    readers_ok = 0;
+    readers_in = 0;
+    run_main(many_readers_main, NULL);
+}
+
+/* ---------------------------------------------------------------------------
+ * Semantics as the C library's.
+ * ------------------------------------------------------------------------- */
+
+static void nonblock_main(void *arg) {
+    (void)arg;
+    int p[2];
+    CHECK_EQ(pipe2(p, O_NONBLOCK), 0);
+    char c;
+    errno = 0;
+    CHECK_EQ(read(p[0], &c, 1), -1);
+    CHECK_EQ(errno, EAGAIN);
+    /* The hooks leave the mode alone: blocking again, the read waits. */
+    int fl = fcntl(p[0], F_GETFL);
+    CHECK_EQ(fcntl(p[0], F_SETFL, fl & ~O_NONBLOCK), 0);
+    CHECK_EQ(fcntl(p[0], F_GETFL) & O_NONBLOCK, 0);
+    CHECK_EQ(write(p[1], "x", 1), 1);
+    CHECK_EQ(read(p[0], &c, 1), 1);
+    CHECK_EQ(c, 'x');
+    close(p[0]);
+    close(p[1]);
+}
+
+/* A descriptor the program made non-blocking returns EAGAIN, and the
+ * hooks never change a descriptor's mode. */
+TEST(nonblocking_descriptor_eagain) { run_main(nonblock_main, NULL); }
+
+static void rcvtimeo_main(void *arg) {
+    (void)arg;
+    int sv[2];
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    struct timeval tv = {0, 50 * 1000};
+    CHECK_EQ(setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv), 0);
+    char c;
+    int64_t t0 = now_ns();
+    errno = 0;
+    CHECK_EQ(recv(sv[0], &c, 1, 0), -1);
+    CHECK_EQ(errno, EAGAIN);
+    int64_t took = now_ns() - t0;
+    CHECK_GE(took, 45 * MS);
+    CHECK_LT(took, 2000 * MS);
+    close(sv[0]);
+    close(sv[1]);
+}
+
+/* SO_RCVTIMEO is a deadline: EAGAIN once it passes, not before. */
+TEST(so_rcvtimeo_deadline) { run_main(rcvtimeo_main, NULL); }
+
+static int close_fd;
+static int close_errno;
+static gort_waitgroup close_wg;
+
+static void blocked_reader(void *arg) {
+    (void)arg;
+    char c;
+    errno = 0;
+    ssize_t r = read(close_fd, &c, 1);
+    close_errno = r < 0 ? errno : 0;
+    gort_waitgroup_done(&close_wg);
+}
+
+static void close_main(void *arg) {
+    (void)arg;
+    int sv[2];
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    close_fd = sv[0];
+    close_errno = -1;
+    gort_waitgroup_add(&close_wg, 1);
+    CHECK_GT(gort_go(blocked_reader, NULL), 0);
+    gort_sleep(30 * MS);
+    CHECK_EQ(close(sv[0]), 0);
+    gort_waitgroup_wait(&close_wg);
+    CHECK_EQ(close_errno, EBADF);
+    /* The number again, for a new socket: the old wake-up is not its. */
+    int sv2[2];
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv2), 0);
+    CHECK_EQ(write(sv2[1], "y", 1), 1);
+    char c;
+    CHECK_EQ(read(sv2[0], &c, 1), 1);
+    CHECK_EQ(c, 'y');
+    close(sv[1]);
+    close(sv2[0]);
+    close(sv2[1]);
+}
+
+/* close of a descriptor another goroutine reads wakes it with EBADF; the
+ * number, reused, works as new. */
+TEST(close_wakes_reader_ebadf) { run_main(close_main, NULL); }
+
+/* ---------------------------------------------------------------------------
+ * poll, select, sleeps.
+ * ------------------------------------------------------------------------- */
+
+static int poll_pipe[2][2];
+
+static void poll_writer(void *arg) {
+    (void)arg;
+    gort_sleep(20 * MS);
+    CHECK_EQ(write(poll_pipe[1][1], "z", 1), 1);
+}
+
+static void poll_main(void *arg) {
+    (void)arg;
+    CHECK_EQ(pipe(poll_pipe[0]), 0);
+    CHECK_EQ(pipe(poll_pipe[1]), 0);
+    struct pollfd fds[3] = {{.fd = poll_pipe[0][0], .events = POLLIN},
+                            {.fd = -1, .events = POLLIN},
+                            {.fd = poll_pipe[1][0], .events = POLLIN}};
+    /* Nothing ready: the timeout. */
+    int64_t t0 = now_ns();
+    CHECK_EQ(poll(fds, 3, 30), 0);
+    CHECK(now_ns() - t0 >= 25 * MS);
+    /* The second pipe becomes readable while the goroutine waits. */
+    CHECK_GT(gort_go(poll_writer, NULL), 0);
+    CHECK_EQ(poll(fds, 3, 5000), 1);
+    CHECK_EQ(fds[0].revents, 0);
+    CHECK_EQ(fds[1].revents, 0);
+    CHECK_EQ(fds[2].revents, POLLIN);
+    /* select sees it too; an invalid descriptor is EBADF. */
+    fd_set rs;
+    FD_ZERO(&rs);
+    FD_SET(poll_pipe[0][0], &rs);
+    FD_SET(poll_pipe[1][0], &rs);
+    int nfds = (poll_pipe[0][0] > poll_pipe[1][0] ? poll_pipe[0][0]
+                                                  : poll_pipe[1][0]) +
+               1;
+    struct timeval tv = {1, 0};
+    CHECK_EQ(select(nfds, &rs, NULL, NULL, &tv), 1);
+    CHECK(!FD_ISSET(poll_pipe[0][0], &rs));
+    CHECK(FD_ISSET(poll_pipe[1][0], &rs));
+    for (int i = 0; i < 2; i++) {
+        close(poll_pipe[i][0]);
+        close(poll_pipe[i][1]);
+    }
+    FD_ZERO(&rs);
+    FD_SET(poll_pipe[0][0], &rs);
+    tv = (struct timeval){0, 1000};
+    errno = 0;
+    CHECK_EQ(select(poll_pipe[0][0] + 1, &rs, NULL, NULL, &tv), -1);
+    CHECK_EQ(errno, EBADF);
+}
+
+/* poll with a timeout, on several descriptors (and a negative one that it
+ * skips), woken by the one that becomes ready; select likewise. */
+TEST(poll_select_wait_and_wake) { run_main(poll_main, NULL); }
+
+#define NSLEEPERS 500
+static gort_waitgroup sleep_wg;
+
+static void sleeper(void *arg) {
+    (void)arg;
+    usleep(100 * 1000);
+    gort_waitgroup_done(&sleep_wg);
+}
+
+static void sleep_main(void *arg) {
+    (void)arg;
+    gort_gomaxprocs(2);
+    int64_t t0 = now_ns();
+    for (int i = 0; i < NSLEEPERS; i++) {
+        gort_waitgroup_add(&sleep_wg, 1);
+        CHECK_GT(gort_go(sleeper, NULL), 0);
+    }
+    gort_sleep(50 * MS);
+    int threads = os_threads();
+    gort_waitgroup_wait(&sleep_wg);
+    int64_t took = now_ns() - t0;
+    CHECK_LE(threads, 2 + 4);
+    CHECK_LT(took, 3000 * MS);
+    struct timespec req = {0, 10 * 1000 * 1000}, rem = {1, 1};
+    t0 = now_ns();
+    CHECK_EQ(nanosleep(&req, &rem), 0);
+    CHECK(now_ns() - t0 >= 9 * MS);
+    req.tv_nsec = 1000000000L;
+    errno = 0;
+    CHECK_EQ(nanosleep(&req, NULL), -1);
+    CHECK_EQ(errno, EINVAL);
+}
+
+/* usleep in 500 goroutines at once parks them (no thread each, all done
+ * in about one sleep's time); nanosleep sleeps and checks its argument. */
+TEST(sleeps_park) { run_main(sleep_main, NULL); }
+
+/* ---------------------------------------------------------------------------
+ * Sockets: connect and accept in blocking mode.
+ * ------------------------------------------------------------------------- */
+
+#define NCLIENTS 100
+static int lsock;
+static struct sockaddr_in laddr;
+static gort_waitgroup conn_wg;
+static int conn_ok;
+
+static void echo_conn(void *arg) {
+    int fd = (int)(intptr_t)arg;
+    char buf[64];
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n > 0)
+        CHECK_EQ(write(fd, buf, (size_t)n), n);
+    close(fd);
+}
+
+static void acceptor(void *arg) {
+    (void)arg;
+    for (int i = 0; i < NCLIENTS; i++) {
+        int fd = accept(lsock, NULL, NULL);
+        CHECK(fd >= 0);
+        CHECK_EQ(fcntl(fd, F_GETFL) & O_NONBLOCK, 0);
+        CHECK_GT(gort_go(echo_conn, (void *)(intptr_t)fd), 0);
+    }
+}
+
+static void client(void *arg) {
+    int i = (int)(intptr_t)arg;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    CHECK(fd >= 0);
+    CHECK_EQ(connect(fd, (struct sockaddr *)&laddr, sizeof laddr), 0);
+    CHECK_EQ(fcntl(fd, F_GETFL) & O_NONBLOCK, 0);
+    char msg[32], back[32];
+    int len = snprintf(msg, sizeof msg, "hello %d", i);
+    CHECK_EQ(send(fd, msg, (size_t)len, 0), len);
+    ssize_t n = recv(fd, back, sizeof back, MSG_WAITALL);
+    if (n == len && memcmp(msg, back, (size_t)len) == 0)
+        __atomic_add_fetch(&conn_ok, 1, __ATOMIC_ACQ_REL);
+    close(fd);
+    gort_waitgroup_done(&conn_wg);
+}
+
+static void sockets_main(void *arg) {
+    (void)arg;
+    gort_gomaxprocs(2);
+    lsock = socket(AF_INET, SOCK_STREAM, 0);
+    CHECK(lsock >= 0);
+    memset(&laddr, 0, sizeof laddr);
+    laddr.sin_family = AF_INET;
+    laddr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CHECK_EQ(bind(lsock, (struct sockaddr *)&laddr, sizeof laddr), 0);
+    socklen_t alen = sizeof laddr;
+    CHECK_EQ(getsockname(lsock, (struct sockaddr *)&laddr, &alen), 0);
+    CHECK_EQ(listen(lsock, 128), 0);
+    CHECK_GT(gort_go(acceptor, NULL), 0);
+    for (int i = 0; i < NCLIENTS; i++) {
+        gort_waitgroup_add(&conn_wg, 1);
+        CHECK_GT(gort_go(client, (void *)(intptr_t)i), 0);
+    }
+    gort_waitgroup_wait(&conn_wg);
+    CHECK_EQ(ATOMIC_LOAD(&conn_ok), NCLIENTS);
+    int threads = os_threads();
+    CHECK_LE(threads, 2 + 4);
+    close(lsock);
+}
+
+/* 100 clients connect, send, and read the echo back with MSG_WAITALL
+ * through accept, connect, send, recv, read and write in blocking mode;
+ * the descriptors stay in blocking mode and no thread is added. */
+TEST(blocking_sockets_echo) {
+    conn_ok = 0;
+    run_main(sockets_main, NULL);
+}
+
+/* ---------------------------------------------------------------------------
+ * Outside goroutines, and turned off.
+ * ------------------------------------------------------------------------- */
+
+/* Before gort_main and on threads gort did not make, the calls are the C
+ * library's: a read on an empty pipe in non-blocking mode says EAGAIN, a
+ * blocking one is served. */
+TEST(outside_goroutines_plain) {
+    int p[2];
+    CHECK_EQ(pipe(p), 0);
+    CHECK_EQ(write(p[1], "q", 1), 1);
+    char c;
+    CHECK_EQ(read(p[0], &c, 1), 1);
+    CHECK_EQ(fcntl(p[0], F_SETFL, O_NONBLOCK), 0);
+    errno = 0;
+    CHECK_EQ(read(p[0], &c, 1), -1);
+    CHECK_EQ(errno, EAGAIN);
+    close(p[0]);
+    close(p[1]);
+}
+
+static void hook_off_main(void *arg) {
+    (void)arg;
+    gort_gomaxprocs(2);
+    for (int i = 0; i < 20; i++) {
+        CHECK_EQ(pipe(rpipes[i]), 0);
+        gort_waitgroup_add(&readers_wg, 1);
+        CHECK_GT(gort_go(reader, (void *)(intptr_t)i), 0);
+    }
+    while (ATOMIC_LOAD(&readers_in) < 20)
+        gort_sleep(MS);
+    /* The readers hold their threads: sysmon hands their Ps off. */
+    int64_t t0 = now_ns();
+    int threads;
+    while ((threads = os_threads()) < 20 && now_ns() - t0 < 5000 * MS)
+        gort_sleep(10 * MS);
+    CHECK_GE(threads, 20);
+    for (int i = 0; i < 20; i++)
+        CHECK_EQ(write(rpipes[i][1], &i, sizeof i), (ssize_t)sizeof i);
+    gort_waitgroup_wait(&readers_wg);
+    CHECK_EQ(ATOMIC_LOAD(&readers_ok), 20);
+    for (int i = 0; i < 20; i++) {
+        close(rpipes[i][0]);
+        close(rpipes[i][1]);
+    }
+}
+
+/* GORTDEBUG=hook=0: every call is the C library's, so 20 goroutines in
+ * read(2) hold 20 threads (the test that shows the hooks make the
+ * difference). */
+TEST(hook_off_plain_calls) {
+    setenv("GORTDEBUG", "hook=0", 1);
+    readers_ok = 0;
+    readers_in = 0;
+    run_main(hook_off_main, NULL);
+    unsetenv("GORTDEBUG");
+}
