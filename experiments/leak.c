@@ -81,18 +81,34 @@
  *       after 3 requests (3 timed out): 19 goroutines
  *       after 6 requests (6 timed out): 19 goroutines
  *       after 9 requests (9 timed out): 19 goroutines
- *     check: leaky handler: 18 goroutines leaked by 9 requests; fixed handler: none: ok
+ *     check: leaky handler: 18 goroutines leaked by 9 requests (want 18: query and watch per timed-out request, watch per answered one): ok
+ *     check: the profile shows where: 9 goroutines in query's channel send (want 9, one per timed-out request), 9 in watch's channel receive (want 9, one per request), none of them elsewhere: ok
+ *     check: fixed handler: 0 goroutines leaked by 9 requests (want 0), and the 18 leaked before are still there: 19 goroutines (want 19): ok
  *
  * Two stacks with counts that grow with the requests are the leak, and
  * their frames say where each goroutine is stuck: query in its send, watch
  * in its receive (`addr2line -e build/experiments/leak 0x3938` gives the
  * line; GORTTRACEBACK=system adds gort's own frames).  The fixed handler's
  * count stays at 19, not 1: nothing, in Go either, can end a goroutine
- * blocked forever, so the 18 leaked ones stay until the program exits.  The exit status is 0 only when the leaky
- * handler leaked exactly its two goroutines per timed-out request (one,
- * watch, should query have answered in time), the profile shows them as
- * one group in query with a goroutine per timeout and one in watch with a
- * goroutine per request, and the fixed handler leaked none.
+ * blocked forever, so the 18 leaked ones stay until the program exits.
+ *
+ * The check lines judge counts, not times.  The first asks the leaky
+ * handler for exactly two leaked goroutines per timed-out request (one,
+ * watch, should query have answered in time: a handler held up for the
+ * whole of query's delay on a loaded machine); the second asks the
+ * profile for every goroutine in query to be in gort_chan_send and one
+ * per timed-out request, and every goroutine in watch to be in
+ * gort_chan_recv and one per request; the third asks the fixed handler to
+ * leak none while the leaked ones stay.  A count that is not the expected
+ * one yet after the pause is polled for up to a second more, and so is a
+ * profile that still finds a query asleep, so that a loaded machine does
+ * not fail the checks; only the last profile taken is printed.  The exit
+ * status is 1 when a check fails, 2 on bad flags.
+ *
+ * Flags: -short (the form `make test` runs: query answers after 40 ms
+ * and the pause after a round is 60 ms, so that the run takes under half
+ * a second; the handlers still wait 2 ms, twenty times less than query
+ * takes).
  *
  * Go's garbage collector frees a channel once no goroutine can reach it.
  * Here main keeps every channel in a table: the fixed handler's channels
@@ -106,6 +122,8 @@
  */
 #include <errno.h>
 #include <gort.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,13 +131,14 @@
 
 #define ROUNDS 3
 #define PER_ROUND 3
-/* query answers 50 times later than the handlers wait, so that a handler
- * slowed down between starting query and waiting (a loaded machine, a
- * sanitizer build) still gives up first; the pause after a round outlasts
- * query, so that the dump finds every leaked query in its send. */
-#define QUERY_NS (100 * 1000000LL)  /* query's answer time: 100 ms */
-#define TIMEOUT_NS (2 * 1000000LL)  /* the handlers' patience: 2 ms */
-#define SETTLE_NS (150 * 1000000LL) /* pause after a round: 150 ms */
+/* query answers 50 times later than the handlers wait (20 times in the
+ * short form), so that a handler slowed down between starting query and
+ * waiting (a loaded machine, a sanitizer build) still gives up first; the
+ * pause after a round outlasts query, so that the dump finds every leaked
+ * query in its send. */
+static int64_t query_ns = 100 * 1000000LL;  /* query's answer time */
+static int64_t settle_ns = 150 * 1000000LL; /* pause after a round */
+#define TIMEOUT_NS (2 * 1000000LL)          /* the handlers' patience */
 
 /* Two channels per request, both handlers. */
 #define MAXCHANS (2 * 2 * ROUNDS * PER_ROUND)
@@ -149,7 +168,7 @@ static gort_chan *makechan(size_t elemsize, size_t cap)
 static void query(void *arg)
 {
     gort_chan *results = arg;
-    gort_sleep(QUERY_NS);
+    gort_sleep(query_ns);
     int v = 42;
     gort_chan_send(results, &v);
 }
@@ -218,7 +237,7 @@ static int64_t run(const char *name, int (*handle)(int *), bool leaks,
             *timeouts += handle(&v) == -ETIMEDOUT;
         }
         int64_t want = leaks ? base + r * PER_ROUND + *timeouts : base;
-        gort_sleep(SETTLE_NS);
+        gort_sleep(settle_ns);
         for (int t = 0; t < 1000 && gort_numgoroutine() != want; t++)
             gort_sleep(1000000);
         g = gort_numgoroutine();
@@ -228,30 +247,53 @@ static int64_t run(const char *name, int (*handle)(int *), bool leaks,
     return g - base;
 }
 
-/* The count of the profile's group whose frames include function fn: the
- * "COUNT @ pc ..." line above a "#\tpc\tfn+0x..." line; -1 if none. */
-static int group_count(const char *profile, const char *fn)
+/* Goroutines of a profile whose frames include a function, and how many
+ * of those are stuck in a given gort call. */
+struct where {
+    int in_fn;   /* goroutines with fn among their frames */
+    int stuck;   /* of those, with the gort call among their frames too */
+};
+
+/* Whether the frame line l (len bytes, "#\tpc\tname+0x...") is name's. */
+static bool frame_is(const char *l, size_t len, const char *name)
 {
     char want[64];
-    snprintf(want, sizeof want, "\t%s+0x", fn);
-    int count = -1;
-    for (const char *l = profile; *l;) {
+    snprintf(want, sizeof want, "\t%s+0x", name);
+    return l[0] == '#' && memmem(l, len, want, strlen(want)) != NULL;
+}
+
+/* Sum, over the profile's groups ("COUNT @ pc ..." and their "#" frame
+ * lines), the goroutines whose frames include fn, and those whose frames
+ * include call as well. */
+static struct where count_in(const char *profile, const char *fn,
+                             const char *call)
+{
+    struct where w = {0, 0};
+    int count = 0;
+    bool has_fn = false, has_call = false;
+    for (const char *l = profile;;) {
         const char *end = strchr(l, '\n');
         size_t len = end ? (size_t)(end - l) : strlen(l);
         char *after;
         long n = strtol(l, &after, 10);
-        if (after != l && strncmp(after, " @", 2) == 0)
-            count = (int)n;
-        else if (l[0] == '#' && memmem(l, len, want, strlen(want)))
-            return count;
+        bool header = after != l && strncmp(after, " @", 2) == 0;
+        if (header || !*l) {   /* a group ends where the next begins */
+            w.in_fn += has_fn ? count : 0;
+            w.stuck += has_fn && has_call ? count : 0;
+            count = header ? (int)n : 0;
+            has_fn = has_call = false;
+        } else {
+            has_fn |= frame_is(l, len, fn);
+            has_call |= frame_is(l, len, call);
+        }
+        if (!*l)
+            return w;
         l += len + (end != NULL);
     }
-    return -1;
 }
 
-/* Print the goroutine profile; store the sizes of query's and watch's
- * groups. */
-static void profile(int *nquery, int *nwatch)
+/* The goroutine profile as text (malloc'd). */
+static char *take_profile(void)
 {
     FILE *f = tmpfile();
     if (!f)
@@ -264,40 +306,93 @@ static void profile(int *nquery, int *nwatch)
         need(-EIO, "reading the profile back");
     text[size] = '\0';
     fclose(f);
+    return text;
+}
+
+/* Print the goroutine profile; store where query's and watch's goroutines
+ * are.  A query whose sleep has ended but that has not reached its send
+ * yet (a loaded machine) would show asleep: the profile is taken again,
+ * every 10 ms for up to a second, until every goroutine in query or watch
+ * is in its channel operation, and the last one taken is printed. */
+static void profile(struct where *q, struct where *w)
+{
+    char *text = NULL;
+    for (int t = 0;; t++) {
+        free(text);
+        text = take_profile();
+        *q = count_in(text, "query", "gort_chan_send");
+        *w = count_in(text, "watch", "gort_chan_recv");
+        if ((q->stuck == q->in_fn && w->stuck == w->in_fn) || t == 100)
+            break;
+        gort_sleep(10 * 1000000LL);
+    }
     fputs(text, stdout);
-    *nquery = group_count(text, "query");
-    *nwatch = group_count(text, "watch");
     free(text);
-    printf("the leak: %d goroutines in query, %d in watch\n", *nquery,
-           *nwatch);
+    printf("the leak: %d goroutines in query, %d in watch\n", q->in_fn,
+           w->in_fn);
+}
+
+static void check(bool ok, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* One check line: "check: <fmt>: ok" or "...: FAILED". */
+static void check(bool ok, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("check: ", stdout);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf(": %s\n", ok ? "ok" : "FAILED");
+    failed |= !ok;
 }
 
 static void main_g(void *arg)
 {
     (void)arg;
-    printf("goroutines at start: %lld\n", (long long)gort_numgoroutine());
+    int64_t start = gort_numgoroutine();
+    printf("goroutines at start: %lld\n", (long long)start);
     int timeouts, unused;
     int64_t leaked = run("leaky", handle_leaky, true, &timeouts);
     int nleaky = nchans;
-    int nquery, nwatch;
-    profile(&nquery, &nwatch);
+    struct where q, w;
+    profile(&q, &w);
     int64_t fixed_leaked = run("fixed", handle_fixed, false, &unused);
+    int64_t left = gort_numgoroutine();
     for (int i = nleaky; i < nchans; i++)
         need(gort_chan_free(chans[i]), "gort_chan_free");
-    /* query and watch per timed-out request, watch per answered one */
+
     int n = ROUNDS * PER_ROUND;
-    if (leaked != 2 * timeouts + (n - timeouts) || nquery != timeouts ||
-        nwatch != n || fixed_leaked != 0) {
-        printf("check: FAIL\n");
-        failed = 1;
-        return;
-    }
-    printf("check: leaky handler: %lld goroutines leaked by %d requests; "
-           "fixed handler: none: ok\n", (long long)leaked, n);
+    int64_t want = 2 * timeouts + (n - timeouts);
+    check(leaked == want,
+          "leaky handler: %lld goroutines leaked by %d requests (want %lld: "
+          "query and watch per timed-out request, watch per answered one)",
+          (long long)leaked, n, (long long)want);
+    int elsewhere = (q.in_fn - q.stuck) + (w.in_fn - w.stuck);
+    check(q.stuck == timeouts && w.stuck == n && elsewhere == 0,
+          "the profile shows where: %d goroutines in query's channel send "
+          "(want %d, one per timed-out request), %d in watch's channel "
+          "receive (want %d, one per request), %s",
+          q.stuck, timeouts, w.stuck, n,
+          elsewhere ? "some of them elsewhere" : "none of them elsewhere");
+    check(fixed_leaked == 0 && left == start + leaked,
+          "fixed handler: %lld goroutines leaked by %d requests (want 0), "
+          "and the %lld leaked before are still there: %lld goroutines "
+          "(want %lld)", (long long)fixed_leaked, n, (long long)leaked,
+          (long long)left, (long long)(start + leaked));
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-short")) {
+            query_ns = 40 * 1000000LL;
+            settle_ns = 60 * 1000000LL;
+        } else {
+            fprintf(stderr, "usage: leak [-short]\n");
+            return 2;
+        }
+    }
     int err = gort_main(main_g, NULL);
     if (err < 0) {
         fprintf(stderr, "leak: gort_main: error %d\n", err);

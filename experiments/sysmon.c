@@ -5,10 +5,13 @@
  *
  * GOMAXPROCS=2.  1000 goroutines each make 3 blocking sleeps of 100 ms in
  * a row through the syscall path (gort_nanosleep: nanosleep(2) between
- * gort_entersyscall and gort_exitsyscall).  A goroutine in a system call
- * keeps its thread, which sleeps in the kernel; sysmon sees the call last
- * and hands the thread's P to another thread (starting one when none is
- * idle), which runs the next goroutine, which blocks in turn.  So the
+ * gort_entersyscallblock and gort_exitsyscall).  A goroutine in a system
+ * call keeps its thread, which sleeps in the kernel; its P goes to another
+ * thread (one is started when none is idle), which runs the next
+ * goroutine, which blocks in turn.  gort_nanosleep says the call blocks,
+ * so the P is handed off as the call begins (Go's entersyscallblock);
+ * with -usleep (GORT_BLOCKING, Go's entersyscall) the P waits until the
+ * syscall watcher or sysmon sees the call last and retakes it.  So the
  * number of threads climbs far above GOMAXPROCS, to about one per blocked
  * goroutine, while at most 2 goroutines ever run gort code at once.  When
  * the sleeps return, a thread that finds no P to take back queues its
@@ -32,6 +35,11 @@
  *       /proc/self/task: 1004 threads
  *     1000 goroutines x 3 blocking sleeps of 100 ms (gort_nanosleep), GOMAXPROCS=2: 0.45 s (one thread per P would need 150 s)
  *     threads in /proc/self/task: 2 before, at most 1004, 1004 at the end
+ *     check: every sleep returned 0: 0 errors in 3000 sleeps: ok
+ *     check: the threads climbed far above GOMAXPROCS: at most 1004 in /proc/self/task (want at least 252: GOMAXPROCS 2 + a quarter of the 1000 sleepers): ok
+ *     check: sleepers running gort code at once, between their sleeps: at most 2 (want at most 2: GOMAXPROCS 2, plus 0 preemptions meanwhile): ok
+ *     check: the threads stayed for reuse once the sleeps returned: 1004 at the end, at most 1004 (want the same): ok
+ *     check: the sleeps overlapped: 0.45 s (want under a tenth of the 150 s they take one at a time on each P): ok
  *
  * (the counts vary).  threads= is the runtime's count of its threads
  * (Ms), idlethreads= those parked with nothing to do: as the sleeps
@@ -40,14 +48,35 @@
  * GODEBUG=schedtrace=100 that starts 1000 goroutines each making blocking
  * system calls every 100 ms.
  *
+ * The checks: no sleep failed; the process's threads (the most
+ * /proc/self/task listed, before, at every schedtrace line and at the
+ * end) reached GOMAXPROCS plus a quarter of the sleepers, where a thread
+ * per sleeping goroutine makes it GOMAXPROCS plus all of them, and
+ * without the hand-off it would stay at a few (a machine so slow that the
+ * first sleeps return before a quarter of the goroutines have started
+ * theirs would reuse the first threads and stop the climb: the quarter
+ * leaves room for it); the number of sleepers between two of their sleeps
+ * at once, counted by the sleepers themselves, never exceeded GOMAXPROCS
+ * (a goroutine runs gort code only on a P, however many threads there
+ * are); and no thread ended when the sleeps returned (the count at the
+ * end is the highest seen).  The full form also judges the wall time
+ * against the time the sleeps take one after another on each P, with a
+ * factor of ten to spare; the short form prints it without judging it.
+ * With sleeps under 50 ms the climb and the wall time are printed, not
+ * judged, and so is the wall time with fewer than 20 sleepers per P.  The
+ * exit status is 1 when a check fails, 2 on bad flags.
+ *
  * Flags: -procs N (default 2), -n GOROUTINES (default 1000), -sleep-ms MS
  * (default 100), -rounds N (default 3), -trace MS (default 100, 0 = only
  * the summary), -usleep (sleep with GORT_BLOCKING(usleep(...)) instead of
- * gort_nanosleep).
+ * gort_nanosleep), -short (the form `make test` runs: 300 goroutines, 2
+ * rounds, a few tenths of a second; flags after it override it).
  */
 #include <dirent.h>
 #include <errno.h>
 #include <gort.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,12 +87,15 @@
 
 static int procs = 2, ngoroutines = 1000, sleep_ms = 100, rounds = 3;
 static int trace_ms = 100;
-static bool use_usleep;
+static bool use_usleep, short_form;
 
 static gort_waitgroup sleepers, monitor_done;
 static int done;        /* set by main when the sleepers are done */
 static int peak;        /* the monitor's highest /proc/self/task count */
 static int failures;    /* sleeps that returned an error */
+static int in_go;       /* sleepers between two sleeps (atomic) */
+static int max_in_go;   /* the most of them at once (atomic) */
+static int failed;      /* a check line said FAILED (main only) */
 
 /* Threads of this process, as the kernel lists them. */
 static int count_tasks(void)
@@ -79,19 +111,61 @@ static int count_tasks(void)
     return n;
 }
 
+/* A sleeper runs gort code (holds a P) from its start to its first sleep,
+ * between two sleeps, and after its last: enter_go and leave_go count
+ * those stretches and keep the most at once.  Relaxed: the count is one
+ * variable, whose read-modify-writes are totally ordered whatever the
+ * ordering; the P's hand-off around each sleep orders them with the
+ * scheduler. */
+static void enter_go(void)
+{
+    int n = __atomic_add_fetch(&in_go, 1, __ATOMIC_RELAXED);
+    int m = __atomic_load_n(&max_in_go, __ATOMIC_RELAXED);
+    while (n > m && !__atomic_compare_exchange_n(&max_in_go, &m, n, false,
+                                                 __ATOMIC_RELAXED,
+                                                 __ATOMIC_RELAXED))
+        ;
+}
+
+static void leave_go(void)
+{
+    __atomic_sub_fetch(&in_go, 1, __ATOMIC_RELAXED);
+}
+
+/* About 20 µs of computation after each sleep (and before the first),
+ * standing for the work a goroutine does with what its call returned:
+ * long enough for the goroutines on the Ps to overlap in it, so that the
+ * count above measures how many run at once.  No gort call: nothing in
+ * it lets the goroutine go but a preemption by signal. */
+static void work(void)
+{
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do
+        clock_gettime(CLOCK_MONOTONIC, &t);
+    while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) <
+           20000);
+}
+
 static void sleeper(void *arg)
 {
     (void)arg;
     struct timespec ts = {sleep_ms / 1000, (long)(sleep_ms % 1000) * 1000000};
+    enter_go();
+    work();
     for (int r = 0; r < rounds; r++) {
         int rc;
+        leave_go();
         if (use_usleep)
             rc = GORT_BLOCKING(usleep((useconds_t)sleep_ms * 1000));
         else
             rc = gort_nanosleep(&ts, NULL);
+        enter_go();
+        work();
         if (rc != 0)
             __atomic_fetch_add(&failures, 1, __ATOMIC_RELAXED);
     }
+    leave_go();
     gort_waitgroup_done(&sleepers);
 }
 
@@ -115,6 +189,36 @@ static void monitor(void *arg)
     gort_waitgroup_done(&monitor_done);
 }
 
+/* Goroutines preempted so far, by the signal or at a call into gort. */
+static uint64_t preemptions(void)
+{
+    gort_metric_sample s[2] = {
+        {.name = "/gort/sched/preemptions/async:events"},
+        {.name = "/gort/sched/preemptions/sync:events"},
+    };
+    if (gort_metrics_read(s, 2) != 0 || s[0].kind != GORT_METRIC_UINT64 ||
+        s[1].kind != GORT_METRIC_UINT64) {
+        fprintf(stderr, "sysmon: cannot read the preemption counts\n");
+        exit(1);
+    }
+    return s[0].u64 + s[1].u64;
+}
+
+static void check(bool ok, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* One check line: "check: <fmt>: ok" or "...: FAILED". */
+static void check(bool ok, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("check: ", stdout);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf(": %s\n", ok ? "ok" : "FAILED");
+    failed |= !ok;
+}
+
 static void main_g(void *arg)
 {
     (void)arg;
@@ -125,6 +229,7 @@ static void main_g(void *arg)
         gort_waitgroup_add(&monitor_done, 1);
         gort_go(monitor, NULL);
     }
+    uint64_t preempt0 = preemptions();
     int64_t t0 = gort_nanotime();
     gort_waitgroup_add(&sleepers, ngoroutines);
     for (int i = 0; i < ngoroutines; i++) {
@@ -149,6 +254,48 @@ static void main_g(void *arg)
            "end\n", before, peak, end);
     if (failures)
         printf("%d sleeps returned an error\n", failures);
+
+    int nsleeps = ngoroutines * rounds;
+    check(failures == 0, "every sleep returned 0: %d errors in %d sleeps",
+          failures, nsleeps);
+    int want = procs + ngoroutines / 4;
+    if (sleep_ms >= 50)
+        check(peak >= want,
+              "the threads climbed far above GOMAXPROCS: at most %d in "
+              "/proc/self/task (want at least %d: GOMAXPROCS %d + a quarter "
+              "of the %d sleepers)", peak, want, procs, ngoroutines);
+    else
+        check(true, "the threads climbed to %d in /proc/self/task; not "
+              "judged with sleeps under 50 ms, which may end before the "
+              "threads pile up", peak);
+    /* A goroutine preempted between two sleeps still counts, off its P,
+     * while another runs there: each preemption may add one. */
+    int most = __atomic_load_n(&max_in_go, __ATOMIC_RELAXED);
+    uint64_t npreempt = preemptions() - preempt0;
+    check((uint64_t)most <= (uint64_t)procs + npreempt,
+          "sleepers running gort code at once, between their sleeps: at most "
+          "%d (want at most %llu: GOMAXPROCS %d, plus %llu preemption%s "
+          "meanwhile)",
+          most, (unsigned long long)procs + npreempt, procs,
+          (unsigned long long)npreempt, npreempt == 1 ? "" : "s");
+    check(end == peak,
+          "the threads stayed for reuse once the sleeps returned: %d at the "
+          "end, at most %d (want the same)", end, peak);
+    double serial = (double)nsleeps * sleep_ms / 1000.0 / procs;
+    if (short_form)
+        check(true, "the sleeps overlapped: %.2f s against %.0f s one at a "
+              "time on each P; not judged in the short form (a timing, on "
+              "a shared machine)", (double)elapsed / 1e9, serial);
+    else if (sleep_ms < 50 || ngoroutines < 20 * procs)
+        check(true, "the sleeps overlapped: %.2f s against %.0f s one at a "
+              "time on each P; not judged with sleeps under 50 ms or fewer "
+              "than 20 sleepers per P (no room for a factor of ten)",
+              (double)elapsed / 1e9, serial);
+    else
+        check((double)elapsed / 1e9 < serial / 10,
+              "the sleeps overlapped: %.2f s (want under a tenth of the "
+              "%.0f s they take one at a time on each P)",
+              (double)elapsed / 1e9, serial);
 }
 
 int main(int argc, char **argv)
@@ -157,6 +304,13 @@ int main(int argc, char **argv)
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(argv[i], "-usleep")) {
             use_usleep = true;
+            i--; /* no value */
+            continue;
+        }
+        if (!strcmp(argv[i], "-short")) {
+            short_form = true;
+            ngoroutines = 300;
+            rounds = 2;
             i--; /* no value */
             continue;
         }
@@ -172,7 +326,7 @@ int main(int argc, char **argv)
             trace_ms = intflag("sysmon", "-trace", v, 0);
         else {
             fprintf(stderr, "usage: sysmon [-procs N] [-n N] [-sleep-ms MS] "
-                            "[-rounds N] [-trace MS] [-usleep]\n");
+                            "[-rounds N] [-trace MS] [-usleep] [-short]\n");
             return 2;
         }
     }
@@ -185,5 +339,5 @@ int main(int argc, char **argv)
         fprintf(stderr, "sysmon: gort_main: error %d\n", err);
         return 1;
     }
-    return failures ? 1 : 0;
+    return failed ? 1 : 0;
 }

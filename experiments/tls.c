@@ -12,17 +12,21 @@
  *
  * GOMAXPROCS=4 (on any number of cores).  One locked goroutine and six
  * unlocked ones run at the same time.  Each stores its own number (the
- * locked one 100) in the __thread variable, then 20 times in a row burns a little CPU, yields
- * (gort_gosched, even rounds) or sleeps 1 ms (gort_sleep, odd rounds) and
- * reads the variable and the thread id (gettid) again.  Prints, for
- * instance:
+ * locked one 100) in the __thread variable, then 20 times in a row burns
+ * a little CPU, yields (gort_gosched, even rounds) or sleeps 1 ms
+ * (gort_sleep, odd rounds) and reads the variable and the thread id
+ * (gettid) again.  The locked goroutine stays locked until the unlocked
+ * ones are done, so that all of their reads fall while its thread is
+ * wired to it.  Prints, for instance:
  *
- *     locked goroutine: stored 100 on thread 16430;
- *       after 10 yields and 10 sleeps it read 100 on thread 16430 every time
- *     unlocked goroutines: 6, each stored its own number; they ran on 6 threads;
- *       of 120 reads after a yield or a sleep, 101 found another value;
- *       for instance goroutine 1 stored 1 on thread 16434 and after sleep 1 read 2 on thread 16436
- *     check: the locked goroutine kept its thread and its value: ok
+ *     locked goroutine: stored 100 on thread 30310;
+ *       after 10 yields and 10 sleeps it read 100 on thread 30310 every time
+ *     unlocked goroutines: 6, each stored its own number; they ran on 5 threads;
+ *       of 120 reads after a yield or a sleep, 98 found another value;
+ *       for instance goroutine 1 stored 1 on thread 30313 and after sleep 1 read 5 on thread 30314
+ *     check: the locked goroutine kept its thread and its value: 20 reads, 0 found another value, 1 thread (want 0 and 1): ok
+ *     check: no unlocked goroutine ran on the locked goroutine's thread while it was locked: 0 of 126 reads there (want 0): ok
+ *     check: without the lock the value did not follow: 98 of 120 reads found another value (want more than 0): ok
  *
  * (the counts and thread ids vary).  This is what the rule "do not keep
  * thread-local state across a gort call" is about, and what
@@ -30,13 +34,29 @@
  * state of a C library, signal masks, OpenGL contexts, setns).  Mirrors
  * the Go program that keeps a value with pthread_setspecific through cgo
  * and reads it back after runtime.Gosched and time.Sleep, with and
- * without runtime.LockOSThread.  The exit status is 1 when the locked
- * goroutine saw its thread or its value change.
+ * without runtime.LockOSThread.
  *
- * Flags: -procs N (default 4), -n UNLOCKED (default 6), -rounds N
- * (default 20).
+ * The checks: the locked goroutine read its own value on its own thread
+ * after every yield and sleep; no other goroutine ran on that thread
+ * while it was locked (each unlocked goroutine compares its thread id,
+ * at its first store and after each yield or sleep, with the locked
+ * thread's, published once the lock is taken); and the unlocked
+ * goroutines found another value at least once.  The last is what the
+ * lesson says may happen, and the run is built to make it happen: a
+ * goroutine that yields lets another run on its thread and store that
+ * goroutine's number there, a goroutine woken from its sleep resumes on
+ * whichever thread holds a P then, and the locked goroutine's thread,
+ * which holds a P whenever the locked goroutine runs, is one no other
+ * goroutine may use, so that Ps keep changing threads.  The exit status is
+ * 1 when a check fails, 2 on bad flags.
+ *
+ * Flags: -procs N (default 4), -n UNLOCKED (default 6, at most 64),
+ * -rounds N (default 20), -short (the form `make test` runs: the same as
+ * the defaults, which take tens of milliseconds).
  */
 #include <gort.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +90,8 @@ static OPAQUE long tid(void) { return (long)syscall(SYS_gettid); }
 
 struct rec {
     long stored, stored_tid;  /* what it stored, and on which thread */
+    int reads;                /* thread ids read (unlocked goroutines) */
+    int intruded;             /* of those, the locked goroutine's thread */
     int changed;              /* reads that found another value */
     int moved;                /* reads on another thread than the last */
     long tids[64];            /* the distinct threads it ran on */
@@ -81,6 +103,10 @@ struct rec {
 
 static struct rec recs[MAXG + 1];  /* [0] the locked goroutine */
 static gort_waitgroup wg;
+static gort_waitgroup unlocked_wg; /* the unlocked goroutines' end, which
+                                      the locked one waits for */
+static long locked_tid; /* the locked goroutine's thread, once locked
+                           (atomic) */
 static volatile uint64_t sink;
 
 /* About 50 µs of CPU, so that the Ps stay busy and goroutines get stolen. */
@@ -105,6 +131,19 @@ static void note_tid(struct rec *r, long t)
         r->tids[r->ntids++] = t;
 }
 
+/* The calling goroutine's thread id, counted in r as a read on the
+ * locked goroutine's thread when it is that thread.  The published id is
+ * loaded before gettid: a nonzero value means the lock was taken before,
+ * so a match means this goroutine runs on the thread while it is wired. */
+static long read_tid(struct rec *r)
+{
+    long locked = __atomic_load_n(&locked_tid, __ATOMIC_ACQUIRE);
+    long t = tid();
+    r->reads++;
+    r->intruded += locked != 0 && t == locked;
+    return t;
+}
+
 static void worker(void *arg)
 {
     int id = (int)(intptr_t)arg;
@@ -116,7 +155,9 @@ static void worker(void *arg)
         gort_lock_os_thread();
     tls_set(want);
     r->stored = want;
-    r->stored_tid = tid();
+    r->stored_tid = locked ? tid() : read_tid(r);
+    if (locked)
+        __atomic_store_n(&locked_tid, r->stored_tid, __ATOMIC_RELEASE);
     note_tid(r, r->stored_tid);
     long last = r->stored_tid;
     for (int k = 1; k <= rounds; k++) {
@@ -125,7 +166,7 @@ static void worker(void *arg)
             gort_sleep(1000000);
         else
             gort_gosched();
-        long v = tls_get(), t = tid();
+        long v = tls_get(), t = locked ? tid() : read_tid(r);
         note_tid(r, t);
         r->moved += t != last;
         last = t;
@@ -139,17 +180,39 @@ static void worker(void *arg)
             tls_set(want);  /* store it again on this thread */
         }
     }
-    if (locked)
+    if (locked) {
+        /* Stay wired until the others are done: every read they make
+         * falls while the thread is this goroutine's alone. */
+        gort_waitgroup_wait(&unlocked_wg);
         gort_unlock_os_thread();
+    } else {
+        gort_waitgroup_done(&unlocked_wg);
+    }
     gort_waitgroup_done(&wg);
 }
 
 static int failed;
 
+static void check(bool ok, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* One check line: "check: <fmt>: ok" or "...: FAILED". */
+static void check(bool ok, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("check: ", stdout);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf(": %s\n", ok ? "ok" : "FAILED");
+    failed |= !ok;
+}
+
 static void main_g(void *arg)
 {
     (void)arg;
     gort_gomaxprocs(procs);
+    gort_waitgroup_add(&unlocked_wg, nunlocked);
     gort_waitgroup_add(&wg, nunlocked + 1);
     for (int i = 0; i <= nunlocked; i++)
         gort_go(worker, (void *)(intptr_t)i);
@@ -166,7 +229,7 @@ static void main_g(void *arg)
         printf("it read another value %d times and ran on %d threads\n",
                l->changed, l->ntids);
 
-    int changed = 0, reads = nunlocked * rounds;
+    int changed = 0, reads = nunlocked * rounds, tidreads = 0, intruded = 0;
     static long tids[(MAXG + 1) * 64];  /* not on the goroutine's stack */
     int ntids = 0;
     struct rec *ex = NULL;
@@ -174,6 +237,8 @@ static void main_g(void *arg)
     for (int i = 1; i <= nunlocked; i++) {
         struct rec *r = &recs[i];
         changed += r->changed;
+        tidreads += r->reads;
+        intruded += r->intruded;
         if (r->changed && !ex) {
             ex = r;
             exid = i;
@@ -196,9 +261,17 @@ static void main_g(void *arg)
                ex->first_round, ex->first_value, ex->first_tid);
     else
         printf("\n  (no goroutine changed thread this time: run it again)\n");
-    failed = l->changed || l->ntids != 1;
-    printf("check: the locked goroutine kept its thread and its value: %s\n",
-           failed ? "FAIL" : "ok");
+    check(!l->changed && l->ntids == 1,
+          "the locked goroutine kept its thread and its value: %d reads, %d "
+          "found another value, %d thread%s (want 0 and 1)", rounds,
+          l->changed, l->ntids, l->ntids == 1 ? "" : "s");
+    check(intruded == 0,
+          "no unlocked goroutine ran on the locked goroutine's thread while "
+          "it was locked: %d of %d reads there (want 0)", intruded,
+          tidreads);
+    check(changed > 0,
+          "without the lock the value did not follow: %d of %d reads found "
+          "another value (want more than 0)", changed, reads);
 }
 
 int main(int argc, char **argv)
@@ -211,9 +284,11 @@ int main(int argc, char **argv)
             nunlocked = intflag("tls", "-n", v, 1);
         else if (!strcmp(argv[i], "-rounds"))
             rounds = intflag("tls", "-rounds", v, 1);
+        else if (!strcmp(argv[i], "-short"))
+            i--; /* takes no value; the defaults are already short */
         else {
             fprintf(stderr, "usage: tls [-procs N] [-n UNLOCKED] "
-                            "[-rounds N]\n");
+                            "[-rounds N] [-short]\n");
             return 2;
         }
     }
