@@ -270,10 +270,9 @@ static ssize_t ret(ssize_t r) {
  * -errno.  EINTR is retried: a hooked call is not interrupted by the
  * runtime's signals, and the program's own do not reach a parked
  * goroutine either. */
-#define HANDOFF_CALL(type, call)                                               \
+#define BLOCKING_CALL(type, call)                                              \
     __extension__({                                                            \
         type hr_;                                                              \
-        xadd_relaxed(&hook.handoff, 1);                                        \
         for (;;) {                                                             \
             gort_entersyscall();                                               \
             hr_ = (call);                                                      \
@@ -288,6 +287,11 @@ static ssize_t ret(ssize_t r) {
         }                                                                      \
         hr_;                                                                   \
     })
+
+/* BLOCKING_CALL for a call the poller could not wait for: counted
+ * (/gort/hook/handoffs:calls). */
+#define HANDOFF_CALL(type, call)                                               \
+    (xadd_relaxed(&hook.handoff, 1), BLOCKING_CALL(type, call))
 
 /* ---------------------------------------------------------------------------
  * Reads and writes.
@@ -589,7 +593,8 @@ int gort__hook_accept4(int fd, struct sockaddr *addr, socklen_t *len,
     int64_t deadline = -1;
     for (;;) {
         if (ready_now(fd, POLLIN)) {
-            int r = HANDOFF_CALL(int, gort__libc.accept4(fd, addr, len, flags));
+            int r =
+                BLOCKING_CALL(int, gort__libc.accept4(fd, addr, len, flags));
             if (r >= 0)
                 gort__hook_fd_new(r);
             return (int)ret(r);
@@ -984,8 +989,10 @@ int gort__hook_clock_nanosleep(clockid_t clk, int flags,
     int64_t ns = (int64_t)req->tv_sec * 1000000000 + req->tv_nsec;
     if (flags & TIMER_ABSTIME)
         ns -= (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
-    if (ns > 0)
+    if (ns > 0) {
+        xadd_relaxed(&hook.parked, 1);
         gort_sleep(ns);
+    }
     if (rem && !(flags & TIMER_ABSTIME))
         rem->tv_sec = rem->tv_nsec = 0;
     return 0;

@@ -38,6 +38,7 @@
  */
 #include "atomic.h"
 #include "env.h"
+#include "hook.h"
 #include "lock_futex.h"
 #include "san.h"
 #include "sched.h"
@@ -133,6 +134,8 @@ static void th_init(void)
  * ------------------------------------------------------------------------- */
 
 enum metric_id {
+    M_HOOK_HANDOFFS,
+    M_HOOK_PARKED,
     M_MAXPROCS_UPDATES,
     M_NETPOLL_WAKEUPS,
     M_PREEMPT_ASYNC,
@@ -162,6 +165,19 @@ enum metric_id {
 #define GROWS " Bucket counts only grow."
 
 static const gort_metric_desc descs[M_COUNT] = {
+    [M_HOOK_HANDOFFS] = {
+        "/gort/hook/handoffs:calls",
+        "Count of calls replaced by gort-hook that a goroutine made in the "
+        "syscall hand-off, holding its thread but not its processor, "
+        "because the poller cannot wait for their descriptor (a regular "
+        "file, a terminal) or for their clock (a CPU-time clock).",
+        GORT_METRIC_UINT64, true},
+    [M_HOOK_PARKED] = {
+        "/gort/hook/parked:calls",
+        "Count of times a goroutine in a call replaced by gort-hook (read, "
+        "write, connect, poll, sleep and the rest) parked in the network "
+        "poller or on a timer instead of blocking its thread.",
+        GORT_METRIC_UINT64, true},
     [M_MAXPROCS_UPDATES] = {
         "/gort/sched/gomaxprocs-updates:events",
         "Count of GOMAXPROCS changes gort made by itself because the CPUs "
@@ -442,11 +458,13 @@ static uint64_t scalar_read(struct readstate *rs, int id)
         rs->have_sched = true;
     }
     if (!sched && id != M_GOMAXPROCS && id != M_MAXPROCS_UPDATES &&
-        !rs->have_counters) {
+        id != M_HOOK_HANDOFFS && id != M_HOOK_PARKED && !rs->have_counters) {
         counters_compute(&rs->c);
         rs->have_counters = true;
     }
     switch (id) {
+    case M_HOOK_HANDOFFS: return gort__hook_handoffs();
+    case M_HOOK_PARKED: return gort__hook_parked();
     case M_MAXPROCS_UPDATES: return load_relaxed(&gort__maxprocs_updates);
     case M_NETPOLL_WAKEUPS: return rs->c.netpollwake;
     case M_PREEMPT_ASYNC: return rs->c.preemptasync;

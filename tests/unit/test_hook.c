@@ -31,6 +31,15 @@ static int os_threads(void) {
     return n;
 }
 
+/* A counter of the metrics (gort_metrics_read). */
+static uint64_t metric(const char *name)
+{
+    gort_metric_sample m = {.name = name};
+    CHECK_EQ(gort_metrics_read(&m, 1), 0);
+    CHECK_EQ(m.kind, GORT_METRIC_UINT64);
+    return m.u64;
+}
+
 static int64_t now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -64,6 +73,7 @@ static void reader(void *arg) {
 static void many_readers_main(void *arg) {
     (void)arg;
     gort_gomaxprocs(2);
+    uint64_t parked0 = metric("/gort/hook/parked:calls");
     for (int i = 0; i < NREADERS; i++) {
         CHECK_EQ(pipe(rpipes[i]), 0);
         gort_waitgroup_add(&readers_wg, 1);
@@ -74,6 +84,7 @@ static void many_readers_main(void *arg) {
     gort_sleep(50 * MS); /* let every reader reach its read */
     int threads = os_threads();
     CHECK_LE(threads, 2 + 4);
+    CHECK_GE(metric("/gort/hook/parked:calls") - parked0, NREADERS);
     for (int i = 0; i < NREADERS; i++)
         CHECK_EQ(write(rpipes[i][1], &i, sizeof i), (ssize_t)sizeof i);
     gort_waitgroup_wait(&readers_wg);
@@ -85,8 +96,8 @@ static void many_readers_main(void *arg) {
 }
 
 /* 200 goroutines in read(2) on pipes in blocking mode at once, on 2 Ps:
- * the process keeps at most GOMAXPROCS + 4 threads, and each read returns
- * the value written to its pipe. */
+ * the process keeps at most GOMAXPROCS + 4 threads, /gort/hook/parked
+ * counts each, and each read returns the value written to its pipe. */
 TEST(many_readers_no_threads) {
     readers_ok = 0;
     readers_in = 0;
@@ -241,6 +252,15 @@ TEST(poll_select_wait_and_wake) { run_main(poll_main, NULL); }
 
 #define NSLEEPERS 500
 static gort_waitgroup sleep_wg;
+static int burn_stop;
+
+/* Burns CPU until burn_stop: the process's CPU-time clock must move. */
+static void burner(void *arg)
+{
+    (void)arg;
+    while (!ATOMIC_LOAD(&burn_stop))
+        ;
+}
 
 static void sleeper(void *arg) {
     (void)arg;
@@ -270,10 +290,29 @@ static void sleep_main(void *arg) {
     errno = 0;
     CHECK_EQ(nanosleep(&req, NULL), -1);
     CHECK_EQ(errno, EINVAL);
+    /* A CPU-time clock runs with the process's work (a burner's, on the
+     * other P): the hand-off. */
+    burn_stop = 0;
+    CHECK_GT(gort_go(burner, NULL), 0);
+    uint64_t h0 = metric("/gort/hook/handoffs:calls");
+    struct timespec cpu;
+    CHECK_EQ(clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu), 0);
+    cpu.tv_nsec += 1000000;
+    if (cpu.tv_nsec >= 1000000000L) {
+        cpu.tv_sec++;
+        cpu.tv_nsec -= 1000000000L;
+    }
+    CHECK_EQ(clock_nanosleep(CLOCK_PROCESS_CPUTIME_ID, TIMER_ABSTIME, &cpu,
+                             NULL),
+             0);
+    CHECK_EQ(metric("/gort/hook/handoffs:calls") - h0, 1);
+    ATOMIC_STORE(&burn_stop, 1);
 }
 
 /* usleep in 500 goroutines at once parks them (no thread each, all done
- * in about one sleep's time); nanosleep sleeps and checks its argument. */
+ * in about one sleep's time); nanosleep sleeps and checks its argument; a
+ * sleep on the process's CPU-time clock takes the hand-off, counted by
+ * /gort/hook/handoffs. */
 TEST(sleeps_park) { run_main(sleep_main, NULL); }
 
 /* ---------------------------------------------------------------------------

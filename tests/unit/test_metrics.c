@@ -109,6 +109,8 @@ TEST(table)
         {"/sched/pauses/total/gc:seconds", GORT_METRIC_HISTOGRAM, true},
         {"/sched/pauses/total/other:seconds", GORT_METRIC_HISTOGRAM, true},
         {"/sched/threads/total:threads", GORT_METRIC_UINT64, false},
+        {"/gort/hook/handoffs:calls", GORT_METRIC_UINT64, true},
+        {"/gort/hook/parked:calls", GORT_METRIC_UINT64, true},
         {"/gort/sched/gomaxprocs-updates:events", GORT_METRIC_UINT64, true},
         {"/gort/sched/steals:goroutines", GORT_METRIC_UINT64, true},
         {"/gort/sched/preemptions/sync:events", GORT_METRIC_UINT64, true},
