@@ -52,11 +52,15 @@ static struct {
     int (*ioctl)(int, unsigned long, ...);
 } more;
 
-static void *next(const char *name) { return dlsym(RTLD_NEXT, name); }
+static void *next(const char *name)
+{
+    return dlsym(RTLD_NEXT, name);
+}
 
 /* Fill both tables (idempotent; the constructor and any call that comes
  * before it). */
-static void resolve(void) {
+static void resolve(void)
+{
 #define R(t, n) (t).n = (__typeof__((t).n))next(#n)
     R(real, read);
     R(real, write);
@@ -104,7 +108,8 @@ static void resolve(void) {
     }
 }
 
-__attribute__((constructor)) static void hook_init(void) {
+__attribute__((constructor)) static void hook_init(void)
+{
     resolve();
     gort__hook_install(&real, sizeof real);
 }
@@ -118,81 +123,94 @@ __attribute__((constructor)) static void hook_init(void) {
  * so that the linker takes this file whole). */
 const int gort__hook_linked = 1;
 
-ssize_t read(int fd, void *buf, size_t n) {
+ssize_t read(int fd, void *buf, size_t n)
+{
     if (gort__hook_active())
         return gort__hook_read(fd, buf, n);
     return REAL(real, read)(fd, buf, n);
 }
 
-ssize_t write(int fd, const void *buf, size_t n) {
+ssize_t write(int fd, const void *buf, size_t n)
+{
     if (gort__hook_active())
         return gort__hook_write(fd, buf, n);
     return REAL(real, write)(fd, buf, n);
 }
 
-ssize_t readv(int fd, const struct iovec *iov, int cnt) {
+ssize_t readv(int fd, const struct iovec *iov, int cnt)
+{
     if (gort__hook_active())
         return gort__hook_readv(fd, iov, cnt);
     return REAL(real, readv)(fd, iov, cnt);
 }
 
-ssize_t writev(int fd, const struct iovec *iov, int cnt) {
+ssize_t writev(int fd, const struct iovec *iov, int cnt)
+{
     if (gort__hook_active())
         return gort__hook_writev(fd, iov, cnt);
     return REAL(real, writev)(fd, iov, cnt);
 }
 
-ssize_t recv(int fd, void *buf, size_t n, int flags) {
+ssize_t recv(int fd, void *buf, size_t n, int flags)
+{
     if (gort__hook_active())
         return gort__hook_recvfrom(fd, buf, n, flags, NULL, NULL);
     return REAL(more, recv)(fd, buf, n, flags);
 }
 
 ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *from,
-                 socklen_t *fromlen) {
+                 socklen_t *fromlen)
+{
     if (gort__hook_active())
         return gort__hook_recvfrom(fd, buf, n, flags, from, fromlen);
     return REAL(real, recvfrom)(fd, buf, n, flags, from, fromlen);
 }
 
-ssize_t recvmsg(int fd, struct msghdr *msg, int flags) {
+ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
+{
     if (gort__hook_active())
         return gort__hook_recvmsg(fd, msg, flags);
     return REAL(real, recvmsg)(fd, msg, flags);
 }
 
-ssize_t send(int fd, const void *buf, size_t n, int flags) {
+ssize_t send(int fd, const void *buf, size_t n, int flags)
+{
     if (gort__hook_active())
         return gort__hook_sendto(fd, buf, n, flags, NULL, 0);
     return REAL(more, send)(fd, buf, n, flags);
 }
 
 ssize_t sendto(int fd, const void *buf, size_t n, int flags,
-               const struct sockaddr *to, socklen_t tolen) {
+               const struct sockaddr *to, socklen_t tolen)
+{
     if (gort__hook_active())
         return gort__hook_sendto(fd, buf, n, flags, to, tolen);
     return REAL(real, sendto)(fd, buf, n, flags, to, tolen);
 }
 
-ssize_t sendmsg(int fd, const struct msghdr *msg, int flags) {
+ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
+{
     if (gort__hook_active())
         return gort__hook_sendmsg(fd, msg, flags);
     return REAL(real, sendmsg)(fd, msg, flags);
 }
 
-int accept(int fd, struct sockaddr *addr, socklen_t *len) {
+int accept(int fd, struct sockaddr *addr, socklen_t *len)
+{
     if (gort__hook_active())
         return gort__hook_accept4(fd, addr, len, 0);
     return REAL(more, accept)(fd, addr, len);
 }
 
-int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags) {
+int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
+{
     if (gort__hook_active())
         return gort__hook_accept4(fd, addr, len, flags);
     return REAL(real, accept4)(fd, addr, len, flags);
 }
 
-int connect(int fd, const struct sockaddr *addr, socklen_t len) {
+int connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
     if (gort__hook_active())
         return gort__hook_connect(fd, addr, len);
     return REAL(real, connect)(fd, addr, len);
@@ -200,14 +218,16 @@ int connect(int fd, const struct sockaddr *addr, socklen_t len) {
 
 /* The calls that make descriptors: the hooks forget what they knew of
  * the numbers they return. */
-int socket(int domain, int type, int protocol) {
+int socket(int domain, int type, int protocol)
+{
     int fd = REAL(real, socket)(domain, type, protocol);
     if (fd >= 0 && gort__hook_active())
         gort__hook_fd_new(fd);
     return fd;
 }
 
-int socketpair(int domain, int type, int protocol, int sv[2]) {
+int socketpair(int domain, int type, int protocol, int sv[2])
+{
     int r = REAL(more, socketpair)(domain, type, protocol, sv);
     if (r == 0 && gort__hook_active()) {
         gort__hook_fd_new(sv[0]);
@@ -216,7 +236,8 @@ int socketpair(int domain, int type, int protocol, int sv[2]) {
     return r;
 }
 
-int pipe(int fds[2]) {
+int pipe(int fds[2])
+{
     int r = REAL(more, pipe)(fds);
     if (r == 0 && gort__hook_active()) {
         gort__hook_fd_new(fds[0]);
@@ -225,7 +246,8 @@ int pipe(int fds[2]) {
     return r;
 }
 
-int pipe2(int fds[2], int flags) {
+int pipe2(int fds[2], int flags)
+{
     int r = REAL(real, pipe2)(fds, flags);
     if (r == 0 && gort__hook_active()) {
         gort__hook_fd_new(fds[0]);
@@ -234,26 +256,30 @@ int pipe2(int fds[2], int flags) {
     return r;
 }
 
-int dup(int fd) {
+int dup(int fd)
+{
     int r = REAL(more, dup)(fd);
     if (r >= 0 && gort__hook_active())
         gort__hook_fd_new(r);
     return r;
 }
 
-int dup2(int oldfd, int newfd) {
+int dup2(int oldfd, int newfd)
+{
     if (gort__hook_active())
         return gort__hook_dup3(oldfd, newfd, -1);
     return REAL(real, dup2)(oldfd, newfd);
 }
 
-int dup3(int oldfd, int newfd, int flags) {
+int dup3(int oldfd, int newfd, int flags)
+{
     if (gort__hook_active())
         return gort__hook_dup3(oldfd, newfd, flags);
     return REAL(real, dup3)(oldfd, newfd, flags);
 }
 
-int close(int fd) {
+int close(int fd)
+{
     if (gort__hook_active())
         return gort__hook_close(fd);
     return REAL(real, close)(fd);
@@ -261,7 +287,8 @@ int close(int fd) {
 
 /* fcntl's third argument is an int or a pointer, by command; passing it
  * on as a long or a pointer is what the C library's own fcntl does. */
-int fcntl(int fd, int cmd, ...) {
+int fcntl(int fd, int cmd, ...)
+{
     va_list ap;
     va_start(ap, cmd);
     void *arg = va_arg(ap, void *);
@@ -277,7 +304,8 @@ int fcntl64(int fd, int cmd, ...) __attribute__((alias("fcntl")));
 
 /* ioctl, FIONBIO included, changes nothing the hooks keep: they ask the
  * kernel for the descriptor's mode when they need it. */
-int ioctl(int fd, unsigned long req, ...) {
+int ioctl(int fd, unsigned long req, ...)
+{
     va_list ap;
     va_start(ap, req);
     void *arg = va_arg(ap, void *);
@@ -287,15 +315,18 @@ int ioctl(int fd, unsigned long req, ...) {
 
 /* Socket options are the kernel's: the hooks read SO_RCVTIMEO and
  * SO_SNDTIMEO when a call is about to wait. */
-int setsockopt(int fd, int level, int name, const void *val, socklen_t len) {
+int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
+{
     return REAL(real, setsockopt)(fd, level, name, val, len);
 }
 
-int getsockopt(int fd, int level, int name, void *val, socklen_t *len) {
+int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
+{
     return REAL(real, getsockopt)(fd, level, name, val, len);
 }
 
-int poll(struct pollfd *fds, nfds_t n, int timeout_ms) {
+int poll(struct pollfd *fds, nfds_t n, int timeout_ms)
+{
     if (gort__hook_active()) {
         struct timespec ts = {timeout_ms / 1000,
                               (timeout_ms % 1000) * 1000000L};
@@ -307,13 +338,15 @@ int poll(struct pollfd *fds, nfds_t n, int timeout_ms) {
 /* A parked goroutine is on no thread: ppoll's and pselect's signal mask
  * is not applied while it waits (docs/hooks.md). */
 int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *timeout,
-          const sigset_t *mask) {
+          const sigset_t *mask)
+{
     if (gort__hook_active())
         return gort__hook_ppoll(fds, n, timeout);
     return REAL(more, ppoll)(fds, n, timeout, mask);
 }
 
-int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv) {
+int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
+{
     if (gort__hook_active()) {
         if (tv &&
             (tv->tv_sec < 0 || tv->tv_usec < 0 || tv->tv_usec >= 1000000)) {
@@ -329,26 +362,30 @@ int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv) {
 }
 
 int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e,
-            const struct timespec *timeout, const sigset_t *mask) {
+            const struct timespec *timeout, const sigset_t *mask)
+{
     if (gort__hook_active())
         return gort__hook_pselect(nfds, r, w, e, timeout, NULL);
     return REAL(real, pselect)(nfds, r, w, e, timeout, mask);
 }
 
-int epoll_wait(int epfd, struct epoll_event *ev, int maxevents, int timeout) {
+int epoll_wait(int epfd, struct epoll_event *ev, int maxevents, int timeout)
+{
     if (gort__hook_active())
         return gort__hook_epoll_wait(epfd, ev, maxevents, timeout);
     return REAL(real, epoll_wait)(epfd, ev, maxevents, timeout);
 }
 
 int epoll_pwait(int epfd, struct epoll_event *ev, int maxevents, int timeout,
-                const sigset_t *mask) {
+                const sigset_t *mask)
+{
     if (gort__hook_active())
         return gort__hook_epoll_wait(epfd, ev, maxevents, timeout);
     return REAL(more, epoll_pwait)(epfd, ev, maxevents, timeout, mask);
 }
 
-int nanosleep(const struct timespec *req, struct timespec *rem) {
+int nanosleep(const struct timespec *req, struct timespec *rem)
+{
     if (gort__hook_active()) {
         int e = gort__hook_clock_nanosleep(CLOCK_MONOTONIC, 0, req, rem);
         if (e) {
@@ -361,13 +398,15 @@ int nanosleep(const struct timespec *req, struct timespec *rem) {
 }
 
 int clock_nanosleep(clockid_t clk, int flags, const struct timespec *req,
-                    struct timespec *rem) {
+                    struct timespec *rem)
+{
     if (gort__hook_active())
         return gort__hook_clock_nanosleep(clk, flags, req, rem);
     return REAL(real, clock_nanosleep)(clk, flags, req, rem);
 }
 
-unsigned sleep(unsigned s) {
+unsigned sleep(unsigned s)
+{
     if (gort__hook_active()) {
         struct timespec ts = {(time_t)s, 0};
         gort__hook_clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL);
@@ -376,7 +415,8 @@ unsigned sleep(unsigned s) {
     return REAL(more, sleep)(s);
 }
 
-int usleep(useconds_t us) {
+int usleep(useconds_t us)
+{
     if (gort__hook_active()) {
         struct timespec ts = {(time_t)(us / 1000000),
                               (long)(us % 1000000) * 1000};

@@ -55,7 +55,8 @@
 /* fd's pollDesc with a reference held, or NULL when gort's calls take
  * the syscall path on fd: not registered, or registered by gort-hook
  * (hook.c), which leaves the descriptor in the program's mode. */
-static struct polldesc *fd_ref(int fd) {
+static struct polldesc *fd_ref(int fd)
+{
     struct polldesc *pd = gort__fd_ref(fd);
     if (pd && GORT_UNLIKELY(pd->hooked)) {
         gort__fd_unref(pd);

@@ -67,12 +67,14 @@ static struct {
     uint64_t handoff;   /* atomic: hooked calls that took the hand-off */
 } hook;
 
-static void hook_atfork_child(void) {
+static void hook_atfork_child(void)
+{
     /* Relaxed: the child has one thread. */
     store_relaxed(&hook.forked, 1);
 }
 
-int gort__hook_install(const struct gort__libc *real, size_t size) {
+int gort__hook_install(const struct gort__libc *real, size_t size)
+{
     if (size != sizeof *real || !real)
         return -EINVAL;
     for (size_t i = 0; i < sizeof *real / sizeof(void (*)(void)); i++)
@@ -85,7 +87,8 @@ int gort__hook_install(const struct gort__libc *real, size_t size) {
     return 0;
 }
 
-bool gort__hook_active(void) {
+bool gort__hook_active(void)
+{
     /* Acquire: pairs with gort__hook_install's release. */
     if (!load_acq(&hook.installed) || load_relaxed(&hook.forked))
         return false;
@@ -98,9 +101,15 @@ bool gort__hook_active(void) {
     return gp && !gp->foreign && gort__readgstatus(gp) == G_RUNNING;
 }
 
-uint64_t gort__hook_parked(void) { return load_relaxed(&hook.parked); }
+uint64_t gort__hook_parked(void)
+{
+    return load_relaxed(&hook.parked);
+}
 
-uint64_t gort__hook_handoffs(void) { return load_relaxed(&hook.handoff); }
+uint64_t gort__hook_handoffs(void)
+{
+    return load_relaxed(&hook.handoff);
+}
 
 /* ---------------------------------------------------------------------------
  * What the hooks know of a descriptor number: whether it is a socket.
@@ -118,14 +127,16 @@ static struct {
     int32_t n;          /* atomic */
 } kinds = {.lock = GORT_LOCK_INIT(LOCKRANK_HOOK)};
 
-static int kind_get(int fd) {
+static int kind_get(int fd)
+{
     /* Acquire: the table before its size (kind_set's release). */
     int32_t n = load_acq(&kinds.n);
     uint8_t *t = load_acq(&kinds.kind);
     return fd >= 0 && fd < n ? load_relaxed(&t[fd]) : K_UNKNOWN;
 }
 
-static void kind_set(int fd, int k) {
+static void kind_set(int fd, int k)
+{
     if (fd < 0)
         return;
     if (fd >= load_acq(&kinds.n)) {
@@ -154,7 +165,8 @@ static void kind_set(int fd, int k) {
 }
 
 /* fd's kind, found with fstat when not known. */
-static int kind_of(int fd) {
+static int kind_of(int fd)
+{
     int k = kind_get(fd);
     if (GORT_LIKELY(k != K_UNKNOWN))
         return k;
@@ -166,7 +178,8 @@ static int kind_of(int fd) {
     return k;
 }
 
-void gort__hook_fd_new(int fd) {
+void gort__hook_fd_new(int fd)
+{
     if (fd >= 0 && fd < load_acq(&kinds.n))
         kind_set(fd, K_UNKNOWN);
 }
@@ -179,14 +192,16 @@ void gort__hook_fd_new(int fd) {
 #define HANDOFF 1
 
 /* Whether the program made fd's file description non-blocking. */
-static bool user_nonblock(int fd) {
+static bool user_nonblock(int fd)
+{
     int fl = gort__libc.fcntl(fd, F_GETFL);
     return fl >= 0 && (fl & O_NONBLOCK);
 }
 
 /* The SO_RCVTIMEO ('r') or SO_SNDTIMEO ('w') of socket fd, as a deadline
  * from now (0: none). */
-static int64_t sock_deadline(int fd, int mode) {
+static int64_t sock_deadline(int fd, int mode)
+{
     struct timeval tv;
     socklen_t len = sizeof tv;
     if (gort__libc.getsockopt(fd, SOL_SOCKET,
@@ -200,7 +215,8 @@ static int64_t sock_deadline(int fd, int mode) {
 
 /* fd's pollDesc with a reference held, registering fd for the hooks if
  * nobody has: NULL with *err -EPERM when the poller cannot watch it. */
-static struct polldesc *hook_pd(int fd, int *err) {
+static struct polldesc *hook_pd(int fd, int *err)
+{
     for (;;) {
         struct polldesc *pd = gort__fd_ref(fd);
         if (pd)
@@ -216,7 +232,8 @@ static struct polldesc *hook_pd(int fd, int *err) {
  * direction take turns (the pollDesc's slot holds one goroutine), and
  * each re-arms the registration first: it may be stale (see the top), and
  * re-arming reports readiness that an earlier waiter consumed. */
-static int pd_park(struct polldesc *pd, int mode, int64_t deadline) {
+static int pd_park(struct polldesc *pd, int mode, int64_t deadline)
+{
     gort_mutex *gate = &pd->gate[mode == 'w'];
     gort_mutex_lock(gate);
     int err = pd->hooked ? gort__fd_rearm(pd) : 0;
@@ -237,7 +254,8 @@ static int pd_park(struct polldesc *pd, int mode, int64_t deadline) {
  * from the socket's timeout), kept across the call's waits.  0 (try
  * again), HANDOFF (make the call blocking, in the hand-off), or -errno to
  * return: -EAGAIN for a non-blocking descriptor or a passed timeout. */
-static int wait_fd(int fd, int mode, bool sock, int64_t *deadline) {
+static int wait_fd(int fd, int mode, bool sock, int64_t *deadline)
+{
     int err = 0;
     struct polldesc *pd = hook_pd(fd, &err);
     if (!pd)
@@ -258,7 +276,8 @@ static int wait_fd(int fd, int mode, bool sock, int64_t *deadline) {
 
 /* Return r from a hooked call, with errno set (on this thread) when r is
  * -errno. */
-static ssize_t ret(ssize_t r) {
+static ssize_t ret(ssize_t r)
+{
     if (r < 0) {
         errno = (int)-r;
         return -1;
@@ -300,7 +319,8 @@ static ssize_t ret(ssize_t r) {
 /* Skip done bytes of iov (cnt entries) into the scratch copy tmp:
  * returns the entries left. */
 static int iov_skip(const struct iovec *iov, int cnt, size_t done,
-                    struct iovec *tmp) {
+                    struct iovec *tmp)
+{
     int i = 0;
     while (i < cnt && done >= iov[i].iov_len)
         done -= iov[i++].iov_len;
@@ -314,7 +334,8 @@ static int iov_skip(const struct iovec *iov, int cnt, size_t done,
     return left;
 }
 
-static size_t iov_len(const struct iovec *iov, int cnt) {
+static size_t iov_len(const struct iovec *iov, int cnt)
+{
     size_t n = 0;
     for (int i = 0; i < cnt; i++)
         n += iov[i].iov_len;
@@ -323,14 +344,16 @@ static size_t iov_len(const struct iovec *iov, int cnt) {
 
 /* One non-blocking attempt on a descriptor that is not a socket: its
  * result or -errno (-EOPNOTSUPP: the file cannot do RWF_NOWAIT). */
-static ssize_t try_rw(int fd, const struct iovec *iov, int cnt, int mode) {
+static ssize_t try_rw(int fd, const struct iovec *iov, int cnt, int mode)
+{
     ssize_t r = mode == 'r' ? preadv2(fd, iov, cnt, -1, RWF_NOWAIT)
                             : pwritev2(fd, iov, cnt, -1, RWF_NOWAIT);
     return r < 0 ? -errno : r;
 }
 
 /* One non-blocking attempt on a socket, as recvmsg or sendmsg. */
-static ssize_t try_sock(int fd, const struct iovec *iov, int cnt, int mode) {
+static ssize_t try_sock(int fd, const struct iovec *iov, int cnt, int mode)
+{
     if (cnt == 1) {
         ssize_t r = mode == 'r'
                         ? gort__libc.recvfrom(fd, iov->iov_base, iov->iov_len,
@@ -347,13 +370,15 @@ static ssize_t try_sock(int fd, const struct iovec *iov, int cnt, int mode) {
 }
 
 /* The blocking call for the hand-off. */
-static ssize_t block_rw(int fd, const struct iovec *iov, int cnt, int mode) {
+static ssize_t block_rw(int fd, const struct iovec *iov, int cnt, int mode)
+{
     if (mode == 'r')
         return HANDOFF_CALL(ssize_t, gort__libc.readv(fd, iov, cnt));
     return HANDOFF_CALL(ssize_t, gort__libc.writev(fd, iov, cnt));
 }
 
-static bool is_regular(int fd) {
+static bool is_regular(int fd)
+{
     struct stat st;
     return fstat(fd, &st) == 0 && (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode));
 }
@@ -363,7 +388,8 @@ static bool is_regular(int fd) {
  * and the count.  -ENOMEM when the copy cannot be made. */
 static int iov_rest(const struct iovec *iov, int cnt, size_t done,
                     struct iovec *small, int nsmall, struct iovec **heap,
-                    const struct iovec **cur) {
+                    const struct iovec **cur)
+{
     if (done == 0) {
         *cur = iov;
         return cnt;
@@ -378,7 +404,8 @@ static int iov_rest(const struct iovec *iov, int cnt, size_t done,
 
 /* read, readv, write and writev from a goroutine: the result or -errno. */
 static ssize_t hook_rw_body(int fd, const struct iovec *iov, int cnt, int mode,
-                            struct iovec **heap) {
+                            struct iovec **heap)
+{
     size_t want = iov_len(iov, cnt);
     struct iovec small[8];
     size_t done = 0;
@@ -438,7 +465,8 @@ static ssize_t hook_rw_body(int fd, const struct iovec *iov, int cnt, int mode,
     }
 }
 
-static ssize_t hook_rw(int fd, const struct iovec *iov, int cnt, int mode) {
+static ssize_t hook_rw(int fd, const struct iovec *iov, int cnt, int mode)
+{
     if (cnt < 0 || cnt > IOV_MAX)
         return -EINVAL;
     struct iovec *heap = NULL;
@@ -447,21 +475,25 @@ static ssize_t hook_rw(int fd, const struct iovec *iov, int cnt, int mode) {
     return r;
 }
 
-ssize_t gort__hook_read(int fd, void *buf, size_t n) {
+ssize_t gort__hook_read(int fd, void *buf, size_t n)
+{
     struct iovec iov = {buf, n};
     return ret(hook_rw(fd, &iov, 1, 'r'));
 }
 
-ssize_t gort__hook_write(int fd, const void *buf, size_t n) {
+ssize_t gort__hook_write(int fd, const void *buf, size_t n)
+{
     struct iovec iov = {(void *)buf, n};
     return ret(hook_rw(fd, &iov, 1, 'w'));
 }
 
-ssize_t gort__hook_readv(int fd, const struct iovec *iov, int cnt) {
+ssize_t gort__hook_readv(int fd, const struct iovec *iov, int cnt)
+{
     return ret(hook_rw(fd, iov, cnt, 'r'));
 }
 
-ssize_t gort__hook_writev(int fd, const struct iovec *iov, int cnt) {
+ssize_t gort__hook_writev(int fd, const struct iovec *iov, int cnt)
+{
     return ret(hook_rw(fd, iov, cnt, 'w'));
 }
 
@@ -470,7 +502,8 @@ ssize_t gort__hook_writev(int fd, const struct iovec *iov, int cnt) {
  * MSG_DONTWAIT in flags is the program's own: EAGAIN is its answer.  A
  * blocking send sends everything; a receive returns what one returns
  * (MSG_WAITALL: until all of it, end of stream or an error). */
-static ssize_t hook_msg(int fd, struct msghdr *msg, int flags, int mode) {
+static ssize_t hook_msg(int fd, struct msghdr *msg, int flags, int mode)
+{
     if (flags & MSG_DONTWAIT) {
         ssize_t r = mode == 'r' ? gort__libc.recvmsg(fd, msg, flags)
                                 : gort__libc.sendmsg(fd, msg, flags);
@@ -535,17 +568,20 @@ static ssize_t hook_msg(int fd, struct msghdr *msg, int flags, int mode) {
     return res;
 }
 
-ssize_t gort__hook_recvmsg(int fd, struct msghdr *msg, int flags) {
+ssize_t gort__hook_recvmsg(int fd, struct msghdr *msg, int flags)
+{
     return ret(hook_msg(fd, msg, flags, 'r'));
 }
 
-ssize_t gort__hook_sendmsg(int fd, const struct msghdr *msg, int flags) {
+ssize_t gort__hook_sendmsg(int fd, const struct msghdr *msg, int flags)
+{
     struct msghdr m = *msg;
     return ret(hook_msg(fd, &m, flags, 'w'));
 }
 
 ssize_t gort__hook_recvfrom(int fd, void *buf, size_t n, int flags,
-                            struct sockaddr *from, socklen_t *fromlen) {
+                            struct sockaddr *from, socklen_t *fromlen)
+{
     struct iovec iov = {buf, n};
     struct msghdr msg = {.msg_name = from,
                          .msg_namelen = from && fromlen ? *fromlen : 0,
@@ -558,7 +594,8 @@ ssize_t gort__hook_recvfrom(int fd, void *buf, size_t n, int flags,
 }
 
 ssize_t gort__hook_sendto(int fd, const void *buf, size_t n, int flags,
-                          const struct sockaddr *to, socklen_t tolen) {
+                          const struct sockaddr *to, socklen_t tolen)
+{
     struct iovec iov = {(void *)buf, n};
     struct msghdr msg = {.msg_name = (void *)to,
                          .msg_namelen = to ? tolen : 0,
@@ -572,7 +609,8 @@ ssize_t gort__hook_sendto(int fd, const void *buf, size_t n, int flags,
  * ------------------------------------------------------------------------- */
 
 /* Whether fd is ready now for events (poll(2) with no wait). */
-static bool ready_now(int fd, short events) {
+static bool ready_now(int fd, short events)
+{
     struct pollfd p = {.fd = fd, .events = events};
     return gort__libc.poll(&p, 1, 0) > 0;
 }
@@ -582,8 +620,8 @@ static bool ready_now(int fd, short events) {
  * connection is there and then accepts in the syscall hand-off: if
  * another process took the connection first, the thread blocks as the C
  * library's accept would, but not the P. */
-int gort__hook_accept4(int fd, struct sockaddr *addr, socklen_t *len,
-                       int flags) {
+int gort__hook_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
+{
     if (user_nonblock(fd)) {
         int r = gort__libc.accept4(fd, addr, len, flags);
         if (r >= 0)
@@ -616,7 +654,8 @@ int gort__hook_accept4(int fd, struct sockaddr *addr, socklen_t *len,
  * blocking connect).  A Unix socket whose listener's backlog is full says
  * EAGAIN: the blocking connect waits, so the hook waits and tries
  * again. */
-int gort__hook_connect(int fd, const struct sockaddr *addr, socklen_t len) {
+int gort__hook_connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
     int fl = gort__libc.fcntl(fd, F_GETFL);
     if (fl < 0 || (fl & O_NONBLOCK))
         return gort__libc.connect(fd, addr, len);
@@ -661,7 +700,8 @@ int gort__hook_connect(int fd, const struct sockaddr *addr, socklen_t len) {
  * through it (its waiters return EBADF; the close(2) waits for calls in
  * flight, so that the number is not reused under them); any other is the
  * C library's close. */
-int gort__hook_close(int fd) {
+int gort__hook_close(int fd)
+{
     gort__hook_fd_new(fd);
     int r = gort__fd_close(fd);
     if (r == 1)
@@ -669,7 +709,8 @@ int gort__hook_close(int fd) {
     return (int)ret(r);
 }
 
-int gort__hook_dup3(int oldfd, int newfd, int flags) {
+int gort__hook_dup3(int oldfd, int newfd, int flags)
+{
     /* dup2 of a number onto itself changes nothing; dup3 refuses it. */
     if (oldfd != newfd) {
         gort__fd_detach(newfd);
@@ -690,7 +731,8 @@ int gort__hook_dup3(int oldfd, int newfd, int flags) {
  * ------------------------------------------------------------------------- */
 
 /* Deadline (nanotime) for a timeout, 0 for none, -1 for no wait. */
-static int64_t deadline_of(const struct timespec *ts) {
+static int64_t deadline_of(const struct timespec *ts)
+{
     if (!ts)
         return 0;
     if (ts->tv_sec == 0 && ts->tv_nsec == 0)
@@ -704,7 +746,8 @@ static struct {
     int n, cap;
 } epool = {.lock = GORT_LOCK_INIT(LOCKRANK_HOOK)};
 
-static int epool_get(void) {
+static int epool_get(void)
+{
     gort__spinlock(&epool.lock);
     int ep = epool.n > 0 ? epool.fds[--epool.n] : -1;
     gort__spinunlock(&epool.lock);
@@ -713,12 +756,14 @@ static int epool_get(void) {
     return ep;
 }
 
-static void close_ep(int ep) {
+static void close_ep(int ep)
+{
     if (gort__fd_close(ep) == 1)
         gort__libc.close(ep);
 }
 
-static void epool_put(int ep) {
+static void epool_put(int ep)
+{
     gort__spinlock(&epool.lock);
     if (epool.n == epool.cap) {
         int cap = epool.cap ? epool.cap * 2 : 16;
@@ -735,7 +780,8 @@ static void epool_put(int ep) {
     gort__spinunlock(&epool.lock);
 }
 
-static uint32_t epoll_events_of(short ev) {
+static uint32_t epoll_events_of(short ev)
+{
     uint32_t e = 0;
     if (ev & POLLIN)
         e |= EPOLLIN;
@@ -751,7 +797,8 @@ static uint32_t epoll_events_of(short ev) {
 /* Park until one of fds may be ready or deadline (0: none) passes: 0, or
  * -ETIMEDOUT, or -errno (HANDOFF: a descriptor the poller cannot watch,
  * which poll(2) reports ready anyway: the caller's call will see it). */
-static int wait_many(struct pollfd *fds, nfds_t n, int64_t deadline) {
+static int wait_many(struct pollfd *fds, nfds_t n, int64_t deadline)
+{
     int one = -1;
     nfds_t active = 0;
     for (nfds_t i = 0; i < n; i++)
@@ -813,7 +860,8 @@ static int wait_many(struct pollfd *fds, nfds_t n, int64_t deadline) {
 }
 
 int gort__hook_ppoll(struct pollfd *fds, nfds_t n,
-                     const struct timespec *timeout) {
+                     const struct timespec *timeout)
+{
     if (timeout && (timeout->tv_sec < 0 || timeout->tv_nsec < 0 ||
                     timeout->tv_nsec >= 1000000000L))
         return (int)ret(-EINVAL);
@@ -849,7 +897,8 @@ int gort__hook_ppoll(struct pollfd *fds, nfds_t n,
 }
 
 int gort__hook_pselect(int nfds, fd_set *r, fd_set *w, fd_set *e,
-                       const struct timespec *timeout, struct timeval *tv) {
+                       const struct timespec *timeout, struct timeval *tv)
+{
     if (nfds < 0 || (timeout && (timeout->tv_sec < 0 || timeout->tv_nsec < 0 ||
                                  timeout->tv_nsec >= 1000000000L)))
         return (int)ret(-EINVAL);
@@ -938,7 +987,8 @@ int gort__hook_pselect(int nfds, fd_set *r, fd_set *w, fd_set *e,
 }
 
 int gort__hook_epoll_wait(int epfd, struct epoll_event *ev, int maxevents,
-                          int timeout_ms) {
+                          int timeout_ms)
+{
     struct timespec ts = {timeout_ms / 1000, (timeout_ms % 1000) * 1000000L};
     int64_t deadline = deadline_of(timeout_ms < 0 ? NULL : &ts);
     for (;;) {
@@ -966,8 +1016,8 @@ int gort__hook_epoll_wait(int epfd, struct epoll_event *ev, int maxevents,
  * ------------------------------------------------------------------------- */
 
 int gort__hook_clock_nanosleep(clockid_t clk, int flags,
-                               const struct timespec *req,
-                               struct timespec *rem) {
+                               const struct timespec *req, struct timespec *rem)
+{
     if (!req)
         return EFAULT;
     if (req->tv_sec < 0 || req->tv_nsec < 0 || req->tv_nsec >= 1000000000L)

@@ -406,7 +406,8 @@ static int set_nonblock(int fd)
 /* Register fd; inq: it is a TCP socket with TCP_INQ on; hooked: for
  * gort-hook, in the mode the program gave it.  Mirrors
  * poll_runtime_pollOpen. */
-static int fd_register(int fd, bool inq, bool hooked) {
+static int fd_register(int fd, bool inq, bool hooked)
+{
     if (fd < 0)
         return -EBADF;
     if (!load_acq(&gort__main_started))
@@ -501,7 +502,8 @@ int gort__fd_register(int fd, bool inq) { return fd_register(fd, inq, false); }
 
 int gort__fd_register_hook(int fd) { return fd_register(fd, false, true); }
 
-int gort__fd_rearm(struct polldesc *pd) {
+int gort__fd_rearm(struct polldesc *pd)
+{
     gort__spinlock(&pollcache.lock);
     int err = gort__netpoll_rearm(load_relaxed(&pd->fd), pd);
     gort__spinunlock(&pollcache.lock);
@@ -575,7 +577,8 @@ void gort__fd_unref(struct polldesc *pd)
  * runtime_pollUnblock and runtime_pollClose.  pd is held by the caller;
  * the reference is dropped here.  detach: dup2 or dup3 takes the number
  * over; give pd back without close(2). */
-static int fd_close(int fd, struct polldesc *pd, bool detach) {
+static int fd_close(int fd, struct polldesc *pd, bool detach)
+{
     gort__san_release(&pd->closing);
     /* Seq-cst: the closer's half of the handshake (gort__fd_checkerr); an
      * exchange, so that of two closers only the first closes. */
@@ -625,7 +628,8 @@ int gort__fd_close(int fd)
     return fd_close(fd, pd, false);
 }
 
-int gort__fd_detach(int fd) {
+int gort__fd_detach(int fd)
+{
     struct polldesc *pd = gort__fd_ref(fd);
     if (!pd)
         return 1;

@@ -119,7 +119,8 @@ int gort__netpoll_open(int fd, struct polldesc *pd)
 
 /* Watch fd again as pd, or add it if the backend does not watch that
  * number for its present file: 0 or -errno.  Under the poll cache lock. */
-int gort__netpoll_rearm(int fd, struct polldesc *pd) {
+int gort__netpoll_rearm(int fd, struct polldesc *pd)
+{
     struct epoll_event ev = {
         .events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
         .data.u64 =

@@ -19,7 +19,8 @@
 #include <unistd.h>
 
 /* The process's kernel threads (/proc/self/status). */
-static int os_threads(void) {
+static int os_threads(void)
+{
     FILE *f = fopen("/proc/self/status", "r");
     CHECK(f != NULL);
     char line[256];
@@ -40,7 +41,8 @@ static uint64_t metric(const char *name)
     return m.u64;
 }
 
-static int64_t now_ns(void) {
+static int64_t now_ns(void)
+{
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
@@ -56,7 +58,8 @@ static gort_waitgroup readers_wg;
 static int readers_ok;
 static int32_t readers_in;
 
-static void reader(void *arg) {
+static void reader(void *arg)
+{
     int i = (int)(intptr_t)arg;
     char buf[16];
     __atomic_add_fetch(&readers_in, 1, __ATOMIC_ACQ_REL);
@@ -70,7 +73,8 @@ static void reader(void *arg) {
     gort_waitgroup_done(&readers_wg);
 }
 
-static void many_readers_main(void *arg) {
+static void many_readers_main(void *arg)
+{
     (void)arg;
     gort_gomaxprocs(2);
     uint64_t parked0 = metric("/gort/hook/parked:calls");
@@ -98,7 +102,8 @@ static void many_readers_main(void *arg) {
 /* 200 goroutines in read(2) on pipes in blocking mode at once, on 2 Ps:
  * the process keeps at most GOMAXPROCS + 4 threads, /gort/hook/parked
  * counts each, and each read returns the value written to its pipe. */
-TEST(many_readers_no_threads) {
+TEST(many_readers_no_threads)
+{
     readers_ok = 0;
     readers_in = 0;
     run_main(many_readers_main, NULL);
@@ -108,7 +113,8 @@ TEST(many_readers_no_threads) {
  * Semantics as the C library's.
  * ------------------------------------------------------------------------- */
 
-static void nonblock_main(void *arg) {
+static void nonblock_main(void *arg)
+{
     (void)arg;
     int p[2];
     CHECK_EQ(pipe2(p, O_NONBLOCK), 0);
@@ -129,9 +135,13 @@ static void nonblock_main(void *arg) {
 
 /* A descriptor the program made non-blocking returns EAGAIN, and the
  * hooks never change a descriptor's mode. */
-TEST(nonblocking_descriptor_eagain) { run_main(nonblock_main, NULL); }
+TEST(nonblocking_descriptor_eagain)
+{
+    run_main(nonblock_main, NULL);
+}
 
-static void rcvtimeo_main(void *arg) {
+static void rcvtimeo_main(void *arg)
+{
     (void)arg;
     int sv[2];
     CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
@@ -150,13 +160,17 @@ static void rcvtimeo_main(void *arg) {
 }
 
 /* SO_RCVTIMEO is a deadline: EAGAIN once it passes, not before. */
-TEST(so_rcvtimeo_deadline) { run_main(rcvtimeo_main, NULL); }
+TEST(so_rcvtimeo_deadline)
+{
+    run_main(rcvtimeo_main, NULL);
+}
 
 static int close_fd;
 static int close_errno;
 static gort_waitgroup close_wg;
 
-static void blocked_reader(void *arg) {
+static void blocked_reader(void *arg)
+{
     (void)arg;
     char c;
     errno = 0;
@@ -165,7 +179,8 @@ static void blocked_reader(void *arg) {
     gort_waitgroup_done(&close_wg);
 }
 
-static void close_main(void *arg) {
+static void close_main(void *arg)
+{
     (void)arg;
     int sv[2];
     CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
@@ -191,7 +206,10 @@ static void close_main(void *arg) {
 
 /* close of a descriptor another goroutine reads wakes it with EBADF; the
  * number, reused, works as new. */
-TEST(close_wakes_reader_ebadf) { run_main(close_main, NULL); }
+TEST(close_wakes_reader_ebadf)
+{
+    run_main(close_main, NULL);
+}
 
 /* ---------------------------------------------------------------------------
  * poll, select, sleeps.
@@ -199,13 +217,15 @@ TEST(close_wakes_reader_ebadf) { run_main(close_main, NULL); }
 
 static int poll_pipe[2][2];
 
-static void poll_writer(void *arg) {
+static void poll_writer(void *arg)
+{
     (void)arg;
     gort_sleep(20 * MS);
     CHECK_EQ(write(poll_pipe[1][1], "z", 1), 1);
 }
 
-static void poll_main(void *arg) {
+static void poll_main(void *arg)
+{
     (void)arg;
     CHECK_EQ(pipe(poll_pipe[0]), 0);
     CHECK_EQ(pipe(poll_pipe[1]), 0);
@@ -248,7 +268,10 @@ static void poll_main(void *arg) {
 
 /* poll with a timeout, on several descriptors (and a negative one that it
  * skips), woken by the one that becomes ready; select likewise. */
-TEST(poll_select_wait_and_wake) { run_main(poll_main, NULL); }
+TEST(poll_select_wait_and_wake)
+{
+    run_main(poll_main, NULL);
+}
 
 #define NSLEEPERS 500
 static gort_waitgroup sleep_wg;
@@ -262,13 +285,15 @@ static void burner(void *arg)
         ;
 }
 
-static void sleeper(void *arg) {
+static void sleeper(void *arg)
+{
     (void)arg;
     usleep(100 * 1000);
     gort_waitgroup_done(&sleep_wg);
 }
 
-static void sleep_main(void *arg) {
+static void sleep_main(void *arg)
+{
     (void)arg;
     gort_gomaxprocs(2);
     int64_t t0 = now_ns();
@@ -302,9 +327,9 @@ static void sleep_main(void *arg) {
         cpu.tv_sec++;
         cpu.tv_nsec -= 1000000000L;
     }
-    CHECK_EQ(clock_nanosleep(CLOCK_PROCESS_CPUTIME_ID, TIMER_ABSTIME, &cpu,
-                             NULL),
-             0);
+    CHECK_EQ(
+        clock_nanosleep(CLOCK_PROCESS_CPUTIME_ID, TIMER_ABSTIME, &cpu, NULL),
+        0);
     CHECK_EQ(metric("/gort/hook/handoffs:calls") - h0, 1);
     ATOMIC_STORE(&burn_stop, 1);
 }
@@ -313,7 +338,10 @@ static void sleep_main(void *arg) {
  * in about one sleep's time); nanosleep sleeps and checks its argument; a
  * sleep on the process's CPU-time clock takes the hand-off, counted by
  * /gort/hook/handoffs. */
-TEST(sleeps_park) { run_main(sleep_main, NULL); }
+TEST(sleeps_park)
+{
+    run_main(sleep_main, NULL);
+}
 
 /* ---------------------------------------------------------------------------
  * Sockets: connect and accept in blocking mode.
@@ -325,7 +353,8 @@ static struct sockaddr_in laddr;
 static gort_waitgroup conn_wg;
 static int conn_ok;
 
-static void echo_conn(void *arg) {
+static void echo_conn(void *arg)
+{
     int fd = (int)(intptr_t)arg;
     char buf[64];
     ssize_t n = read(fd, buf, sizeof buf);
@@ -334,7 +363,8 @@ static void echo_conn(void *arg) {
     close(fd);
 }
 
-static void acceptor(void *arg) {
+static void acceptor(void *arg)
+{
     (void)arg;
     for (int i = 0; i < NCLIENTS; i++) {
         int fd = accept(lsock, NULL, NULL);
@@ -344,7 +374,8 @@ static void acceptor(void *arg) {
     }
 }
 
-static void client(void *arg) {
+static void client(void *arg)
+{
     int i = (int)(intptr_t)arg;
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     CHECK(fd >= 0);
@@ -360,7 +391,8 @@ static void client(void *arg) {
     gort_waitgroup_done(&conn_wg);
 }
 
-static void sockets_main(void *arg) {
+static void sockets_main(void *arg)
+{
     (void)arg;
     gort_gomaxprocs(2);
     lsock = socket(AF_INET, SOCK_STREAM, 0);
@@ -387,7 +419,8 @@ static void sockets_main(void *arg) {
 /* 100 clients connect, send, and read the echo back with MSG_WAITALL
  * through accept, connect, send, recv, read and write in blocking mode;
  * the descriptors stay in blocking mode and no thread is added. */
-TEST(blocking_sockets_echo) {
+TEST(blocking_sockets_echo)
+{
     conn_ok = 0;
     run_main(sockets_main, NULL);
 }
@@ -399,7 +432,8 @@ TEST(blocking_sockets_echo) {
 /* Before gort_main and on threads gort did not make, the calls are the C
  * library's: a read on an empty pipe in non-blocking mode says EAGAIN, a
  * blocking one is served. */
-TEST(outside_goroutines_plain) {
+TEST(outside_goroutines_plain)
+{
     int p[2];
     CHECK_EQ(pipe(p), 0);
     CHECK_EQ(write(p[1], "q", 1), 1);
@@ -413,7 +447,8 @@ TEST(outside_goroutines_plain) {
     close(p[1]);
 }
 
-static void hook_off_main(void *arg) {
+static void hook_off_main(void *arg)
+{
     (void)arg;
     gort_gomaxprocs(2);
     for (int i = 0; i < 20; i++) {
@@ -442,7 +477,8 @@ static void hook_off_main(void *arg) {
 /* GORTDEBUG=hook=0: every call is the C library's, so 20 goroutines in
  * read(2) hold 20 threads (the test that shows the hooks make the
  * difference). */
-TEST(hook_off_plain_calls) {
+TEST(hook_off_plain_calls)
+{
     setenv("GORTDEBUG", "hook=0", 1);
     readers_ok = 0;
     readers_in = 0;

@@ -813,11 +813,20 @@ TEST(wrappers_eintr)
 
 static int wei_fds[2];
 
-/* A plain thread: after 40 ms, one 8-byte message into the pipe. */
+/* we_signals when the writer was started. */
+static int wei_before;
+
+/* Writes once at least 10 signals have landed on the reader since it was
+ * started (or after 5 s): a fixed delay holds too few on a busy
+ * machine. */
 static void *wei_writer(void *arg)
 {
     (void)arg;
-    usleep(40 * 1000);
+    for (int i = 0;
+         i < 5000 &&
+         __atomic_load_n(&we_signals, __ATOMIC_RELAXED) - wei_before < 10;
+         i++)
+        usleep(1000);
     int64_t v = 4242;
     CHECK_EQ(write(wei_fds[1], &v, sizeof v), (ssize_t)sizeof v);
     return NULL;
@@ -841,11 +850,12 @@ static void wei_main(void *arg)
 
     for (int i = 0; i < 3; i++) {
         got = 0;
+        int before = wei_before =
+            __atomic_load_n(&we_signals, __ATOMIC_RELAXED);
         CHECK_EQ(pthread_create(&wr, NULL, wei_writer, NULL), 0);
-        int before = __atomic_load_n(&we_signals, __ATOMIC_RELAXED);
         CHECK_EQ(gort_read(wei_fds[0], &got, sizeof got), (long)sizeof got);
         CHECK_EQ(got, 4242);
-        /* Signals did land while it waited (every millisecond for 40). */
+        /* Signals did land while it waited (one a millisecond). */
         CHECK_GT(__atomic_load_n(&we_signals, __ATOMIC_RELAXED) - before, 5);
         CHECK_EQ(pthread_join(wr, NULL), 0);
     }
@@ -853,8 +863,8 @@ static void wei_main(void *arg)
     /* gort_readv the same way. */
     got = 0;
     struct iovec iov = {&got, sizeof got};
+    int before_v = wei_before = __atomic_load_n(&we_signals, __ATOMIC_RELAXED);
     CHECK_EQ(pthread_create(&wr, NULL, wei_writer, NULL), 0);
-    int before_v = __atomic_load_n(&we_signals, __ATOMIC_RELAXED);
     CHECK_EQ(gort_readv(wei_fds[0], &iov, 1), (long)sizeof got);
     CHECK_EQ(got, 4242);
     CHECK_GT(__atomic_load_n(&we_signals, __ATOMIC_RELAXED) - before_v, 5);
