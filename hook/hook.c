@@ -50,6 +50,10 @@ static struct {
     int (*usleep)(useconds_t);
     int (*dup)(int);
     int (*ioctl)(int, unsigned long, ...);
+    int (*gethostbyname_r)(const char *, struct hostent *, char *, size_t,
+                           struct hostent **, int *);
+    struct hostent *(*gethostbyname)(const char *);
+    struct hostent *(*gethostbyname2)(const char *, int);
 } more;
 
 static void *next(const char *name)
@@ -85,6 +89,9 @@ static void resolve(void)
     R(real, epoll_wait);
     R(real, nanosleep);
     R(real, clock_nanosleep);
+    R(real, getaddrinfo);
+    R(real, getnameinfo);
+    R(real, gethostbyname2_r);
     R(more, socketpair);
     R(more, pipe);
     R(more, accept);
@@ -97,8 +104,10 @@ static void resolve(void)
     R(more, usleep);
     R(more, dup);
     R(more, ioctl);
+    R(more, gethostbyname_r);
+    R(more, gethostbyname);
+    R(more, gethostbyname2);
 #undef R
-    real.getaddrinfo = getaddrinfo; /* not replaced by gort-hook */
     if (!real.read) {
         static const char msg[] =
             "gort-hook: dlsym(RTLD_NEXT) does not find the C library's "
@@ -424,4 +433,92 @@ int usleep(useconds_t us)
         return 0;
     }
     return REAL(more, usleep)(us);
+}
+
+/* Name lookups: the C library's, on one of a few threads (src/hook.c);
+ * freeaddrinfo is the C library's own, which frees what its getaddrinfo
+ * made. */
+int getaddrinfo(const char *node, const char *service,
+                const struct addrinfo *hints, struct addrinfo **res)
+{
+    if (gort__hook_active())
+        return gort__hook_getaddrinfo(node, service, hints, res);
+    return REAL(real, getaddrinfo)(node, service, hints, res);
+}
+
+int getnameinfo(const struct sockaddr *sa, socklen_t salen, char *host,
+                socklen_t hostlen, char *serv, socklen_t servlen, int flags)
+{
+    if (gort__hook_active())
+        return gort__hook_getnameinfo(sa, salen, host, hostlen, serv,
+                                      servlen, flags);
+    return REAL(real, getnameinfo)(sa, salen, host, hostlen, serv, servlen,
+                                   flags);
+}
+
+int gethostbyname2_r(const char *name, int af, struct hostent *ret,
+                     char *buf, size_t buflen, struct hostent **result,
+                     int *h_errnop)
+{
+    if (gort__hook_active())
+        return gort__hook_gethostbyname2_r(name, af, ret, buf, buflen, result,
+                                           h_errnop);
+    return REAL(real, gethostbyname2_r)(name, af, ret, buf, buflen, result,
+                                        h_errnop);
+}
+
+int gethostbyname_r(const char *name, struct hostent *ret, char *buf,
+                    size_t buflen, struct hostent **result, int *h_errnop)
+{
+    if (gort__hook_active())
+        return gort__hook_gethostbyname2_r(name, AF_INET, ret, buf, buflen,
+                                           result, h_errnop);
+    return REAL(more, gethostbyname_r)(name, ret, buf, buflen, result,
+                                       h_errnop);
+}
+
+/* gethostbyname and gethostbyname2 from a goroutine: one result for the
+ * whole process, as the C library's (not thread-safe there either),
+ * through gethostbyname2_r into a buffer grown until it fits. */
+static struct hostent ghb_ent;
+static char *ghb_buf;
+static size_t ghb_len;
+
+static struct hostent *hook_gethostbyname2(const char *name, int af)
+{
+    struct hostent *result = NULL;
+    int herr = 0;
+    for (;;) {
+        if (!ghb_buf) {
+            ghb_len = ghb_len ? ghb_len * 2 : 1024;
+            if (!(ghb_buf = malloc(ghb_len))) {
+                h_errno = NETDB_INTERNAL;
+                errno = ENOMEM;
+                return NULL;
+            }
+        }
+        int r = gort__hook_gethostbyname2_r(name, af, &ghb_ent, ghb_buf,
+                                            ghb_len, &result, &herr);
+        if (r != ERANGE)
+            break;
+        free(ghb_buf);
+        ghb_buf = NULL;
+    }
+    if (!result)
+        h_errno = herr;
+    return result;
+}
+
+struct hostent *gethostbyname2(const char *name, int af)
+{
+    if (gort__hook_active())
+        return hook_gethostbyname2(name, af);
+    return REAL(more, gethostbyname2)(name, af);
+}
+
+struct hostent *gethostbyname(const char *name)
+{
+    if (gort__hook_active())
+        return hook_gethostbyname2(name, AF_INET);
+    return REAL(more, gethostbyname)(name);
 }

@@ -39,6 +39,7 @@
 #include "sched.h"
 #include "sema.h"
 #include "stack.h"
+#include "syscall.h"
 #include "sysmon.h"
 #include "timers.h"
 #include "trace.h"
@@ -118,6 +119,7 @@ static void teardown(void)
     gort__globrunq_fini();
     gort__gsegq_fini(&gort__sched.gfree);
     gort__semafini();
+    gort__dns_fini();
     gort__netpoll_fini();
     gort__stackfini();
     gort__foreign_fini();

@@ -49,6 +49,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <netdb.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1046,4 +1047,81 @@ int gort__hook_clock_nanosleep(clockid_t clk, int flags,
     if (rem && !(flags & TIMER_ABSTIME))
         rem->tv_sec = rem->tv_nsec = 0;
     return 0;
+}
+
+/* ---------------------------------------------------------------------------
+ * Name lookups: the C library's own, so that nsswitch, /etc/hosts and
+ * resolv.conf's search and timeouts hold as the program expects, each on
+ * one of GORT_DNS_THREADS threads (gort__dns_call); goroutines beyond
+ * them wait parked for a slot.
+ * ------------------------------------------------------------------------- */
+
+struct gai_args {
+    const char *node, *service;
+    const struct addrinfo *hints;
+    struct addrinfo **res;
+};
+
+static int gai_call(void *p)
+{
+    struct gai_args *a = p;
+    return gort__libc.getaddrinfo(a->node, a->service, a->hints, a->res);
+}
+
+int gort__hook_getaddrinfo(const char *node, const char *service,
+                           const struct addrinfo *hints,
+                           struct addrinfo **res)
+{
+    struct gai_args a = {node, service, hints, res};
+    return gort__dns_call(gai_call, &a);
+}
+
+struct gni_args {
+    const struct sockaddr *sa;
+    socklen_t salen;
+    char *host;
+    socklen_t hostlen;
+    char *serv;
+    socklen_t servlen;
+    int flags;
+};
+
+static int gni_call(void *p)
+{
+    struct gni_args *a = p;
+    return gort__libc.getnameinfo(a->sa, a->salen, a->host, a->hostlen,
+                                  a->serv, a->servlen, a->flags);
+}
+
+int gort__hook_getnameinfo(const struct sockaddr *sa, socklen_t salen,
+                           char *host, socklen_t hostlen, char *serv,
+                           socklen_t servlen, int flags)
+{
+    struct gni_args a = {sa, salen, host, hostlen, serv, servlen, flags};
+    return gort__dns_call(gni_call, &a);
+}
+
+struct ghb_args {
+    const char *name;
+    int af;
+    struct hostent *ret;
+    char *buf;
+    size_t buflen;
+    struct hostent **result;
+    int *h_errnop;
+};
+
+static int ghb_call(void *p)
+{
+    struct ghb_args *a = p;
+    return gort__libc.gethostbyname2_r(a->name, a->af, a->ret, a->buf,
+                                       a->buflen, a->result, a->h_errnop);
+}
+
+int gort__hook_gethostbyname2_r(const char *name, int af, struct hostent *ret,
+                                char *buf, size_t buflen,
+                                struct hostent **result, int *h_errnop)
+{
+    struct ghb_args a = {name, af, ret, buf, buflen, result, h_errnop};
+    return gort__dns_call(ghb_call, &a);
 }

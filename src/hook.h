@@ -20,6 +20,8 @@
 #include <stdbool.h>
 #include <sys/select.h>
 
+struct hostent;
+
 /* gort-hook's constructor: the C library's functions as gort-hook's own
  * calls reach them (libc.h), for the runtime's calls and for the calls
  * the hooks make once they have decided.  size is sizeof(struct
@@ -82,5 +84,22 @@ GORT_EXTERN int gort__hook_epoll_wait(int epfd, struct epoll_event *ev,
 GORT_EXTERN int gort__hook_clock_nanosleep(clockid_t clk, int flags,
                                            const struct timespec *req,
                                            struct timespec *rem);
+
+/* getaddrinfo, getnameinfo and gethostbyname2_r (gethostbyname_r,
+ * gethostbyname and gethostbyname2 through it): the C library's lookup,
+ * on one of a few threads (syscall.c, gort__dns_call); the goroutines
+ * beyond them wait parked. */
+GORT_EXTERN int gort__hook_getaddrinfo(const char *node, const char *service,
+                                       const struct addrinfo *hints,
+                                       struct addrinfo **res);
+GORT_EXTERN int gort__hook_getnameinfo(const struct sockaddr *sa,
+                                       socklen_t salen, char *host,
+                                       socklen_t hostlen, char *serv,
+                                       socklen_t servlen, int flags);
+GORT_EXTERN int gort__hook_gethostbyname2_r(const char *name, int af,
+                                            struct hostent *ret, char *buf,
+                                            size_t buflen,
+                                            struct hostent **result,
+                                            int *h_errnop);
 
 #endif /* GORT_HOOK_H */

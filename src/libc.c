@@ -35,4 +35,6 @@ struct gort__libc gort__libc = {
     .nanosleep = nanosleep,
     .clock_nanosleep = clock_nanosleep,
     .getaddrinfo = getaddrinfo,
+    .getnameinfo = getnameinfo,
+    .gethostbyname2_r = gethostbyname2_r,
 };

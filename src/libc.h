@@ -36,6 +36,7 @@
 #include <time.h>
 
 struct addrinfo;
+struct hostent;
 
 /* The functions, one member each, named as in the C library.  Private to
  * one version of gort: gort-hook fills it from the same build
@@ -70,6 +71,10 @@ struct gort__libc {
                            struct timespec *);
     int (*getaddrinfo)(const char *, const char *, const struct addrinfo *,
                        struct addrinfo **);
+    int (*getnameinfo)(const struct sockaddr *, socklen_t, char *, socklen_t,
+                       char *, socklen_t, int);
+    int (*gethostbyname2_r)(const char *, int, struct hostent *, char *,
+                            size_t, struct hostent **, int *);
 };
 
 /* The table every call of the runtime goes through: written only by

@@ -143,6 +143,13 @@ _Static_assert(GORT_RUNQ_SIZE >= 2 &&
 #define GORT_NETPOLL_SPIN_US 50
 /* Default thread limit (sched.maxmcount in proc.go). */
 #define GORT_DEFAULT_MAX_THREADS 10000
+/* Name lookups (getaddrinfo and the like) under way at once, each on a
+ * thread of its own (syscall.c, gort__dns_call); more goroutines wait for
+ * a slot parked, not on threads.  The C library's resolver has no
+ * non-blocking form that keeps its semantics (nsswitch, /etc/hosts,
+ * resolv.conf's search and timeouts); Go's cgo resolver caps its threads
+ * the same way. */
+#define GORT_DNS_THREADS 4
 
 /* ---------------------------------------------------------------------------
  * G: goroutine.  Mirrors type g (runtime2.go).

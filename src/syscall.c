@@ -49,6 +49,7 @@
 #include "runq.h"
 #include "san.h"
 #include "sched.h"
+#include "sema.h"
 #include "syscall.h"
 #include "sysmon.h"
 #include "tracehooks.h"
@@ -393,14 +394,51 @@ int gort_nanosleep(const struct timespec *req, struct timespec *rem)
     return -e;
 }
 
+/* Free slots for name lookups: GORT_DNS_THREADS, less the lookups under
+ * way (a runtime semaphore's count; gort__dns_fini puts it back for the
+ * next gort_main). */
+static uint32_t dns_slots = GORT_DNS_THREADS;
+
+int gort__dns_call(int (*fn)(void *), void *arg)
+{
+    struct m *mp = gort__getm();
+    if (!mp || !mp->curg || mp->curg->foreign)
+        return fn(arg); /* no goroutine to park: the thread waits */
+    gort__semacquire(&dns_slots, WAIT_SEMACQUIRE);
+    /* A lookup may take seconds (resolv.conf's timeouts): the P goes to
+     * another thread at once. */
+    gort_entersyscallblock();
+    int r = fn(arg);
+    int e = errno;
+    gort_exitsyscall();
+    gort__semrelease(&dns_slots, false);
+    errno = e;
+    return r;
+}
+
+void gort__dns_fini(void)
+{
+    dns_slots = GORT_DNS_THREADS;
+}
+
+struct gai_args {
+    const char *node, *service;
+    const struct addrinfo *hints;
+    struct addrinfo **res;
+};
+
+static int gai_call(void *p)
+{
+    struct gai_args *a = p;
+    return gort__libc.getaddrinfo(a->node, a->service, a->hints, a->res);
+}
+
 int gort_getaddrinfo(const char *node, const char *service,
                      const struct addrinfo *hints, struct addrinfo **res)
 {
     GORT_SAN_SCOPE();
-    gort_entersyscall();
-    int r = gort__libc.getaddrinfo(node, service, hints, res);
-    gort_exitsyscall();
-    return r;
+    struct gai_args a = {node, service, hints, res};
+    return gort__dns_call(gai_call, &a);
 }
 
 int gort_waitpid(int pid, int *status, int options)

@@ -23,6 +23,14 @@ GORT_HIDDEN void gort__urg_wait(struct m *mp);
  * True when mp now holds a P. */
 GORT_HIDDEN bool gort__syscall_watch(struct m *mp);
 
+/* fn(arg), a name lookup of the C library's, made with one of the
+ * GORT_DNS_THREADS slots (parked until one is free) in the syscall
+ * hand-off; its result, errno as fn left it.  Outside a goroutine, fn(arg)
+ * as it is. */
+GORT_HIDDEN int gort__dns_call(int (*fn)(void *), void *arg);
+/* gort_main's teardown: every slot free. */
+GORT_HIDDEN void gort__dns_fini(void);
+
 /* The body of a blocking-call wrapper: `call`, an expression of type
  * `type` (-1 and errno on failure), between gort_entersyscall and
  * gort_exitsyscall, retried on EINTR; returns its value or -errno from the

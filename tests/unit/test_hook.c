@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/select.h>
@@ -484,4 +485,83 @@ TEST(hook_off_plain_calls)
     readers_in = 0;
     run_main(hook_off_main, NULL);
     unsetenv("GORTDEBUG");
+}
+
+/* ---------------------------------------------------------------------------
+ * Name lookups.
+ * ------------------------------------------------------------------------- */
+
+#define NLOOKUPS 200
+static gort_waitgroup dns_wg;
+static int dns_ok;
+static int32_t dns_threads_max;
+
+static void lookup(void *arg)
+{
+    (void)arg;
+    struct addrinfo hints = {.ai_family = AF_INET,
+                             .ai_socktype = SOCK_STREAM};
+    struct addrinfo *res = NULL;
+    int r = getaddrinfo("localhost", "80", &hints, &res);
+    int t = os_threads();
+    int32_t m = ATOMIC_LOAD(&dns_threads_max);
+    while (t > m && !__atomic_compare_exchange_n(&dns_threads_max, &m, t,
+                                                 false, __ATOMIC_ACQ_REL,
+                                                 __ATOMIC_ACQUIRE))
+        ;
+    if (r == 0 && res && res->ai_family == AF_INET &&
+        ntohs(((struct sockaddr_in *)res->ai_addr)->sin_port) == 80 &&
+        ((struct sockaddr_in *)res->ai_addr)->sin_addr.s_addr ==
+            htonl(INADDR_LOOPBACK))
+        __atomic_add_fetch(&dns_ok, 1, __ATOMIC_ACQ_REL);
+    if (r == 0)
+        freeaddrinfo(res);
+    gort_waitgroup_done(&dns_wg);
+}
+
+static void dns_main(void *arg)
+{
+    (void)arg;
+    gort_gomaxprocs(2);
+    for (int i = 0; i < NLOOKUPS; i++) {
+        gort_waitgroup_add(&dns_wg, 1);
+        CHECK_GT(gort_go(lookup, NULL), 0);
+    }
+    gort_waitgroup_wait(&dns_wg);
+    CHECK_EQ(ATOMIC_LOAD(&dns_ok), NLOOKUPS);
+    /* At most 4 lookups at once, each on a thread: GOMAXPROCS, the 4,
+     * sysmon and the thread a handed-off P went to. */
+    CHECK_LE(ATOMIC_LOAD(&dns_threads_max), 2 + 4 + 2);
+    /* A name that does not exist: the C library's answer, as a code. */
+    struct addrinfo *res = NULL;
+    struct addrinfo hints = {.ai_flags = AI_NUMERICHOST};
+    CHECK_EQ(getaddrinfo("not an address", NULL, &hints, &res),
+             EAI_NONAME);
+    /* getnameinfo and gethostbyname through the same path. */
+    struct sockaddr_in sin = {.sin_family = AF_INET,
+                              .sin_port = htons(80),
+                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    char host[256], serv[32];
+    CHECK_EQ(getnameinfo((struct sockaddr *)&sin, sizeof sin, host,
+                         sizeof host, serv, sizeof serv,
+                         NI_NUMERICHOST | NI_NUMERICSERV),
+             0);
+    CHECK_EQ(strcmp(host, "127.0.0.1"), 0);
+    CHECK_EQ(strcmp(serv, "80"), 0);
+    struct hostent *he = gethostbyname("localhost");
+    CHECK(he != NULL);
+    CHECK_EQ(he->h_addrtype, AF_INET);
+    CHECK_EQ(((struct in_addr *)he->h_addr_list[0])->s_addr,
+             htonl(INADDR_LOOPBACK));
+}
+
+/* 200 goroutines resolve "localhost" at once through getaddrinfo: every
+ * answer is 127.0.0.1 port 80, and the lookups run on a few threads, not
+ * one each; a bad numeric host gets EAI_NONAME; getnameinfo and
+ * gethostbyname answer through the same path. */
+TEST(name_lookups_few_threads)
+{
+    dns_ok = 0;
+    dns_threads_max = 0;
+    run_main(dns_main, NULL);
 }
