@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# .ci/debian.sh - the Debian packages (debian/): build libgort0 and
-# libgort-dev with dpkg-buildpackage in a copy of the tree (it writes into
-# the parent directory and leaves build files behind, so never in the
+# .ci/debian.sh - the Debian packages (debian/): build libgort0,
+# libgort-hook0 and libgort-dev with dpkg-buildpackage in a copy of the
+# tree (it writes into the parent directory and leaves build files behind, so never in the
 # checkout), check them with lintian (failing on errors), install them,
 # build a small gort program against the installed packages with
 # pkg-config and with CMake's find_package(gort CONFIG), shared and static,
@@ -32,7 +32,7 @@ packages_in=0
 cleanup() {
     status=$?
     if [ "$packages_in" = 1 ]; then
-        apt_get purge -y -qq libgort-dev libgort0 >/dev/null || status=1
+        apt_get purge -y -qq libgort-dev libgort-hook0 libgort0 >/dev/null || status=1
     fi
     rm -rf "$tmp"
     exit "$status"
@@ -75,13 +75,15 @@ lintian --fail-on error --info --display-experimental --pedantic "$changes" ||
     fail "lintian found errors in $changes"
 
 stage "install"
-debs=("$tmp"/libgort0_*.deb "$tmp"/libgort-dev_*.deb)
+debs=("$tmp"/libgort0_*.deb "$tmp"/libgort-hook0_*.deb "$tmp"/libgort-dev_*.deb)
 packages_in=1
 apt_get install -y -qq "${debs[@]}"
 multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 for f in /usr/include/gort.h \
          "/usr/lib/$multiarch/libgort.so.0" "/usr/lib/$multiarch/libgort.so" \
          "/usr/lib/$multiarch/libgort.a" "/usr/lib/$multiarch/pkgconfig/gort.pc" \
+         "/usr/lib/$multiarch/libgort-hook.so.0" "/usr/lib/$multiarch/libgort-hook.a" \
+         "/usr/lib/$multiarch/pkgconfig/gort-hook.pc" \
          "/usr/lib/$multiarch/cmake/gort/gortConfig.cmake" \
          /usr/share/gort/gort-gdb.py; do
     [ -e "$f" ] || fail "$f is not installed"
@@ -178,7 +180,7 @@ if command -v gdb >/dev/null 2>&1; then
 fi
 
 stage "remove"
-apt_get purge -y -qq libgort-dev libgort0
+apt_get purge -y -qq libgort-dev libgort-hook0 libgort0
 packages_in=0
 for f in /usr/include/gort.h "/usr/lib/$multiarch/libgort.so.0"; do
     [ ! -e "$f" ] || fail "$f is still there after removal"

@@ -17,7 +17,8 @@ include(CMakePackageConfigHelpers)
 
 # gort_install_packages(<export set>): the install rules of both packages
 # for the targets of <export set> (gort_shared exported as gort::gort,
-# gort_static as gort::gort_static).
+# gort_static as gort::gort_static, gort-hook's as gort::hook and
+# gort::hook_static), and of gort-hook.pc beside gort.pc.
 function(gort_install_packages export_set)
   set(cmakedir ${CMAKE_INSTALL_LIBDIR}/cmake/gort)
   install(EXPORT ${export_set} NAMESPACE gort:: DESTINATION ${cmakedir}
@@ -60,10 +61,12 @@ function(gort_install_packages export_set)
   else()
     set(GORT_PC_INCLUDEDIR "\${prefix}/${CMAKE_INSTALL_INCLUDEDIR}")
   endif()
-  configure_file(${PROJECT_SOURCE_DIR}/cmake/gort.pc.in
-    ${PROJECT_BINARY_DIR}/gort.pc.layout @ONLY)
-  install(CODE "configure_file([[${PROJECT_BINARY_DIR}/gort.pc.layout]]
-    [[${PROJECT_BINARY_DIR}/gort.pc]] @ONLY)")
-  install(FILES ${PROJECT_BINARY_DIR}/gort.pc
-    DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+  foreach(pc gort gort-hook)
+    configure_file(${PROJECT_SOURCE_DIR}/cmake/${pc}.pc.in
+      ${PROJECT_BINARY_DIR}/${pc}.pc.layout @ONLY)
+    install(CODE "configure_file([[${PROJECT_BINARY_DIR}/${pc}.pc.layout]]
+      [[${PROJECT_BINARY_DIR}/${pc}.pc]] @ONLY)")
+    install(FILES ${PROJECT_BINARY_DIR}/${pc}.pc
+      DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+  endforeach()
 endfunction()

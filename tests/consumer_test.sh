@@ -74,9 +74,50 @@ int main(void)
 }
 C
 
+# hook.c: a goroutine's read(2) of an empty pipe parks it (gort-hook):
+# the metric of parked calls moves, and the writer's byte arrives.
+cat > "$tmp/hook.c" <<'C'
+#include <gort.h>
+#include <stdio.h>
+#include <unistd.h>
+static int fds[2];
+static char got;
+static void writer(void *arg)
+{
+    (void)arg;
+    gort_sleep(10 * 1000 * 1000);
+    if (write(fds[1], "h", 1) != 1)
+        got = '?';
+}
+static void main_g(void *arg)
+{
+    (void)arg;
+    if (pipe(fds) != 0)
+        return;
+    gort_go(writer, NULL);
+    if (read(fds[0], &got, 1) != 1)
+        got = '?';
+    gort_metric_sample m = {.name = "/gort/hook/parked:calls"};
+    gort_metrics_read(&m, 1);
+    printf("got=%c parked=%s\n", got, m.u64 >= 1 ? "yes" : "no");
+}
+int main(void)
+{
+    return gort_main(main_g, NULL);
+}
+C
+
 version=$(sed -n 's/^#define GORT_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\).*/\2/p' \
     "$src/include/gort.h" | paste -sd.)
 [ -n "$version" ] || fail "no version in $src/include/gort.h"
+
+# check_hook PROGRAM: its read parked through gort-hook.
+check_hook() {
+    local out
+    out=$("$1") || fail "$1 exited with $?: $out"
+    [ "$out" = "got=h parked=yes" ] ||
+        fail "$1 printed '$out', want 'got=h parked=yes'"
+}
 
 # check_run PROGRAM: it prints the sum and the library's version.
 check_run() {
@@ -88,10 +129,11 @@ check_run() {
 
 # write_app: a separate CMake project in $tmp/app that finds gort with
 # find_package(gort ${WANT} CONFIG REQUIRED) and builds hello_shared on
-# gort::gort and hello_static on gort::gort_static.
+# gort::gort, hello_static on gort::gort_static, and hook_shared and
+# hook_static on gort::hook and gort::hook_static.
 write_app() {
     mkdir -p "$tmp/app"
-    cp "$tmp/hello.c" "$tmp/app/"
+    cp "$tmp/hello.c" "$tmp/hook.c" "$tmp/app/"
     cat > "$tmp/app/CMakeLists.txt" <<'CM'
 cmake_minimum_required(VERSION 3.16)
 project(app C)
@@ -103,6 +145,10 @@ add_executable(hello_shared hello.c)
 target_link_libraries(hello_shared PRIVATE gort::gort)
 add_executable(hello_static hello.c)
 target_link_libraries(hello_static PRIVATE gort::gort_static)
+add_executable(hook_shared hook.c)
+target_link_libraries(hook_shared PRIVATE gort::hook)
+add_executable(hook_static hook.c)
+target_link_libraries(hook_static PRIVATE gort::hook_static)
 CM
 }
 
@@ -116,6 +162,8 @@ cmake_package)
     run_logged "$tmp/build.log" "$CMAKE" --build "$tmp/app-build"
     check_run "$tmp/app-build/hello_shared"
     check_run "$tmp/app-build/hello_static"
+    check_hook "$tmp/app-build/hook_shared"
+    check_hook "$tmp/app-build/hook_static"
     if command -v readelf >/dev/null 2>&1; then
         so=$(find "$tmp/prefix" -name libgort.so | head -n 1)
         soname=$(readelf -d "$so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
@@ -146,7 +194,7 @@ cmake_package)
 
 subdirectory)
     mkdir -p "$tmp/parent"
-    cp "$tmp/hello.c" "$tmp/parent/"
+    cp "$tmp/hello.c" "$tmp/hook.c" "$tmp/parent/"
     cat > "$tmp/parent/CMakeLists.txt" <<CM
 cmake_minimum_required(VERSION 3.16)
 project(parent C)
@@ -182,6 +230,10 @@ add_executable(hello_static hello.c)
 target_link_libraries(hello_static PRIVATE gort::gort_static)
 add_executable(hello_plain hello.c)
 target_link_libraries(hello_plain PRIVATE gort_static)
+add_executable(hook_shared hook.c)
+target_link_libraries(hook_shared PRIVATE gort::hook)
+add_executable(hook_static hook.c)
+target_link_libraries(hook_static PRIVATE gort::hook_static)
 add_test(NAME parent_test COMMAND hello_static)
 install(TARGETS hello_static DESTINATION bin)
 CM
@@ -197,6 +249,8 @@ CM
     for p in hello_shared hello_static hello_plain; do
         check_run "$b/$p"
     done
+    check_hook "$b/hook_shared"
+    check_hook "$b/hook_static"
     tests=$(cd "$b" && ctest -N | sed -n 's/^ *Test *#[0-9]*: //p')
     [ "$tests" = "parent_test" ] || fail "the parent's ctest lists: $(echo $tests)"
     # gort built its libraries and no program (tests, benchmarks, examples).
@@ -213,6 +267,7 @@ CM
     run_logged "$tmp/build.log" "$CMAKE" --build "$b" -j 2
     run_logged "$tmp/install.log" "$CMAKE" --install "$b" --prefix "$tmp/pinst2"
     for f in include/gort.h lib/libgort.a lib/libgort.so.0 lib/pkgconfig/gort.pc \
+             lib/libgort-hook.a lib/libgort-hook.so.0 lib/pkgconfig/gort-hook.pc \
              lib/cmake/gort/gortConfig.cmake lib/cmake/gort/gortConfigVersion.cmake; do
         [ -e "$tmp/pinst2/$f" ] || fail "GORT_INSTALL=ON in the parent did not install $f"
     done
@@ -226,7 +281,7 @@ pkgconfig_multiarch)
         -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=/usr \
         -DCMAKE_INSTALL_LIBDIR="$libdir" -DGORT_BUILD_TESTS=OFF \
         -DGORT_BUILD_BENCH=OFF -DGORT_BUILD_EXAMPLES=OFF -DGORT_WERROR=OFF
-    run_logged "$tmp/build.log" "$CMAKE" --build "$tmp/build" -j 2 --target gort_shared gort_static
+    run_logged "$tmp/build.log" "$CMAKE" --build "$tmp/build" -j 2 --target gort_shared gort_static gort_hook_shared gort_hook_static
     DESTDIR=$tmp/stage run_logged "$tmp/install.log" "$CMAKE" --install "$tmp/build"
     pc=$tmp/stage/usr/$libdir/pkgconfig/gort.pc
     [ -f "$pc" ] || fail "no gort.pc at $pc"
@@ -246,6 +301,10 @@ pkgconfig_multiarch)
     "$CC" -o "$tmp/hello" "$tmp/hello.c" $(pkg-config --cflags --libs gort) ||
         fail "cc with the staged gort.pc failed"
     LD_LIBRARY_PATH=$lib check_run "$tmp/hello"
+    # shellcheck disable=SC2046
+    "$CC" -o "$tmp/hook" "$tmp/hook.c" $(pkg-config --cflags --libs gort-hook) ||
+        fail "cc with the staged gort-hook.pc failed"
+    LD_LIBRARY_PATH=$lib check_hook "$tmp/hook"
     # The CMake package of the same staged tree.
     write_app
     run_logged "$tmp/app-cfg.log" "$CMAKE" -S "$tmp/app" -B "$tmp/app-build" \
@@ -255,6 +314,8 @@ pkgconfig_multiarch)
     run_logged "$tmp/app-build.log" "$CMAKE" --build "$tmp/app-build"
     check_run "$tmp/app-build/hello_shared"
     check_run "$tmp/app-build/hello_static"
+    check_hook "$tmp/app-build/hook_shared"
+    check_hook "$tmp/app-build/hook_static"
     ;;
 
 *)
