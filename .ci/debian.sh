@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: MIT
 # .ci/debian.sh - the Debian packages (debian/): build libgort0,
 # libgort-hook0 and libgort-dev with dpkg-buildpackage in a copy of the
-# tree (it writes into the parent directory and leaves build files behind, so never in the
-# checkout), check them with lintian (failing on errors), install them,
-# build a small gort program against the installed packages with
+# tree (it writes into the parent directory and leaves build files
+# behind, so never in the checkout), check them with lintian (failing on
+# errors), install them, build a small gort program against the installed packages with
 # pkg-config and with CMake's find_package(gort CONFIG), shared and static,
 # run each and check its output, and remove the packages again.
 #
