@@ -4,9 +4,10 @@
 # libgort-hook0 and libgort-dev with dpkg-buildpackage in a copy of the
 # tree (it writes into the parent directory and leaves build files
 # behind, so never in the checkout), check them with lintian (failing on
-# errors), install them, build a small gort program against the installed packages with
-# pkg-config and with CMake's find_package(gort CONFIG), shared and static,
-# run each and check its output, and remove the packages again.
+# errors), install them, build a small gort program against the
+# installed packages with pkg-config and with CMake's find_package(gort
+# CONFIG), shared and static, run each and check its output, and remove
+# the packages again.
 #
 #   JOBS=4 .ci/debian.sh        (default 2 build and test jobs)
 #
