@@ -306,27 +306,36 @@ int fcntl(int fd, int cmd, ...)
     if (r >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) &&
         gort__hook_active())
         gort__hook_fd_new(r);
+    if (r >= 0 && cmd == F_SETFL)
+        gort__hook_fd_changed();
     return r;
 }
 
 int fcntl64(int fd, int cmd, ...) __attribute__((alias("fcntl")));
 
-/* ioctl, FIONBIO included, changes nothing the hooks keep: they ask the
- * kernel for the descriptor's mode when they need it. */
+/* ioctl: the C library's; FIONBIO changes a descriptor's mode, of which
+ * the hooks keep a copy (src/hook.c, pd_modes). */
 int ioctl(int fd, unsigned long req, ...)
 {
     va_list ap;
     va_start(ap, req);
     void *arg = va_arg(ap, void *);
     va_end(ap);
-    return REAL(more, ioctl)(fd, req, arg);
+    int r = REAL(more, ioctl)(fd, req, arg);
+    if (r >= 0 && req == FIONBIO)
+        gort__hook_fd_changed();
+    return r;
 }
 
-/* Socket options are the kernel's: the hooks read SO_RCVTIMEO and
- * SO_SNDTIMEO when a call is about to wait. */
+/* Socket options are the kernel's; the hooks keep a copy of SO_RCVTIMEO
+ * and SO_SNDTIMEO, which become deadlines. */
 int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 {
-    return REAL(real, setsockopt)(fd, level, name, val, len);
+    int r = REAL(real, setsockopt)(fd, level, name, val, len);
+    if (r == 0 && level == SOL_SOCKET &&
+        (name == SO_RCVTIMEO || name == SO_SNDTIMEO))
+        gort__hook_fd_changed();
+    return r;
 }
 
 int getsockopt(int fd, int level, int name, void *val, socklen_t *len)

@@ -63,10 +63,13 @@
 
 static struct {
     uint32_t installed; /* atomic: gort__hook_install succeeded */
+    uint32_t epoch;     /* atomic: moved by every change to a descriptor's
+                         * mode or timeouts (gort__hook_fd_changed);
+                         * starts at 1, pollDescs' copies at 0 */
     uint32_t forked;    /* atomic: this process is a forked child */
     uint64_t parked;    /* atomic: hooked calls that parked */
     uint64_t handoff;   /* atomic: hooked calls that took the hand-off */
-} hook;
+} hook = {.epoch = 1};
 
 static void hook_atfork_child(void)
 {
@@ -179,10 +182,20 @@ static int kind_of(int fd)
     return k;
 }
 
-void gort__hook_fd_new(int fd)
+/* Forget what the hooks knew of fd's number. */
+static void kind_forget(int fd)
 {
     if (fd >= 0 && fd < load_acq(&kinds.n))
         kind_set(fd, K_UNKNOWN);
+}
+
+void gort__hook_fd_new(int fd)
+{
+    kind_forget(fd);
+    /* The kernel just gave out the number, so whatever the poller still
+     * has under it belongs to a file closed behind the hooks' back
+     * (fclose of an fdopen'd socket): let it go, without close(2). */
+    gort__fd_detach(fd);
 }
 
 /* ---------------------------------------------------------------------------
@@ -192,26 +205,42 @@ void gort__hook_fd_new(int fd)
 /* wait_fd's answer for a descriptor the poller cannot watch. */
 #define HANDOFF 1
 
-/* Whether the program made fd's file description non-blocking. */
+void gort__hook_fd_changed(void)
+{
+    /* Relaxed: a wait that the change happens before reads this or a later
+     * value (coherence); the copies it invalidates are only read. */
+    xadd_relaxed(&hook.epoch, 1);
+}
+
+/* pd's copy of its descriptor's mode and socket timeouts (see netpoll.h),
+ * read from the kernel again when a change may have made it stale. */
+static void pd_modes(struct polldesc *pd, int fd, bool sock)
+{
+    uint32_t e = load_relaxed(&hook.epoch);
+    /* Acquire: the copy stored before the epoch (release, below). */
+    if (load_acq(&pd->hk_epoch) == e)
+        return;
+    int fl = gort__libc.fcntl(fd, F_GETFL);
+    store_relaxed(&pd->hk_nonblock, fl >= 0 && (fl & O_NONBLOCK) ? 1u : 0u);
+    for (int k = 0; k < 2; k++) {
+        struct timeval tv = {0, 0};
+        socklen_t len = sizeof tv;
+        if (!sock || gort__libc.getsockopt(fd, SOL_SOCKET,
+                                           k ? SO_SNDTIMEO : SO_RCVTIMEO, &tv,
+                                           &len) < 0)
+            tv = (struct timeval){0, 0};
+        store_relaxed(&pd->hk_timeo[k], (int64_t)tv.tv_sec * 1000000000 +
+                                            (int64_t)tv.tv_usec * 1000);
+    }
+    store_rel(&pd->hk_epoch, e);
+}
+
+/* Whether the program made fd's file description non-blocking (the
+ * kernel asked: accept and connect, once a call). */
 static bool user_nonblock(int fd)
 {
     int fl = gort__libc.fcntl(fd, F_GETFL);
     return fl >= 0 && (fl & O_NONBLOCK);
-}
-
-/* The SO_RCVTIMEO ('r') or SO_SNDTIMEO ('w') of socket fd, as a deadline
- * from now (0: none). */
-static int64_t sock_deadline(int fd, int mode)
-{
-    struct timeval tv;
-    socklen_t len = sizeof tv;
-    if (gort__libc.getsockopt(fd, SOL_SOCKET,
-                              mode == 'r' ? SO_RCVTIMEO : SO_SNDTIMEO, &tv,
-                              &len) < 0 ||
-        (tv.tv_sec == 0 && tv.tv_usec == 0))
-        return 0;
-    return gort_nanotime() + (int64_t)tv.tv_sec * 1000000000 +
-           (int64_t)tv.tv_usec * 1000;
 }
 
 /* fd's pollDesc with a reference held, registering fd for the hooks if
@@ -264,11 +293,17 @@ static int wait_fd(int fd, int mode, bool sock, int64_t *deadline)
     if (*deadline < 0) {
         /* gort's own descriptors (gort_socket and the rest) are
          * non-blocking in the kernel for gort's sake: they wait. */
-        if (pd->hooked && user_nonblock(fd)) {
-            gort__fd_unref(pd);
-            return -EAGAIN;
+        *deadline = 0;
+        if (pd->hooked) {
+            pd_modes(pd, fd, sock);
+            if (load_relaxed(&pd->hk_nonblock)) {
+                gort__fd_unref(pd);
+                return -EAGAIN;
+            }
+            int64_t t = load_relaxed(&pd->hk_timeo[mode == 'w']);
+            if (t > 0)
+                *deadline = gort_nanotime() + t;
         }
-        *deadline = sock ? sock_deadline(fd, mode) : 0;
     }
     err = pd_park(pd, mode, *deadline);
     gort__fd_unref(pd);
@@ -703,7 +738,7 @@ int gort__hook_connect(int fd, const struct sockaddr *addr, socklen_t len)
  * C library's close. */
 int gort__hook_close(int fd)
 {
-    gort__hook_fd_new(fd);
+    kind_forget(fd);
     int r = gort__fd_close(fd);
     if (r == 1)
         return gort__libc.close(fd);
@@ -715,7 +750,7 @@ int gort__hook_dup3(int oldfd, int newfd, int flags)
     /* dup2 of a number onto itself changes nothing; dup3 refuses it. */
     if (oldfd != newfd) {
         gort__fd_detach(newfd);
-        gort__hook_fd_new(newfd);
+        kind_forget(newfd);
     }
     return flags < 0 ? gort__libc.dup2(oldfd, newfd)
                      : gort__libc.dup3(oldfd, newfd, flags);

@@ -65,6 +65,10 @@ GORT_EXTERN int gort__hook_connect(int fd, const struct sockaddr *addr,
 /* A descriptor made, or given another file, by the program: forget what
  * the hooks knew of its number. */
 GORT_EXTERN void gort__hook_fd_new(int fd);
+/* A descriptor's mode or socket timeouts changed (fcntl F_SETFL, ioctl
+ * FIONBIO, setsockopt SO_RCVTIMEO or SO_SNDTIMEO), from any thread: the
+ * hooks' copies are read from the kernel again. */
+GORT_EXTERN void gort__hook_fd_changed(void);
 GORT_EXTERN int gort__hook_close(int fd);
 /* dup2 and dup3 (flags -1 for dup2). */
 GORT_EXTERN int gort__hook_dup3(int oldfd, int newfd, int flags);

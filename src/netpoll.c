@@ -480,6 +480,7 @@ static int fd_register(int fd, bool inq, bool hooked)
     pd->inq = inq && stream;
     pd->hooked = hooked;
     pd->noclose = false;
+    store_relaxed(&pd->hk_epoch, 0);
     store_relaxed(&pd->rdrained, 0);
     store_relaxed(&pd->rdhup, 0);
     store_relaxed(&pd->rg, PD_NIL);

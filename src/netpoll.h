@@ -41,6 +41,15 @@ struct polldesc {
                              * close(2) */
     gort_mutex gate[2];     /* gort-hook's waiters to read ([0]) and to
                              * write ([1]) take turns: a slot holds one G */
+    /* gort-hook's copy of what the kernel says of the descriptor (hook.c,
+     * wait_fd): valid while hk_epoch equals hook.c's epoch, which the
+     * hooked calls that change these (fcntl F_SETFL, ioctl FIONBIO,
+     * setsockopt SO_RCVTIMEO/SO_SNDTIMEO) move.  All atomic (relaxed; the
+     * epoch stored last with release), as goroutines refresh it at once;
+     * hk_epoch is 0 (never valid) at registration. */
+    uint32_t hk_epoch;
+    uint32_t hk_nonblock;   /* O_NONBLOCK on the file description */
+    int64_t hk_timeo[2];    /* SO_RCVTIMEO, SO_SNDTIMEO, ns (0: none) */
     uintptr_t rg, wg;       /* atomic: PD_* (netpoll.c) or a G */
     int64_t rd, wd;         /* atomic: deadline (0 none, -1 expired) */
     struct gtimer rt, wt;   /* deadline timers */
