@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pg_fanout - simple queries a second from many clients of PostgreSQL,
+ * each with its own connection and one query in flight, through libpq,
+ * made two ways (-mode):
+ *
+ *   gort     goroutines, through gort-hook (linked in): libpq's connect,
+ *            poll, send and recv park each client;
+ *   threads  the same client code, one pthread a client.
+ *
+ *     pg_fanout -mode MODE -conn CONNINFO [-clients N] [-n QUERIES]
+ *               [-procs N]
+ *
+ * Every client runs `SELECT $i` queries (PQexecParams, text result), -n in
+ * all (default 100,000), checking every answer.  Figures:
+ * queries_per_s, cpu_us_per_query (the process's user and system time
+ * over the run, getrusage) and threads (the most /proc/self/status
+ * showed).  bench/fanout.sh starts a PostgreSQL server in a temporary
+ * directory and runs both modes in turn.
+ */
+#include <gort.h>
+#include <libpq-fe.h>
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+static const char *mode = "gort", *conninfo;
+static int clients = 100, procs = 2;
+static long total = 100000, per_client;
+static long failures;   /* atomic */
+static int max_threads; /* atomic */
+
+static int os_threads(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    int n = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "Threads: %d", &n) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return n;
+}
+
+static void note_threads(void)
+{
+    int t = os_threads();
+    int m = __atomic_load_n(&max_threads, __ATOMIC_RELAXED);
+    while (t > m && !__atomic_compare_exchange_n(&max_threads, &m, t, false,
+                                                 __ATOMIC_RELAXED,
+                                                 __ATOMIC_RELAXED))
+        ;
+}
+
+static void fail(const char *what)
+{
+    if (__atomic_fetch_add(&failures, 1, __ATOMIC_RELAXED) < 5)
+        fprintf(stderr, "pg_fanout: %s\n", what);
+}
+
+static void client(void)
+{
+    PGconn *c = PQconnectdb(conninfo);
+    if (PQstatus(c) != CONNECTION_OK) {
+        fail(PQerrorMessage(c));
+        PQfinish(c);
+        return;
+    }
+    for (long i = 0; i < per_client; i++) {
+        char v[32];
+        snprintf(v, sizeof v, "%ld", i);
+        const char *params[1] = {v};
+        PGresult *r = PQexecParams(c, "SELECT $1::bigint", 1, NULL, params,
+                                   NULL, NULL, 0);
+        bool ok = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 &&
+                  atol(PQgetvalue(r, 0, 0)) == i;
+        PQclear(r);
+        if (!ok) {
+            fail(PQerrorMessage(c));
+            break;
+        }
+        if (i == per_client / 2)
+            note_threads();
+    }
+    PQfinish(c);
+}
+
+static gort_waitgroup wg;
+
+static void gort_client(void *arg)
+{
+    (void)arg;
+    client();
+    gort_waitgroup_done(&wg);
+}
+
+static void gort_main_g(void *arg)
+{
+    (void)arg;
+    gort_gomaxprocs(procs);
+    for (int i = 0; i < clients; i++) {
+        gort_waitgroup_add(&wg, 1);
+        gort_go(gort_client, NULL);
+    }
+    gort_waitgroup_wait(&wg);
+}
+
+static void *thread_client(void *arg)
+{
+    (void)arg;
+    client();
+    return NULL;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double cpu_s(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+static long intflag(const char *name, const char *v, long min)
+{
+    char *end;
+    long x = strtol(v, &end, 10);
+    if (*end || x < min) {
+        fprintf(stderr, "pg_fanout: %s wants an integer >= %ld, got %s\n",
+                name, min, v);
+        exit(2);
+    }
+    return x;
+}
+
+int main(int argc, char **argv)
+{
+    for (int i = 1; i + 1 < argc; i += 2) {
+        const char *a = argv[i], *v = argv[i + 1];
+        if (!strcmp(a, "-mode"))
+            mode = v;
+        else if (!strcmp(a, "-conn"))
+            conninfo = v;
+        else if (!strcmp(a, "-clients"))
+            clients = (int)intflag("-clients", v, 1);
+        else if (!strcmp(a, "-n"))
+            total = intflag("-n", v, 1);
+        else if (!strcmp(a, "-procs"))
+            procs = (int)intflag("-procs", v, 1);
+        else
+            goto usage;
+    }
+    if (argc % 2 == 0 || !conninfo)
+        goto usage;
+    per_client = total / clients > 0 ? total / clients : 1;
+    double t0 = now_s(), c0 = cpu_s();
+    if (!strcmp(mode, "gort")) {
+        int r = gort_main(gort_main_g, NULL);
+        if (r < 0) {
+            fprintf(stderr, "pg_fanout: gort_main: %s\n", strerror(-r));
+            return 1;
+        }
+    } else if (!strcmp(mode, "threads")) {
+        pthread_t *t = calloc((size_t)clients, sizeof *t);
+        for (int k = 0; k < clients; k++)
+            if (pthread_create(&t[k], NULL, thread_client, NULL) != 0) {
+                fail("pthread_create failed");
+                clients = k;
+            }
+        for (int k = 0; k < clients; k++)
+            pthread_join(t[k], NULL);
+        free(t);
+    } else {
+        goto usage;
+    }
+    double secs = now_s() - t0, cpu = cpu_s() - c0;
+    long queries = per_client * clients;
+    if (failures) {
+        fprintf(stderr, "pg_fanout: %ld failures\n", failures);
+        return 1;
+    }
+    printf("RESULT name=pg_fanout procs=%d metric=queries_per_s_%s "
+           "value=%.0f unit=q/s\n",
+           procs, mode, (double)queries / secs);
+    printf("RESULT name=pg_fanout procs=%d metric=cpu_us_per_query_%s "
+           "value=%.2f unit=us\n",
+           procs, mode, cpu * 1e6 / (double)queries);
+    printf("RESULT name=pg_fanout procs=%d metric=threads_%s value=%d "
+           "unit=threads\n",
+           procs, mode, max_threads);
+    return 0;
+usage:
+    fprintf(stderr, "usage: pg_fanout -mode gort|threads -conn CONNINFO "
+                    "[-clients N] [-n QUERIES] [-procs N]\n");
+    return 2;
+}
