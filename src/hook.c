@@ -24,12 +24,15 @@
  * The poller watches a hooked descriptor by its number (netpoll.c,
  * gort__fd_register_hook).  A program may close one behind the hooks'
  * back (fclose of an fdopen'd socket uses the C library's internal close)
- * and get the number again for another file; so before each park the
- * registration is re-armed (gort__fd_rearm), which adds the number again
- * when the kernel no longer watches it for its present file.  A hooked
- * close or dup2 over a watched number wakes the goroutines waiting on it
- * (EBADF); the pollDesc's sequence number drops the old file's late
- * events, so a later descriptor with the same number never receives them.
+ * and get the number again for another file.  A hooked call that makes a
+ * descriptor drops whatever the poller had under its number; for one made
+ * otherwise (open, eventfd), a park with no deadline of its own wakes
+ * after a second, then two, up to a minute, and re-arms the registration
+ * (gort__fd_rearm), which adds the number again when the kernel no longer
+ * watches it for its present file.  A hooked close or dup2 over a watched
+ * number wakes the goroutines waiting on it (EBADF); the pollDesc's
+ * sequence number drops the old file's late events, so a later descriptor
+ * with the same number never receives them.
  *
  * Writes in blocking mode write everything, as the kernel does for a
  * blocking descriptor; reads return what one read returns, except that a
@@ -257,23 +260,54 @@ static struct polldesc *hook_pd(int fd, int *err)
     }
 }
 
+/* A park on a hooked descriptor with no deadline of its own wakes after
+ * this long, then twice as long each time up to the last, to make sure
+ * the poller still watches the descriptor's number for its present file
+ * (see the top: one closed behind the hooks' back and opened again
+ * without them would otherwise never wake its waiter). */
+#define RECHECK_FIRST_NS (1000LL * 1000 * 1000)
+#define RECHECK_MOST_NS (64LL * 1000 * 1000 * 1000)
+
 /* Park until pd is ready for mode ('r' or 'w'), until deadline (0: none)
  * or until it is closed: 0, -ETIMEDOUT or -EBADF.  Waiters in one
- * direction take turns (the pollDesc's slot holds one goroutine), and
- * each re-arms the registration first: it may be stale (see the top), and
- * re-arming reports readiness that an earlier waiter consumed. */
+ * direction take turns (the pollDesc's slot holds one goroutine); one
+ * that had to wait for its turn returns 0 at once, to make its call again
+ * before it parks: the waiter before it may have consumed the readiness
+ * and left data behind. */
 static int pd_park(struct polldesc *pd, int mode, int64_t deadline)
 {
     gort_mutex *gate = &pd->gate[mode == 'w'];
-    gort_mutex_lock(gate);
-    int err = pd->hooked ? gort__fd_rearm(pd) : 0;
-    if (!err && deadline > 0)
-        err = gort__fd_set_deadline(pd, mode, deadline);
-    if (!err) {
+    if (!gort_mutex_trylock(gate)) {
+        gort_mutex_lock(gate);
+        gort_mutex_unlock(gate);
+        return 0;
+    }
+    int64_t recheck = RECHECK_FIRST_NS;
+    int err;
+    for (;;) {
+        int64_t d = deadline;
+        bool check = false;
+        if (pd->hooked) {
+            int64_t c = gort_nanotime() + recheck;
+            if (d == 0 || c < d) {
+                d = c;
+                check = true;
+            }
+        }
+        err = d > 0 ? gort__fd_set_deadline(pd, mode, d) : 0;
+        if (err)
+            break;
         xadd_relaxed(&hook.parked, 1);
         err = gort__fd_wait(pd, mode);
-        if (deadline > 0)
+        if (d > 0)
             gort__fd_set_deadline(pd, mode, 0);
+        if (err != -ETIMEDOUT || !check)
+            break;
+        /* Re-arming adds the number again if the kernel no longer watches
+         * it, and reports readiness it has. */
+        if ((err = gort__fd_rearm(pd)) != 0)
+            break;
+        recheck = recheck * 2 < RECHECK_MOST_NS ? recheck * 2 : RECHECK_MOST_NS;
     }
     gort_mutex_unlock(gate);
     return err;

@@ -13,7 +13,9 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/select.h>
+#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <time.h>
@@ -564,4 +566,61 @@ TEST(name_lookups_few_threads)
     dns_ok = 0;
     dns_threads_max = 0;
     run_main(dns_main, NULL);
+}
+
+/* ---------------------------------------------------------------------------
+ * A descriptor closed behind the hooks' back.
+ * ------------------------------------------------------------------------- */
+
+static int stale_fd;
+
+static void stale_writer(void *arg)
+{
+    (void)arg;
+    gort_sleep(50 * MS);
+    uint64_t one = 1;
+    CHECK_EQ(write(stale_fd, &one, sizeof one), (ssize_t)sizeof one);
+}
+
+static void stale_reader(void *arg)
+{
+    int fd = (int)(intptr_t)arg;
+    char c;
+    CHECK_EQ(read(fd, &c, 1), 1);
+    gort_waitgroup_done(&readers_wg);
+}
+
+static void stale_main(void *arg)
+{
+    (void)arg;
+    int sv[2];
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    /* A read that waits: the poller now watches sv[0]'s number. */
+    gort_waitgroup_add(&readers_wg, 1);
+    CHECK_GT(gort_go(stale_reader, (void *)(intptr_t)sv[0]), 0);
+    gort_sleep(20 * MS);
+    CHECK_EQ(write(sv[1], "s", 1), 1);
+    gort_waitgroup_wait(&readers_wg);
+    /* Closed without the hooks, and the number taken by a file they did
+     * not see made (eventfd is not interposed). */
+    CHECK_EQ(syscall(SYS_close, sv[0]), 0);
+    stale_fd = eventfd(0, EFD_CLOEXEC);
+    CHECK_EQ(stale_fd, sv[0]);
+    CHECK_GT(gort_go(stale_writer, NULL), 0);
+    int64_t t0 = now_ns();
+    uint64_t v = 0;
+    CHECK_EQ(read(stale_fd, &v, sizeof v), (ssize_t)sizeof v);
+    CHECK_EQ(v, 1);
+    CHECK_LT(now_ns() - t0, 10000 * MS);
+    close(stale_fd);
+    close(sv[1]);
+}
+
+/* A socket the poller watched is closed with a raw close(2) and its
+ * number reused by an eventfd, neither seen by the hooks; a read of the
+ * eventfd that waits still wakes when it is written (the park's recheck
+ * adds the number again), with the right value. */
+TEST(closed_behind_back_recovers)
+{
+    run_main(stale_main, NULL);
 }
