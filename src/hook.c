@@ -535,13 +535,66 @@ static ssize_t hook_rw_body(int fd, const struct iovec *iov, int cnt, int mode,
     }
 }
 
+/* A read of a stream socket the hooks watch, whose last read was short:
+ * that read emptied it, so a read now would fail with EAGAIN unless data
+ * came since, and data that came since is an edge the poller has (or will
+ * have) collected.  So wait for readiness first and save the read that
+ * would fail: one system call of the three a request and its reply cost
+ * the client (fdio.c's fd_read does the same).  0 to make the call,
+ * -errno to return. */
+static int sock_wait_first(int fd, size_t want)
+{
+    struct polldesc *pd = gort__fd_ref(fd);
+    if (!pd)
+        return 0;
+    int err = 0;
+    if (pd->hooked && pd->stream && want > 0 &&
+        load_relaxed(&pd->rdrained) && !load_relaxed(&pd->rdhup)) {
+        store_relaxed(&pd->rdrained, 0);
+        pd_modes(pd, fd, true);
+        if (!load_relaxed(&pd->hk_nonblock)) {
+            int64_t t = load_relaxed(&pd->hk_timeo[0]);
+            err = pd_park(pd, 'r', t > 0 ? gort_nanotime() + t : 0);
+            if (err == -ETIMEDOUT)
+                err = -EAGAIN;
+        }
+    }
+    gort__fd_unref(pd);
+    return err;
+}
+
+/* A read of r bytes of want from socket fd: a short one empties a stream
+ * (sock_wait_first). */
+static void sock_read_done(int fd, ssize_t r, size_t want)
+{
+    if (r <= 0 || (size_t)r >= want)
+        return;
+    struct polldesc *pd = gort__fd_ref(fd);
+    if (pd) {
+        /* Relaxed: a hint for this descriptor's readers; any value is
+         * safe (it only decides whether to read or wait first). */
+        if (pd->hooked && pd->stream)
+            store_relaxed(&pd->rdrained, 1);
+        gort__fd_unref(pd);
+    }
+}
+
 static ssize_t hook_rw(int fd, const struct iovec *iov, int cnt, int mode)
 {
     if (cnt < 0 || cnt > IOV_MAX)
         return -EINVAL;
+    bool sockread = mode == 'r' && kind_get(fd) == K_SOCK;
+    size_t want = sockread ? iov_len(iov, cnt) : 0;
+    if (sockread) {
+        int w = sock_wait_first(fd, want);
+        if (w < 0)
+            return w;
+    }
     struct iovec *heap = NULL;
     ssize_t r = hook_rw_body(fd, iov, cnt, mode, &heap);
     gort__free(heap);
+    if (sockread)
+        sock_read_done(fd, r, want);
     return r;
 }
 
