@@ -1178,24 +1178,11 @@ int gort__hook_clock_nanosleep(clockid_t clk, int flags,
  * them wait parked for a slot.
  * ------------------------------------------------------------------------- */
 
-struct gai_args {
-    const char *node, *service;
-    const struct addrinfo *hints;
-    struct addrinfo **res;
-};
-
-static int gai_call(void *p)
-{
-    struct gai_args *a = p;
-    return gort__libc.getaddrinfo(a->node, a->service, a->hints, a->res);
-}
-
 int gort__hook_getaddrinfo(const char *node, const char *service,
                            const struct addrinfo *hints,
                            struct addrinfo **res)
 {
-    struct gai_args a = {node, service, hints, res};
-    return gort__dns_call(gai_call, &a);
+    return gort_getaddrinfo(node, service, hints, res);
 }
 
 struct gni_args {
