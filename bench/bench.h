@@ -36,10 +36,12 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "gort.h"
@@ -187,6 +189,89 @@ static inline int bench_run(struct bench_opts *o, void (*fn)(void *),
         return 1;
     }
     return 0;
+}
+
+/*
+ * For the benchmarks of many clients against a real server (redis_fanout,
+ * pg_fanout), which take flags of their own (-mode, -clients, ...) rather
+ * than bench_parse's and run the same clients on plain pthreads too:
+ * integer flags, failures counted across threads, the process's threads at
+ * the peak, and its wall and CPU clocks in seconds.
+ */
+
+/* The value v of flag `name` as an integer >= min; exit 2 with a message
+ * naming prog, the flag and what was wrong otherwise. */
+static inline long bench_intflag(const char *prog, const char *name,
+                                 const char *v, long min)
+{
+    char *end;
+    long x = strtol(v, &end, 10);
+
+    if (*end || x < min) {
+        fprintf(stderr, "%s: %s wants an integer >= %ld, got %s\n", prog,
+                name, min, v);
+        exit(2);
+    }
+    return x;
+}
+
+/* Count a client's failure in *failures, from any thread, and print what
+ * went wrong for the first five only: a server gone away fails every
+ * client at once. */
+static inline void bench_fail(const char *prog, long *failures,
+                              const char *what)
+{
+    if (__atomic_fetch_add(failures, 1, __ATOMIC_RELAXED) < 5)
+        fprintf(stderr, "%s: %s\n", prog, what);
+}
+
+/* The process's threads as the kernel counts them (/proc/self/status),
+ * goroutines' Ms and any others alike; -1 when it cannot be read. */
+static inline int bench_os_threads(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    int n = -1;
+
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "Threads: %d", &n) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return n;
+}
+
+/* Raise *max to the process's threads now; clients on many threads call
+ * it at once, so the update is atomic. */
+static inline void bench_note_threads(int *max)
+{
+    int t = bench_os_threads();
+    int m = __atomic_load_n(max, __ATOMIC_RELAXED);
+
+    while (t > m && !__atomic_compare_exchange_n(max, &m, t, false,
+                                                 __ATOMIC_RELAXED,
+                                                 __ATOMIC_RELAXED))
+        ;
+}
+
+/* Monotonic wall clock in seconds. */
+static inline double bench_now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The CPU time the process has used so far, user and system, in seconds
+ * (getrusage): every thread's, the runtime's own included. */
+static inline double bench_cpu_s(void)
+{
+    struct rusage ru;
+
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
 #endif /* GORT_BENCH_H */

@@ -26,8 +26,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <time.h>
+
+#include "bench.h"
 
 static const char *mode = "gort", *conninfo;
 static int clients = 100, procs = 2;
@@ -35,33 +35,9 @@ static long total = 100000, per_client;
 static long failures;   /* atomic */
 static int max_threads; /* atomic */
 
-static int os_threads(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    int n = -1;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "Threads: %d", &n) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return n;
-}
-
-static void note_threads(void)
-{
-    int t = os_threads();
-    int m = __atomic_load_n(&max_threads, __ATOMIC_RELAXED);
-    while (t > m && !__atomic_compare_exchange_n(&max_threads, &m, t, false,
-                                                 __ATOMIC_RELAXED,
-                                                 __ATOMIC_RELAXED))
-        ;
-}
-
 static void fail(const char *what)
 {
-    if (__atomic_fetch_add(&failures, 1, __ATOMIC_RELAXED) < 5)
-        fprintf(stderr, "pg_fanout: %s\n", what);
+    bench_fail("pg_fanout", &failures, what);
 }
 
 static void client(void)
@@ -86,7 +62,7 @@ static void client(void)
             break;
         }
         if (i == per_client / 2)
-            note_threads();
+            bench_note_threads(&max_threads);
     }
     PQfinish(c);
 }
@@ -118,33 +94,6 @@ static void *thread_client(void *arg)
     return NULL;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static double cpu_s(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-}
-
-static long intflag(const char *name, const char *v, long min)
-{
-    char *end;
-    long x = strtol(v, &end, 10);
-    if (*end || x < min) {
-        fprintf(stderr, "pg_fanout: %s wants an integer >= %ld, got %s\n",
-                name, min, v);
-        exit(2);
-    }
-    return x;
-}
-
 int main(int argc, char **argv)
 {
     for (int i = 1; i + 1 < argc; i += 2) {
@@ -154,18 +103,18 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "-conn"))
             conninfo = v;
         else if (!strcmp(a, "-clients"))
-            clients = (int)intflag("-clients", v, 1);
+            clients = (int)bench_intflag("pg_fanout", "-clients", v, 1);
         else if (!strcmp(a, "-n"))
-            total = intflag("-n", v, 1);
+            total = bench_intflag("pg_fanout", "-n", v, 1);
         else if (!strcmp(a, "-procs"))
-            procs = (int)intflag("-procs", v, 1);
+            procs = (int)bench_intflag("pg_fanout", "-procs", v, 1);
         else
             goto usage;
     }
     if (argc % 2 == 0 || !conninfo)
         goto usage;
     per_client = total / clients > 0 ? total / clients : 1;
-    double t0 = now_s(), c0 = cpu_s();
+    double t0 = bench_now_s(), c0 = bench_cpu_s();
     if (!strcmp(mode, "gort")) {
         int r = gort_main(gort_main_g, NULL);
         if (r < 0) {
@@ -185,7 +134,7 @@ int main(int argc, char **argv)
     } else {
         goto usage;
     }
-    double secs = now_s() - t0, cpu = cpu_s() - c0;
+    double secs = bench_now_s() - t0, cpu = bench_cpu_s() - c0;
     long queries = per_client * clients;
     if (failures) {
         fprintf(stderr, "pg_fanout: %ld failures\n", failures);

@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "threads.h"
+
 /* One transfer: its URL and, once done, what came back.  Each goroutine
  * writes its own; main reads them all after the WaitGroup. */
 struct transfer {
@@ -39,30 +41,12 @@ static struct transfer *xfers;
 static gort_waitgroup wg;
 static int max_threads;
 
-static int os_threads(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    int n = -1;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "Threads: %d", &n) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return n;
-}
-
 /* The body is counted, not kept. */
 static size_t on_body(char *p, size_t size, size_t n, void *arg)
 {
     (void)p;
     *(size_t *)arg += size * n;
-    int t = os_threads();
-    int m = __atomic_load_n(&max_threads, __ATOMIC_RELAXED);
-    while (t > m && !__atomic_compare_exchange_n(&max_threads, &m, t, false,
-                                                 __ATOMIC_RELAXED,
-                                                 __ATOMIC_RELAXED))
-        ;
+    note_threads(&max_threads);
     return size * n;
 }
 

@@ -22,34 +22,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "threads.h"
+
 static const char *host = "127.0.0.1";
 static int port = 6379, procs, clients = 100, requests = 1000;
 static gort_waitgroup wg;
 static int64_t done_requests, failures; /* atomic */
 static int max_threads;                  /* atomic */
-
-static int os_threads(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    int n = -1;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "Threads: %d", &n) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return n;
-}
-
-static void note_threads(void)
-{
-    int t = os_threads();
-    int m = __atomic_load_n(&max_threads, __ATOMIC_RELAXED);
-    while (t > m && !__atomic_compare_exchange_n(&max_threads, &m, t, false,
-                                                 __ATOMIC_RELAXED,
-                                                 __ATOMIC_RELAXED))
-        ;
-}
 
 static void fail(void)
 {
@@ -86,7 +65,7 @@ static void client(void *arg)
         }
         __atomic_add_fetch(&done_requests, 2, __ATOMIC_RELAXED);
         if (i == requests / 2)
-            note_threads();
+            note_threads(&max_threads);
     }
     redisFree(c);
     gort_waitgroup_done(&wg);

@@ -58,14 +58,13 @@
  * the defaults).  Exits 1 when a check fails (or the child dies), 2 on
  * bad flags.
  */
-#include <errno.h>
 #include <gort.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
+#include "child.h"
 #include "flags.h"
 
 #define RING 256 /* a P's local run queue (GORT_RUNQ_SIZE) */
@@ -76,7 +75,6 @@ static bool short_form;
 static gort_waitgroup wg;
 static int ran;       /* goroutines that ran to the end */
 static uint64_t sink; /* keeps the loop from being optimised away */
-static int failed;
 
 /* ---------------------------------------------------------------------------
  * The child: the experiment.
@@ -126,23 +124,18 @@ static void main_g(void *arg)
     printf("] total=%llu\n", (unsigned long long)total);
 
     int nran = __atomic_load_n(&ran, __ATOMIC_RELAXED);
-    bool ok = nran == ngoroutines;
-    printf("check: %d of %d goroutines ran: %s\n", nran, ngoroutines,
-           ok ? "ok" : "FAILED");
-    failed |= !ok;
+    check(nran == ngoroutines, "%d of %d goroutines ran", nran, ngoroutines);
     if (n == 1) {
         printf("check: the spread is not judged: one P\n");
         return;
     }
     uint64_t bound = short_form ? 1 : total / (uint64_t)n / 4;
-    ok = fewest >= bound;
-    printf("check: every P ran a share of the work although one P created "
-           "it: fewest schedticks %u >= %llu (%s): %s\n",
-           fewest, (unsigned long long)bound,
-           short_form ? "one goroutine, in the short form"
-                      : "a quarter of an even share",
-           ok ? "ok" : "FAILED");
-    failed |= !ok;
+    check(fewest >= bound,
+          "every P ran a share of the work although one P created it: "
+          "fewest schedticks %u >= %llu (%s)",
+          fewest, (unsigned long long)bound,
+          short_form ? "one goroutine, in the short form"
+                     : "a quarter of an even share");
 }
 
 /* ---------------------------------------------------------------------------
@@ -165,69 +158,6 @@ static void sched_line(const char *l)
         max_runqueue = q;
         snprintf(max_at, sizeof max_at, "%lldms", ms);
     }
-}
-
-/* Fork the child with its stderr on a pipe; copy what comes to our
- * stderr and hand each line to sched_line.  Returns the child's wait
- * status, or -1 when it could not be run. */
-static int run_child(void)
-{
-    int pfd[2];
-    if (pipe(pfd) != 0) {
-        perror("distribution: pipe");
-        return -1;
-    }
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    if (pid < 0) {
-        perror("distribution: fork");
-        return -1;
-    }
-    if (pid == 0) {
-        dup2(pfd[1], 2);
-        close(pfd[0]);
-        close(pfd[1]);
-        int err = gort_main(main_g, NULL);
-        if (err < 0)
-            fprintf(stderr, "distribution: gort_main: error %d\n", err);
-        /* exit, not _exit: the sanitizers' checks at exit run. */
-        exit(err < 0 || failed);
-    }
-    close(pfd[1]);
-    char line[65536];
-    size_t len = 0;
-    char buf[16384];
-    ssize_t k;
-    while ((k = read(pfd[0], buf, sizeof buf)) != 0) {
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k < 0)
-            break;
-        for (ssize_t off = 0; off < k;) {
-            ssize_t w = write(2, buf + off, (size_t)(k - off));
-            if (w <= 0)
-                break;
-            off += w;
-        }
-        for (ssize_t i = 0; i < k; i++) {
-            if (buf[i] != '\n') {
-                if (len < sizeof line - 1)
-                    line[len++] = buf[i];
-                continue;
-            }
-            line[len] = '\0';
-            sched_line(line);
-            len = 0;
-        }
-    }
-    close(pfd[0]);
-    int st;
-    if (waitpid(pid, &st, 0) != pid) {
-        perror("distribution: waitpid");
-        return -1;
-    }
-    return st;
 }
 
 int main(int argc, char **argv)
@@ -264,18 +194,9 @@ int main(int argc, char **argv)
         snprintf(buf, sizeof buf, "schedtrace=%d", trace_ms);
         setenv("GORTDEBUG", buf, 1);
     }
-    int st = run_child();
-    if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) > 1) {
-        if (st == -1)
-            printf("check: the experiment could not be run: FAILED\n");
-        else if (WIFSIGNALED(st))
-            printf("check: the experiment's process died of signal %d: "
-                   "FAILED\n", WTERMSIG(st));
-        else
-            printf("check: the experiment's process exited with status %d: "
-                   "FAILED\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+    int st = run_child("distribution", main_g, sched_line);
+    if (child_broke(st))
         return 1;
-    }
     failed = WEXITSTATUS(st);
 
     /* The rings can hold 256 on the creator's P and, before each other P
@@ -291,12 +212,10 @@ int main(int argc, char **argv)
                "rings can hold, of at least 100 us each); runqueue up to "
                "%d\n",
                ngoroutines, burn_us, held, max_runqueue);
-    else {
-        bool ok = max_runqueue > RING / 2;
-        printf("check: the creator's ring spilled into the global queue: "
-               "the SCHED lines show runqueue up to %d (at %s) > %d: %s\n",
-               max_runqueue, max_at, RING / 2, ok ? "ok" : "FAILED");
-        failed |= !ok;
-    }
+    else
+        check(max_runqueue > RING / 2,
+              "the creator's ring spilled into the global queue: the SCHED "
+              "lines show runqueue up to %d (at %s) > %d",
+              max_runqueue, max_at, RING / 2);
     return failed;
 }

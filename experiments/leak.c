@@ -122,12 +122,13 @@
  */
 #include <errno.h>
 #include <gort.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "check.h"
 
 #define ROUNDS 3
 #define PER_ROUND 3
@@ -144,7 +145,6 @@ static int64_t settle_ns = 150 * 1000000LL; /* pause after a round */
 #define MAXCHANS (2 * 2 * ROUNDS * PER_ROUND)
 static gort_chan *chans[MAXCHANS];
 static int nchans;          /* main only */
-static int failed;          /* main only */
 
 static void need(int64_t err, const char *what)
 {
@@ -330,21 +330,6 @@ static void profile(struct where *q, struct where *w)
     free(text);
     printf("the leak: %d goroutines in query, %d in watch\n", q->in_fn,
            w->in_fn);
-}
-
-static void check(bool ok, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-/* One check line: "check: <fmt>: ok" or "...: FAILED". */
-static void check(bool ok, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("check: ", stdout);
-    vprintf(fmt, ap);
-    va_end(ap);
-    printf(": %s\n", ok ? "ok" : "FAILED");
-    failed |= !ok;
 }
 
 static void main_g(void *arg)

@@ -57,12 +57,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "flags.h"
 
 static int n = 100, procs = 0;
 static int (*fds)[2];
 static gort_waitgroup wg;
-static int failed;
 
 enum { THREADS, NOTINGO, WAITING, WAKEUPS, NSAMPLES };
 static gort_metric_sample samples[NSAMPLES] = {
@@ -141,13 +141,6 @@ static struct counts phase(const char *label, int which, uint64_t *woke)
     return c;
 }
 
-static void check(bool ok)
-{
-    printf(": %s\n", ok ? "ok" : "FAILED");
-    if (!ok)
-        failed = 1;
-}
-
 static void exp_main(void *arg)
 {
     (void)arg;
@@ -191,37 +184,34 @@ static void exp_main(void *arg)
     free(fds);
 
     unsigned long long un = (unsigned long long)n;
-    printf("check: at the start only main: NumGoroutine=%lld, waiting=%llu, "
-           "not-in-go=%llu",
-           start.numg, start.waiting, start.notingo);
-    check(start.numg == 1 && start.waiting == 0 && start.notingo == 0);
+    check(start.numg == 1 && start.waiting == 0 && start.notingo == 0,
+          "at the start only main: NumGoroutine=%lld, waiting=%llu, "
+          "not-in-go=%llu",
+          start.numg, start.waiting, start.notingo);
 
     /* The readers wake idle Ps, each of which may need an M. */
     unsigned long long most = start.threads + (unsigned long long)nprocs;
-    printf("check: the %d netpoll reads wait without a thread each: "
-           "waiting=%llu (want %d), not-in-go=%llu, threads=%llu <= %llu "
-           "(the start's %llu + an M for each of the %d Ps), the poller "
-           "woke %llu >= %d",
-           n, poll.waiting, n, poll.notingo, poll.threads, most,
-           start.threads, nprocs, (unsigned long long)woke, n);
     check(poll.waiting == un && poll.notingo == 0 && poll.threads <= most &&
-          woke >= un);
+              woke >= un,
+          "the %d netpoll reads wait without a thread each: waiting=%llu "
+          "(want %d), not-in-go=%llu, threads=%llu <= %llu (the start's %llu "
+          "+ an M for each of the %d Ps), the poller woke %llu >= %d",
+          n, poll.waiting, n, poll.notingo, poll.threads, most,
+          start.threads, nprocs, (unsigned long long)woke, n);
 
     /* Each read's thread, sysmon's and the one main samples from. */
     unsigned long long least = un + 2;
-    printf("check: the %d blocking read(2)s hold a thread each: "
-           "not-in-go=%llu (want %d), threads=%llu >= %llu (one per read, "
-           "sysmon and main's)",
-           n, blocked.notingo, n, blocked.threads, least);
-    check(blocked.notingo == un && blocked.threads >= least);
+    check(blocked.notingo == un && blocked.threads >= least,
+          "the %d blocking read(2)s hold a thread each: not-in-go=%llu (want "
+          "%d), threads=%llu >= %llu (one per read, sysmon and main's)",
+          n, blocked.notingo, n, blocked.threads, least);
 
-    printf("check: after the reads the threads stay for reuse: "
-           "threads=%llu >= %llu, not-in-go=%llu, waiting=%llu, "
-           "NumGoroutine=%lld",
-           after.threads, blocked.threads, after.notingo, after.waiting,
-           after.numg);
     check(after.threads >= blocked.threads && after.notingo == 0 &&
-          after.waiting == 0 && after.numg == 1);
+              after.waiting == 0 && after.numg == 1,
+          "after the reads the threads stay for reuse: threads=%llu >= %llu, "
+          "not-in-go=%llu, waiting=%llu, NumGoroutine=%lld",
+          after.threads, blocked.threads, after.notingo, after.waiting,
+          after.numg);
 }
 
 int main(int argc, char **argv)

@@ -66,13 +66,13 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "flags.h"
 
 static int n = 100;
@@ -81,7 +81,6 @@ static long *got;              /* what each reader's read returned */
 static int64_t *began;         /* when each reader began its read */
 static gort_waitgroup entered; /* the readers about to read */
 static gort_waitgroup wg;      /* the readers that have returned */
-static int failed;             /* a check line said FAILED */
 
 static int threads(void)
 {
@@ -132,19 +131,6 @@ static uint64_t settle(int which)
         v = metric(which);
     }
     return v;
-}
-
-static void check(bool ok, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void check(bool ok, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    printf("check: ");
-    vprintf(fmt, ap);
-    printf(": %s\n", ok ? "ok" : "FAILED");
-    va_end(ap);
-    failed |= !ok;
 }
 
 static void poll_reader(void *arg)

@@ -52,6 +52,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "flags.h"
 
 #define NG 10
@@ -60,7 +61,6 @@ static int order[NG];
 static int norder;
 static gort_waitgroup wg;
 static int rounds = 3;
-static int failed;
 
 static void record(void *arg)
 {
@@ -161,13 +161,6 @@ static bool runnext_order(void)
     return true;
 }
 
-static void check(bool ok)
-{
-    printf(": %s\n", ok ? "ok" : "FAILED");
-    if (!ok)
-        failed = 1;
-}
-
 static void main_g(void *arg)
 {
     (void)arg;
@@ -188,21 +181,19 @@ static void main_g(void *arg)
         once += each_once();
         inorder += runnext_order();
     }
-    printf("check: every goroutine ran exactly once in %d of %d rounds",
-           once, rounds);
-    check(once == rounds);
-    if (random) {
-        printf("check: the order differed from runnext's "
-               "([10 1 2 3 4 5 6 7 8 9]) in %d of %d rounds with randomize "
-               "on (want at least 1)",
-               rounds - inorder, rounds);
-        check(inorder < rounds);
-    } else {
-        printf("check: the newest ran first and the rest in FIFO order "
-               "([10 1 2 3 4 5 6 7 8 9]) in %d of %d rounds",
-               inorder, rounds);
-        check(inorder == rounds);
-    }
+    check(once == rounds,
+          "every goroutine ran exactly once in %d of %d rounds", once,
+          rounds);
+    if (random)
+        check(inorder < rounds,
+              "the order differed from runnext's ([10 1 2 3 4 5 6 7 8 9]) in "
+              "%d of %d rounds with randomize on (want at least 1)",
+              rounds - inorder, rounds);
+    else
+        check(inorder == rounds,
+              "the newest ran first and the rest in FIFO order "
+              "([10 1 2 3 4 5 6 7 8 9]) in %d of %d rounds",
+              inorder, rounds);
 }
 
 int main(int argc, char **argv)

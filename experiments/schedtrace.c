@@ -97,7 +97,6 @@
  */
 #include <gort.h>
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,6 +104,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "child.h"
 #include "flags.h"
 
 /* -1: not given; main fills in the defaults of the form it runs. */
@@ -113,7 +113,6 @@ static int detail = 1;
 static bool short_form;
 static gort_waitgroup wg;
 static uint64_t sink; /* keeps the loop from being optimised away */
-static int failed;
 
 /* ---------------------------------------------------------------------------
  * The child: the work, the metrics and their checks.
@@ -198,13 +197,6 @@ static const char *const go_sched[] = {
 };
 #define NGO_SCHED (int)(sizeof go_sched / sizeof go_sched[0])
 
-static void check(bool ok)
-{
-    printf(": %s\n", ok ? "ok" : "FAILED");
-    if (!ok)
-        failed = 1;
-}
-
 static const gort_metric_sample *find(const gort_metric_sample *s, size_t n,
                                       const char *name)
 {
@@ -225,11 +217,10 @@ static void check_metrics(const gort_metric_sample *s, size_t n)
     }
     for (size_t i = 0; i < n; i++)
         listed += strncmp(s[i].name, "/sched/", 7) == 0;
-    printf("check: the %d /sched/ metrics of Go 1.27 are there under Go's "
-           "names (%d of %d read) and gort has no other /sched/ metric "
-           "(%d)",
-           NGO_SCHED, found, NGO_SCHED, listed);
-    check(found == NGO_SCHED && listed == NGO_SCHED);
+    check(found == NGO_SCHED && listed == NGO_SCHED,
+          "the %d /sched/ metrics of Go 1.27 are there under Go's names (%d "
+          "of %d read) and gort has no other /sched/ metric (%d)",
+          NGO_SCHED, found, NGO_SCHED, listed);
 
     /* Every thread a goroutine ran on is an M; sysmon is one more. */
     int ran_on = __atomic_load_n(&ntids, __ATOMIC_ACQUIRE);
@@ -237,26 +228,24 @@ static void check_metrics(const gort_metric_sample *s, size_t n)
         ran_on = MAXTIDS;
     const gort_metric_sample *t = find(s, n, "/sched/threads/total:threads");
     uint64_t threads = t && t->kind == GORT_METRIC_UINT64 ? t->u64 : 0;
-    printf("check: /sched/threads:threads reads as kind %d (no such metric) "
-           "and /sched/threads/total:threads counts %llu threads >= %d (the "
-           "%d the goroutines ran on, and sysmon)",
-           s[n].kind, (unsigned long long)threads, ran_on + 1, ran_on);
-    check(s[n].kind == GORT_METRIC_BAD &&
-          threads >= (uint64_t)ran_on + 1);
+    check(s[n].kind == GORT_METRIC_BAD && threads >= (uint64_t)ran_on + 1,
+          "/sched/threads:threads reads as kind %d (no such metric) and "
+          "/sched/threads/total:threads counts %llu threads >= %d (the %d "
+          "the goroutines ran on, and sysmon)",
+          s[n].kind, (unsigned long long)threads, ran_on + 1, ran_on);
 
     const gort_metric_sample *c =
         find(s, n, "/sched/goroutines-created:goroutines");
     uint64_t created = c && c->kind == GORT_METRIC_UINT64 ? c->u64 : 0;
-    printf("check: /sched/goroutines-created:goroutines counts main, the "
-           "creator and its %d: %llu (want %d)",
-           ngoroutines, (unsigned long long)created, ngoroutines + 2);
-    check(created == (uint64_t)ngoroutines + 2);
+    check(created == (uint64_t)ngoroutines + 2,
+          "/sched/goroutines-created:goroutines counts main, the creator and "
+          "its %d: %llu (want %d)",
+          ngoroutines, (unsigned long long)created, ngoroutines + 2);
 
     const gort_metric_sample *l = find(s, n, "/sched/latencies:seconds");
     double burn_s = burn_us / 1e6;
     if (!l || l->kind != GORT_METRIC_HISTOGRAM || l->hist.total == 0) {
-        printf("check: /sched/latencies:seconds has samples");
-        check(false);
+        check(false, "/sched/latencies:seconds has samples");
     } else if (burn_us == 0) {
         printf("check: the latencies are not judged: the goroutines do not "
                "burn (-burn-us 0)\n");
@@ -265,11 +254,11 @@ static void check_metrics(const gort_metric_sample *s, size_t n)
          * spread over the Ps, each taking at least burn_s. */
         double fifo = (double)ngoroutines / 2 / procs * burn_s, lo, hi;
         quantile(&l->hist, 0.5, &lo, &hi);
-        printf("check: the sampled goroutines waited in the queues: median "
-               "of /sched/latencies:seconds in [%g, %g) s, at least %g s (a "
-               "fifth of the %g s a FIFO queue would give the median one)",
-               lo, hi, fifo / 5, fifo);
-        check(lo >= fifo / 5);
+        check(lo >= fifo / 5,
+              "the sampled goroutines waited in the queues: median of "
+              "/sched/latencies:seconds in [%g, %g) s, at least %g s (a "
+              "fifth of the %g s a FIFO queue would give the median one)",
+              lo, hi, fifo / 5, fifo);
     }
 }
 
@@ -388,70 +377,6 @@ static void trace_line(const char *l)
         cur.g1waits = true;
 }
 
-/* Fork the child with its stderr on a pipe; copy what comes to our
- * stderr and hand each line to trace_line.  Returns the child's wait
- * status, or -1 when it could not be run. */
-static int run_child(void)
-{
-    int pfd[2];
-    if (pipe(pfd) != 0) {
-        perror("schedtrace: pipe");
-        return -1;
-    }
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    if (pid < 0) {
-        perror("schedtrace: fork");
-        return -1;
-    }
-    if (pid == 0) {
-        dup2(pfd[1], 2);
-        close(pfd[0]);
-        close(pfd[1]);
-        int err = gort_main(main_g, NULL);
-        if (err < 0)
-            fprintf(stderr, "schedtrace: gort_main: error %d\n", err);
-        /* exit, not _exit: the sanitizers' checks at exit run. */
-        exit(err < 0 || failed);
-    }
-    close(pfd[1]);
-    char line[65536];
-    size_t len = 0;
-    char buf[16384];
-    ssize_t k;
-    while ((k = read(pfd[0], buf, sizeof buf)) != 0) {
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k < 0)
-            break;
-        for (ssize_t off = 0; off < k;) {
-            ssize_t w = write(2, buf + off, (size_t)(k - off));
-            if (w <= 0)
-                break;
-            off += w;
-        }
-        for (ssize_t i = 0; i < k; i++) {
-            if (buf[i] != '\n') {
-                if (len < sizeof line - 1)
-                    line[len++] = buf[i];
-                continue;
-            }
-            line[len] = '\0';
-            trace_line(line);
-            len = 0;
-        }
-    }
-    end_trace();
-    close(pfd[0]);
-    int st;
-    if (waitpid(pid, &st, 0) != pid) {
-        perror("schedtrace: waitpid");
-        return -1;
-    }
-    return st;
-}
-
 int main(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
@@ -493,18 +418,10 @@ int main(int argc, char **argv)
                  detail ? 1 : 0);
         setenv("GORTDEBUG", buf, 1);
     }
-    int st = run_child();
-    if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) > 1) {
-        if (st == -1)
-            printf("check: the experiment could not be run: FAILED\n");
-        else if (WIFSIGNALED(st))
-            printf("check: the experiment's process died of signal %d: "
-                   "FAILED\n", WTERMSIG(st));
-        else
-            printf("check: the experiment's process exited with status %d: "
-                   "FAILED\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+    int st = run_child("schedtrace", main_g, trace_line);
+    end_trace();
+    if (child_broke(st))
         return 1;
-    }
     failed = WEXITSTATUS(st);
 
     if (ntraces == 0) {
@@ -512,17 +429,16 @@ int main(int argc, char **argv)
                "read (-trace 0 or -detail 0)\n");
         return failed;
     }
-    printf("check: every trace has a line per P: %d of %d traces",
-           pline_ok, ntraces);
-    check(pline_ok == ntraces);
-    printf("check: the last trace (at %lldms) has a line per M: %d M lines "
-           "for threads=%d",
-           last.ms, last.mlines, last.threads);
-    check(last.mlines == last.threads);
-    printf("check: main waits in the WaitGroup with no M "
-           "(G1: status=4(sync.WaitGroup.Wait) m=nil) in %d of %d traces "
-           "(want at least 1)",
-           g1_waits, ntraces);
-    check(g1_waits >= 1);
+    check(pline_ok == ntraces, "every trace has a line per P: %d of %d traces",
+          pline_ok, ntraces);
+    check(last.mlines == last.threads,
+          "the last trace (at %lldms) has a line per M: %d M lines for "
+          "threads=%d",
+          last.ms, last.mlines, last.threads);
+    check(g1_waits >= 1,
+          "main waits in the WaitGroup with no M "
+          "(G1: status=4(sync.WaitGroup.Wait) m=nil) in %d of %d traces "
+          "(want at least 1)",
+          g1_waits, ntraces);
     return failed;
 }

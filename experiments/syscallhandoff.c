@@ -91,7 +91,6 @@
 #include <errno.h>
 #include <gort.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,13 +98,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "flags.h"
 
 enum mode { LAZY, BLOCK, RAW };
 static enum mode mode = LAZY;
 static int ntrials = 9, watchdog_ms = 1000;
 static bool short_form;
-static int failed; /* a check line said FAILED */
 
 /* The reader tells main when it began (entered); the new goroutine tells
  * main when it ran, on which thread, and whether the read was still
@@ -245,19 +244,6 @@ static uint64_t handoffs(void)
     if (gort_metrics_read(&s, 1) != 0 || s.kind != GORT_METRIC_UINT64)
         need(-EINVAL, "reading /gort/sched/syscall-handoffs:events");
     return s.u64;
-}
-
-static void check(bool ok, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void check(bool ok, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    printf("check: ");
-    vprintf(fmt, ap);
-    printf(": %s\n", ok ? "ok" : "FAILED");
-    va_end(ap);
-    failed |= !ok;
 }
 
 static void main_g(void *arg)

@@ -75,7 +75,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <gort.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,6 +82,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "flags.h"
 
 static int procs = 2, ngoroutines = 1000, sleep_ms = 100, rounds = 3;
@@ -95,7 +95,6 @@ static int peak;        /* the monitor's highest /proc/self/task count */
 static int failures;    /* sleeps that returned an error */
 static int in_go;       /* sleepers between two sleeps (atomic) */
 static int max_in_go;   /* the most of them at once (atomic) */
-static int failed;      /* a check line said FAILED (main only) */
 
 /* Threads of this process, as the kernel lists them. */
 static int count_tasks(void)
@@ -202,21 +201,6 @@ static uint64_t preemptions(void)
         exit(1);
     }
     return s[0].u64 + s[1].u64;
-}
-
-static void check(bool ok, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-/* One check line: "check: <fmt>: ok" or "...: FAILED". */
-static void check(bool ok, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("check: ", stdout);
-    vprintf(fmt, ap);
-    va_end(ap);
-    printf(": %s\n", ok ? "ok" : "FAILED");
-    failed |= !ok;
 }
 
 static void main_g(void *arg)

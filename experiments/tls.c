@@ -55,7 +55,6 @@
  * the defaults, which take tens of milliseconds).
  */
 #include <gort.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +62,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "flags.h"
 
 #define MAXG 64
@@ -189,23 +189,6 @@ static void worker(void *arg)
         gort_waitgroup_done(&unlocked_wg);
     }
     gort_waitgroup_done(&wg);
-}
-
-static int failed;
-
-static void check(bool ok, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-/* One check line: "check: <fmt>: ok" or "...: FAILED". */
-static void check(bool ok, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("check: ", stdout);
-    vprintf(fmt, ap);
-    va_end(ap);
-    printf(": %s\n", ok ? "ok" : "FAILED");
-    failed |= !ok;
 }
 
 static void main_g(void *arg)

@@ -118,11 +118,11 @@
  */
 #include <errno.h>
 #include <gort.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "flags.h"
 
 struct job {
@@ -143,7 +143,6 @@ static gort_chan *done;     /* ctx.Done(): NULL when nothing cancels */
 static gort_waitgroup wg;
 static int sent;            /* producer writes; main reads after results is
                                closed, which happens after close(jobs) */
-static int failed;          /* main only */
 
 /* The timer's function: the context's deadline has passed. */
 static void expire(void *arg)
@@ -263,21 +262,6 @@ static uint64_t created(void)
     need(gort_metric_read("/sched/goroutines-created:goroutines", &s),
          "gort_metric_read");
     return s.u64;
-}
-
-static void check(bool ok, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-/* One check line: "check: <fmt>: ok" or "...: FAILED". */
-static void check(bool ok, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("check: ", stdout);
-    vprintf(fmt, ap);
-    va_end(ap);
-    printf(": %s\n", ok ? "ok" : "FAILED");
-    failed |= !ok;
 }
 
 static void main_g(void *arg)
