@@ -81,4 +81,9 @@ struct gort__libc {
  * gort__hook_install, before gort_main starts the runtime. */
 GORT_HIDDEN extern struct gort__libc gort__libc;
 
+#ifdef GORT_TSAN
+/* Inside a call of the table, on this thread (libc.c says why). */
+GORT_HIDDEN extern __thread int gort__libc_depth;
+#endif
+
 #endif /* GORT_LIBC_H */

@@ -415,7 +415,8 @@ static int fd_register(int fd, bool inq, bool hooked)
     int err = hooked ? 0 : set_nonblock(fd);
     if (err)
         return err;
-    bool stream = is_stream(fd);
+    /* A hooked descriptor's reads are gort-hook's, which does not ask. */
+    bool stream = !hooked && is_stream(fd);
     gort__spinlock(&pollcache.lock);
     if ((err = generic_init_locked()) != 0)
         goto out;
@@ -574,19 +575,15 @@ void gort__fd_unref(struct polldesc *pd)
         pd_destroy(pd);
 }
 
-/* Close fd: waiters return -EBADF.  Mirrors poll.FD.Close with
- * runtime_pollUnblock and runtime_pollClose.  pd is held by the caller;
- * the reference is dropped here.  detach: dup2 or dup3 takes the number
- * over; give pd back without close(2). */
-static int fd_close(int fd, struct polldesc *pd, bool detach)
+/* Mark pd closed and wake its waiters (they return -EBADF): true, or
+ * false when it was closed already.  Mirrors runtime_pollUnblock. */
+static bool close_notify(struct polldesc *pd)
 {
     gort__san_release(&pd->closing);
     /* Seq-cst: the closer's half of the handshake (gort__fd_checkerr); an
      * exchange, so that of two closers only the first closes. */
-    if (xchg_seqcst(&pd->closing, 1)) {
-        gort__fd_unref(pd);
-        return -EBADF;
-    }
+    if (xchg_seqcst(&pd->closing, 1))
+        return false;
     struct g *r = netpollunblock(&pd->rg, false);
     struct g *w = netpollunblock(&pd->wg, false);
     if (r) {
@@ -599,26 +596,37 @@ static int fd_close(int fd, struct polldesc *pd, bool detach)
     }
     gort__gtimer_stop(&pd->rt);
     gort__gtimer_stop(&pd->wt);
+    return true;
+}
+
+/* Drop the closer's reference to pd, marked closed: the last one, unless
+ * calls are in flight, which then give it back as they leave. */
+static int close_unref(struct polldesc *pd)
+{
+    xadd_acqrel(&pd->refs, PD_REF_CLOSED);
+    if (xadd_acqrel(&pd->refs, -1) == PD_REF_CLOSED)
+        return pd_destroy(pd);
+    return 0;
+}
+
+/* Close fd: waiters return -EBADF.  Mirrors poll.FD.Close with
+ * runtime_pollUnblock and runtime_pollClose.  pd is held by the caller;
+ * the reference is dropped here. */
+static int fd_close(int fd, struct polldesc *pd)
+{
+    if (!close_notify(pd)) {
+        gort__fd_unref(pd);
+        return -EBADF;
+    }
     gort__spinlock(&pollcache.lock);
     gort__netpoll_close(fd);
-    if (detach) {
-        /* The number is the new file's as soon as dup2 returns: out of
-         * the table now, not when the last call leaves. */
-        pd->noclose = true;
-        store_rel(&pollcache.byfd[fd], NULL);
-    }
     /* It stays in the table, closing, until pd_destroy: calls on the
      * number meanwhile fail with -EBADF (not the syscall path on a
      * descriptor that is still open). */
     /* Bump now: events already queued for it are stale. */
     store_relaxed(&pd->seq, pd->seq + 1);
     gort__spinunlock(&pollcache.lock);
-    xadd_acqrel(&pd->refs, PD_REF_CLOSED);
-    /* Our own reference: the last one, unless calls are in flight, which
-     * then close it as they leave. */
-    if (xadd_acqrel(&pd->refs, -1) == PD_REF_CLOSED)
-        return pd_destroy(pd);
-    return 0;
+    return close_unref(pd);
 }
 
 int gort__fd_close(int fd)
@@ -626,7 +634,7 @@ int gort__fd_close(int fd)
     struct polldesc *pd = gort__fd_ref(fd);
     if (!pd)
         return 1; /* not ours: the caller closes it */
-    return fd_close(fd, pd, false);
+    return fd_close(fd, pd);
 }
 
 int gort__fd_detach(int fd)
@@ -634,7 +642,90 @@ int gort__fd_detach(int fd)
     struct polldesc *pd = gort__fd_ref(fd);
     if (!pd)
         return 1;
-    return fd_close(fd, pd, true);
+    /* The number has a new file: the backend's registration is the old
+     * file's, out of reach by number; events it still sends are stale by
+     * the bumped sequence. */
+    gort__spinlock(&pollcache.lock);
+    pd->noclose = true;
+    if (pollcache.byfd[fd] == pd)
+        store_rel(&pollcache.byfd[fd], NULL);
+    store_relaxed(&pd->seq, pd->seq + 1);
+    gort__spinunlock(&pollcache.lock);
+    if (close_notify(pd))
+        close_unref(pd);
+    else
+        gort__fd_unref(pd);
+    return 0;
+}
+
+int gort__fd_dup(int oldfd, int newfd, int flags)
+{
+    struct polldesc *pd = gort__fd_ref(newfd);
+    if (!pd) {
+        int r = flags < 0 ? gort__libc.dup2(oldfd, newfd)
+                          : gort__libc.dup3(oldfd, newfd, flags);
+        return r < 0 ? -errno : r;
+    }
+    /* Closed already (its close(2) waiting for calls in flight): out of
+     * the backend already.  Acquire: pairs with the closer's exchange; a
+     * close that comes after this look takes it out a second time, which
+     * does no harm. */
+    bool closed = load_acq(&pd->closing) != 0;
+    /* The backend's registration goes by number, so it is taken out while
+     * the number still has the old file; the table's entry goes as the
+     * number changes files, all under the lock, so that no registration
+     * of the number comes in between (it would watch the old file).  The
+     * dup's implicit close is quick, as pd_destroy's close(2). */
+    gort__spinlock(&pollcache.lock);
+    if (!closed)
+        gort__netpoll_close(newfd);
+    int r = flags < 0 ? gort__libc.dup2(oldfd, newfd)
+                      : gort__libc.dup3(oldfd, newfd, flags);
+    int e = errno;
+    if (r >= 0) {
+        /* The last call out gives pd back without close(2): dup2 closed
+         * the file. */
+        pd->noclose = true;
+        if (pollcache.byfd[newfd] == pd)
+            store_rel(&pollcache.byfd[newfd], NULL);
+        store_relaxed(&pd->seq, pd->seq + 1);
+    } else if (!closed) {
+        gort__netpoll_rearm(newfd, pd);
+    }
+    gort__spinunlock(&pollcache.lock);
+    if (r < 0) {
+        gort__fd_unref(pd);
+        return -e;
+    }
+    /* Now its waiters: they look at the number again and find the new
+     * file. */
+    if (close_notify(pd))
+        close_unref(pd);
+    else
+        gort__fd_unref(pd);
+    return r;
+}
+
+bool gort__fd_closed(int fd)
+{
+    if (!gort__netpoll_inited())
+        return false;
+    /* No reference needed: pollDescs are never freed; one given to
+     * another number since pd_get has another fd, and one given back to
+     * this number (a new file) is not closing. */
+    struct polldesc *pd = pd_get(fd);
+    /* Relaxed: fd is set under the lock before the pollDesc is published
+     * (pd_get's acquire); seq-cst: see netpoll.h. */
+    return pd && load_relaxed(&pd->fd) == fd && load_seqcst(&pd->closing);
+}
+
+void gort__fd_notify(struct polldesc *pd)
+{
+    struct g *gp = netpollunblock(&pd->rg, true);
+    if (gp) {
+        xadd_acqrel(&nwaiters, -1);
+        gort__ready(gp, false);
+    }
 }
 
 /* ---------------------------------------------------------------------------

@@ -110,10 +110,30 @@ GORT_HIDDEN int gort__fd_register_hook(int fd);
  * get the number again for another file: the backend then no longer
  * watches the number, and this adds it again.  0 or -errno. */
 GORT_HIDDEN int gort__fd_rearm(struct polldesc *pd);
-/* Close-notify fd, whose number dup2 or dup3 is about to take over: its
- * waiters return -EBADF and its pollDesc is given back without close(2).
- * 0, or 1 when fd is not registered. */
+/* The kernel gave out the number fd again, for a new file (gort-hook saw
+ * the call that made it): whatever is registered under it belongs to a
+ * file closed behind gort's back.  Its waiters return -EBADF and its
+ * pollDesc is given back without close(2).  0, or 1 when fd is not
+ * registered. */
 GORT_HIDDEN int gort__fd_detach(int fd);
+/* dup2 (flags < 0) or dup3 of oldfd onto newfd, through the table
+ * (libc.h): the result or -errno.  When newfd is registered, its waiters
+ * return -EBADF once the number has the new file, and its pollDesc is
+ * given back without close(2) (dup2 closed the file; also when newfd was
+ * closed already and its close(2) still waits for calls in flight).  A
+ * failed call leaves newfd as it was. */
+GORT_HIDDEN int gort__fd_dup(int oldfd, int newfd, int flags);
+/* Whether the number fd has been closed (gort_close, or a hooked close)
+ * while its close(2) waits for the calls in flight on it: for the program
+ * it is closed already.  Without a reference; seq-cst (see
+ * gort__fd_checkerr): a closer that then looks for waiters of the number
+ * and a waiter that published itself before this check see each other. */
+GORT_HIDDEN bool gort__fd_closed(int fd);
+/* Readiness for reading on pd, from outside the backend: wake the
+ * goroutine parked to read it, or leave the readiness for the next one
+ * (gort-hook wakes a goroutine that waits on a private epoll instance for
+ * a descriptor that a hooked close closed). */
+GORT_HIDDEN void gort__fd_notify(struct polldesc *pd);
 /* The pollDesc of a registered fd with a reference held (a closed one
  * too: the call fails with -EBADF), or NULL; every call that uses it
  * drops it with gort__fd_unref when done. */
@@ -121,6 +141,17 @@ GORT_HIDDEN struct polldesc *gort__fd_ref(int fd);
 GORT_HIDDEN void gort__fd_unref(struct polldesc *pd);
 /* Close a registered fd (0 or -errno), or 1 when it is not registered. */
 GORT_HIDDEN int gort__fd_close(int fd);
+/* Whether pd's descriptor has been closed (gort_close, a hooked close or
+ * dup2).  Acquire: pairs with the closer's exchange (netpoll.c,
+ * close_notify), so that what the closer did before is seen. */
+static inline bool gort__fd_closing(struct polldesc *pd)
+{
+    if (!load_acq(&pd->closing))
+        return false;
+    /* ThreadSanitizer (san.c): the close happens before this. */
+    gort__san_acquire(&pd->closing);
+    return true;
+}
 /* Park until pd is ready for mode ('r' or 'w'): 0, or -EBADF (closed),
  * -ETIMEDOUT (its deadline passed). */
 GORT_HIDDEN int gort__fd_wait(struct polldesc *pd, int mode);

@@ -95,6 +95,16 @@
  * synchronisation and checks gort's own accesses, so there is no ignored
  * region and every switch synchronises the two fibers (gort's hand-off
  * work after a switch, on the next goroutine's fiber, depends on it).
+ * gort-hook's calls need one thing more there.  The program's read or
+ * poll reaches gort-hook through ThreadSanitizer's interceptor, which
+ * takes it for a blocking call: until it returns, the calling fiber's
+ * atomics are not modelled and the interceptors it reaches are passed
+ * through (ignore_interceptors).  The hooked call runs the scheduler
+ * (parking, readying, locks, new threads), whose happens-before lies in
+ * exactly those, so it runs on a second fiber of the G's
+ * (gort__san_hook_enter/leave), entered and left with synchronisation:
+ * to the goroutine it is one stretch of its life.  The second fiber is
+ * kept with the G, as the first is.
  *
  * Valgrind needs nothing at run time beyond what stack.c does: every
  * stack is registered (VALGRIND_STACK_REGISTER) while it is allocated, so
@@ -108,6 +118,7 @@
 #include "sched.h"
 #include "stack.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -214,6 +225,31 @@ void gort__san_g_new(struct g *gp)
     __tsan_release(gp);
 }
 
+void gort__san_hook_enter(struct g *gp)
+{
+    if (!gp->tsan_hook_fiber) {
+        gp->tsan_hook_fiber = __tsan_create_fiber(0);
+        /* Named once: naming takes ThreadSanitizer's registry lock, which
+         * a call from inside its own reporting (its symbolizer reads
+         * files) would wait for forever. */
+        __tsan_set_fiber_name(gp->tsan_hook_fiber, "gort-hook call");
+    }
+    /* The G runs on the second fiber until the call ends: a park inside
+     * it resumes there. */
+    gp->tsan_outer_fiber = gp->tsan_fiber;
+    gp->tsan_fiber = gp->tsan_hook_fiber;
+    __tsan_switch_to_fiber(gp->tsan_fiber, 0);
+}
+
+void gort__san_hook_leave(struct g *gp)
+{
+    int e = errno; /* the call's result, whatever the switch does */
+    gp->tsan_fiber = gp->tsan_outer_fiber;
+    gp->tsan_outer_fiber = NULL;
+    __tsan_switch_to_fiber(gp->tsan_fiber, 0);
+    errno = e;
+}
+
 void gort__san_g_dead(struct g *gp)
 {
     uint32_t san = gort__san;
@@ -235,8 +271,19 @@ void gort__san_g_dead(struct g *gp)
 
 void gort__san_g_teardown(struct g *gp)
 {
+    if (!(gort__san & GORT_SAN_TSAN))
+        return;
+    if (gp->tsan_outer_fiber) {
+        /* Discarded inside a gort-hook call (only with libgort
+         * instrumented: no ignores on either fiber). */
+        __tsan_destroy_fiber(gp->tsan_outer_fiber);
+        gp->tsan_outer_fiber = NULL;
+    } else if (gp->tsan_hook_fiber) {
+        __tsan_destroy_fiber(gp->tsan_hook_fiber);
+    }
+    gp->tsan_hook_fiber = NULL;
     /* The fiber shares its word with ASan's fake-stack slot. */
-    if (!(gort__san & GORT_SAN_TSAN) || !gp->tsan_fiber)
+    if (!gp->tsan_fiber)
         return;
     /* A G that never ran, or that ended (the main goroutine), has no
      * ignores on; one discarded while parked inside gort has (see the

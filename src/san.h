@@ -29,6 +29,7 @@
 #ifndef GORT_SAN_H
 #define GORT_SAN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -108,6 +109,18 @@ __attribute__((visibility("hidden"))) void
 gort__san_thread_start(struct g *g0, int runtime_thread);
 __attribute__((visibility("hidden"))) void
 gort__san_thread_end(int runtime_thread);
+
+/* A gort-hook call of gp's begins and ends (src/hook.c): with TSAN and
+ * libgort instrumented, it runs on a fiber of its own (see san.c);
+ * gort__san_hook_fiber says whether that is so. */
+__attribute__((visibility("hidden"))) void gort__san_hook_enter(struct g *gp);
+__attribute__((visibility("hidden"))) void gort__san_hook_leave(struct g *gp);
+static inline bool gort__san_hook_fiber(void)
+{
+    return __builtin_expect((gort__san & (GORT_SAN_TSAN | GORT_SAN_TSAN_LIB)) ==
+                                GORT_SAN_TSAN,
+                            0);
+}
 
 /* TSAN_LIB: gort's own code runs with ThreadSanitizer ignoring memory
  * accesses.  Public entry points open the region with GORT_SAN_SCOPE()

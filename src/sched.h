@@ -278,6 +278,10 @@ struct g {
         void *asan_fake_stack; /* AddressSanitizer fake-stack save slot */
         void *tsan_fiber;      /* ThreadSanitizer fiber, or NULL */
     };
+    void *tsan_hook_fiber;  /* ThreadSanitizer: the fiber its gort-hook
+                               calls run on, or NULL (san.c,
+                               gort__san_hook_enter) */
+    void *tsan_outer_fiber; /* ... and tsan_fiber while one runs */
     /* For dumps (traceback.c); owner writes, dumps read racily. */
     int64_t parentgoid;     /* goid of the goroutine that created it, or 0 */
     /* A G is in a syscall or asynchronously preempted, never both: the

@@ -54,6 +54,7 @@
 #include "sysmon.h"
 #include "tracehooks.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
 #include <signal.h>
@@ -433,11 +434,39 @@ static int gai_call(void *p)
     return gort__libc.getaddrinfo(a->node, a->service, a->hints, a->res);
 }
 
+/* Whether s is NULL or a port number: getaddrinfo reads no file for it. */
+static bool numeric_service(const char *s)
+{
+    if (!s)
+        return true;
+    if (!*s)
+        return false;
+    for (; *s; s++)
+        if (*s < '0' || *s > '9')
+            return false;
+    return true;
+}
+
+/* Whether node is an address in numbers (or NULL, the wildcard or
+ * loopback): getaddrinfo answers it without a lookup, at once. */
+static bool numeric_node(const char *node)
+{
+    unsigned char buf[sizeof(struct in6_addr)];
+    return !node || inet_pton(AF_INET, node, buf) == 1 ||
+           inet_pton(AF_INET6, node, buf) == 1;
+}
+
 int gort_getaddrinfo(const char *node, const char *service,
                      const struct addrinfo *hints, struct addrinfo **res)
 {
     GORT_SAN_SCOPE();
     struct gai_args a = {node, service, hints, res};
+    /* Numbers for both (hiredis and libpq pass "127.0.0.1" this way): no
+     * file, no network, no thread.  AI_CANONNAME may look the address up
+     * by name: not then. */
+    if (numeric_node(node) && numeric_service(service) &&
+        !(hints && (hints->ai_flags & AI_CANONNAME)))
+        return gai_call(&a);
     return gort__dns_call(gai_call, &a);
 }
 

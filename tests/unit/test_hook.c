@@ -17,7 +17,9 @@
 #include <sys/select.h>
 #include <sys/syscall.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -143,6 +145,44 @@ TEST(nonblocking_descriptor_eagain)
     run_main(nonblock_main, NULL);
 }
 
+static void nonblock_tty_main(void *arg)
+{
+    (void)arg;
+    int master = posix_openpt(O_RDWR | O_NOCTTY);
+    CHECK_GE(master, 0);
+    CHECK_EQ(grantpt(master), 0);
+    CHECK_EQ(unlockpt(master), 0);
+    int tty = open(ptsname(master), O_RDWR | O_NOCTTY | O_NONBLOCK);
+    CHECK_GE(tty, 0);
+    struct termios t;
+    CHECK_EQ(tcgetattr(tty, &t), 0);
+    cfmakeraw(&t);
+    CHECK_EQ(tcsetattr(tty, TCSANOW, &t), 0);
+    char buf[16];
+    errno = 0;
+    CHECK_EQ(read(tty, buf, sizeof buf), -1);
+    CHECK_EQ(errno, EAGAIN);
+    CHECK_EQ(write(master, "hello", 5), 5);
+    /* The line discipline passes the bytes on in its own time. */
+    struct pollfd p = {.fd = tty, .events = POLLIN};
+    CHECK_EQ(poll(&p, 1, 5000), 1);
+    CHECK_EQ(read(tty, buf, sizeof buf), 5);
+    CHECK_EQ(memcmp(buf, "hello", 5), 0);
+    CHECK_EQ(write(tty, "x", 1), 1);
+    CHECK_EQ(read(master, buf, 1), 1);
+    CHECK_EQ(buf[0], 'x');
+    close(tty);
+    close(master);
+}
+
+/* A terminal (which refuses RWF_NOWAIT) that the program made
+ * non-blocking: read(2) returns what is waiting and EAGAIN only when
+ * nothing is, write(2) writes, as the C library's calls do. */
+TEST(nonblocking_tty_reads_and_writes)
+{
+    run_main(nonblock_tty_main, NULL);
+}
+
 static void rcvtimeo_main(void *arg)
 {
     (void)arg;
@@ -166,6 +206,109 @@ static void rcvtimeo_main(void *arg)
 TEST(so_rcvtimeo_deadline)
 {
     run_main(rcvtimeo_main, NULL);
+}
+
+static int stale_sv[2];
+
+static void *stale_make_socket(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, stale_sv), 0);
+    return NULL;
+}
+
+static void stale_kind_main(void *arg)
+{
+    (void)arg;
+    int p[2];
+    CHECK_EQ(pipe(p), 0);
+    char c = 'x';
+    CHECK_EQ(write(p[1], &c, 1), 1);
+    CHECK_EQ(read(p[0], &c, 1), 1); /* the hooks note p[0]: no socket */
+    /* fclose closes p[0] with the C library's internal close, which the
+     * hooks do not see; a thread gort did not create then gets the number
+     * for a socket. */
+    FILE *f = fdopen(p[0], "r");
+    CHECK(f != NULL);
+    fclose(f);
+    CHECK_EQ(close(p[1]), 0);
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, stale_make_socket, NULL), 0);
+    CHECK_EQ(pthread_join(t, NULL), 0);
+    CHECK_EQ(stale_sv[0], p[0]);
+    struct timeval tv = {0, 50 * 1000};
+    CHECK_EQ(setsockopt(stale_sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv),
+             0);
+    int64_t t0 = now_ns();
+    errno = 0;
+    CHECK_EQ(read(stale_sv[0], &c, 1), -1);
+    CHECK_EQ(errno, EAGAIN);
+    int64_t took = now_ns() - t0;
+    CHECK_GE(took, 45 * MS);
+    CHECK_LT(took, 2000 * MS);
+    close(stale_sv[0]);
+    close(stale_sv[1]);
+}
+
+/* A number the hooks saw as a pipe, closed behind their back and reused
+ * for a socket: read(2) on it still ends with EAGAIN when the socket's
+ * SO_RCVTIMEO passes, as the C library's read does. */
+TEST(stale_kind_keeps_rcvtimeo)
+{
+    run_main(stale_kind_main, NULL);
+}
+
+static int marked_pipe[2];
+static gort_waitgroup marked_wg;
+
+static void marked_reader(void *arg)
+{
+    (void)arg;
+    /* A second in nanosleep made with syscall(2), which the hooks do not
+     * see: sysmon finds the thread blocked in it and puts the goroutine
+     * into the syscall state (where signals do that, they cut the call
+     * short: it is made again until the second is over). */
+    int64_t end = now_ns() + 1000 * MS;
+    for (int64_t left; (left = end - now_ns()) > 0;) {
+        struct timespec ts = {(time_t)(left / 1000000000),
+                              (long)(left % 1000000000)};
+        syscall(SYS_nanosleep, &ts, NULL);
+    }
+    char c;
+    CHECK_EQ(read(marked_pipe[0], &c, 1), 1);
+    CHECK_EQ(c, 'x');
+    gort_waitgroup_done(&marked_wg);
+}
+
+static void marked_main(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(pipe(marked_pipe), 0);
+    gort_waitgroup_add(&marked_wg, 1);
+    int64_t goid = gort_go(marked_reader, NULL);
+    CHECK_GT(goid, 0);
+    await_waiting("syscall", goid, 1);
+    await_waiting("IO wait", goid, 1);
+    CHECK_EQ(write(marked_pipe[1], "x", 1), 1);
+    gort_waitgroup_wait(&marked_wg);
+    close(marked_pipe[0]);
+    close(marked_pipe[1]);
+}
+
+/* A goroutine back from a call that sysmon put into the syscall state (a
+ * raw nanosleep) parks in the poller on its next read(2) of an empty
+ * pipe, as anywhere else, instead of blocking its thread in the C
+ * library's read with the goroutine still in the syscall state.  Skipped
+ * under ThreadSanitizer, where nothing takes a goroutine from a thread in
+ * a raw call (rawsys.c). */
+TEST(read_after_marked_call_parks)
+{
+    if (TSAN) {
+        fprintf(stderr, "read_after_marked_call_parks: skipped (no call is "
+                        "marked under ThreadSanitizer)\n");
+        exit(77);
+    }
+    run_main(marked_main, NULL);
 }
 
 static int close_fd;
@@ -501,15 +644,14 @@ static int32_t dns_threads_max;
 static void lookup(void *arg)
 {
     (void)arg;
-    struct addrinfo hints = {.ai_family = AF_INET,
-                             .ai_socktype = SOCK_STREAM};
+    struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM};
     struct addrinfo *res = NULL;
     int r = getaddrinfo("localhost", "80", &hints, &res);
     int t = os_threads();
     int32_t m = ATOMIC_LOAD(&dns_threads_max);
-    while (t > m && !__atomic_compare_exchange_n(&dns_threads_max, &m, t,
-                                                 false, __ATOMIC_ACQ_REL,
-                                                 __ATOMIC_ACQUIRE))
+    while (t > m &&
+           !__atomic_compare_exchange_n(&dns_threads_max, &m, t, false,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         ;
     if (r == 0 && res && res->ai_family == AF_INET &&
         ntohs(((struct sockaddr_in *)res->ai_addr)->sin_port) == 80 &&
@@ -537,16 +679,14 @@ static void dns_main(void *arg)
     /* A name that does not exist: the C library's answer, as a code. */
     struct addrinfo *res = NULL;
     struct addrinfo hints = {.ai_flags = AI_NUMERICHOST};
-    CHECK_EQ(getaddrinfo("not an address", NULL, &hints, &res),
-             EAI_NONAME);
+    CHECK_EQ(getaddrinfo("not an address", NULL, &hints, &res), EAI_NONAME);
     /* getnameinfo and gethostbyname through the same path. */
     struct sockaddr_in sin = {.sin_family = AF_INET,
                               .sin_port = htons(80),
                               .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     char host[256], serv[32];
-    CHECK_EQ(getnameinfo((struct sockaddr *)&sin, sizeof sin, host,
-                         sizeof host, serv, sizeof serv,
-                         NI_NUMERICHOST | NI_NUMERICSERV),
+    CHECK_EQ(getnameinfo((struct sockaddr *)&sin, sizeof sin, host, sizeof host,
+                         serv, sizeof serv, NI_NUMERICHOST | NI_NUMERICSERV),
              0);
     CHECK_EQ(strcmp(host, "127.0.0.1"), 0);
     CHECK_EQ(strcmp(serv, "80"), 0);
