@@ -36,14 +36,16 @@
  * Helpers.
  * ------------------------------------------------------------------------- */
 
-static int64_t now_ns(void) {
+static int64_t now_ns(void)
+{
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 /* The process's kernel threads (/proc/self/status). */
-static int os_threads(void) {
+static int os_threads(void)
+{
     FILE *f = fopen("/proc/self/status", "r");
     CHECK(f != NULL);
     char line[256];
@@ -57,7 +59,8 @@ static int os_threads(void) {
 
 /* Raise RLIMIT_NOFILE's soft limit to at least want; exit 77 (skipped)
  * with a message when the hard limit does not allow it. */
-static void need_nofile(rlim_t want) {
+static void need_nofile(rlim_t want)
+{
     struct rlimit rl;
     CHECK_EQ(getrlimit(RLIMIT_NOFILE, &rl), 0);
     if (rl.rlim_cur >= want)
@@ -75,7 +78,8 @@ static void need_nofile(rlim_t want) {
 
 /* A TCP listener on 127.0.0.1 with the given backlog; its address in
  * *addr. */
-static int tcp_listener(int backlog, struct sockaddr_in *addr) {
+static int tcp_listener(int backlog, struct sockaddr_in *addr)
+{
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     CHECK_GE(fd, 0);
     memset(addr, 0, sizeof *addr);
@@ -89,7 +93,8 @@ static int tcp_listener(int backlog, struct sockaddr_in *addr) {
 }
 
 /* A loopback address whose port nobody listens on. */
-static struct sockaddr_in closed_port(void) {
+static struct sockaddr_in closed_port(void)
+{
     struct sockaddr_in a;
     int l = tcp_listener(1, &a);
     CHECK_EQ(close(l), 0);
@@ -98,7 +103,8 @@ static struct sockaddr_in closed_port(void) {
 
 /* A Unix socket address in the abstract namespace, unique to this process
  * and tag. */
-static socklen_t unix_addr(struct sockaddr_un *a, const char *tag) {
+static socklen_t unix_addr(struct sockaddr_un *a, const char *tag)
+{
     memset(a, 0, sizeof *a);
     a->sun_family = AF_UNIX;
     int n = snprintf(a->sun_path + 1, sizeof a->sun_path - 1,
@@ -108,7 +114,8 @@ static socklen_t unix_addr(struct sockaddr_un *a, const char *tag) {
 
 /* A Unix stream listener at a's abstract name, with the given backlog. */
 static int unix_listener(const char *tag, int backlog, struct sockaddr_un *a,
-                         socklen_t *alen) {
+                         socklen_t *alen)
+{
     *alen = unix_addr(a, tag);
     int fd = socket(AF_UNIX, SOCK_STREAM, 0);
     CHECK_GE(fd, 0);
@@ -118,7 +125,8 @@ static int unix_listener(const char *tag, int backlog, struct sockaddr_un *a,
 }
 
 /* A connected TCP pair over loopback, both ends in blocking mode. */
-static void tcp_pair(int *a, int *b) {
+static void tcp_pair(int *a, int *b)
+{
     struct sockaddr_in addr;
     int l = tcp_listener(4, &addr);
     *a = socket(AF_INET, SOCK_STREAM, 0);
@@ -130,7 +138,8 @@ static void tcp_pair(int *a, int *b) {
 }
 
 /* Fill socket fd's send side until it would block: the bytes sent. */
-static size_t fill_socket(int fd) {
+static size_t fill_socket(int fd)
+{
     static char chunk[65536];
     size_t total = 0;
     for (size_t n = sizeof chunk; n > 0; n /= 4) {
@@ -144,7 +153,8 @@ static size_t fill_socket(int fd) {
 }
 
 /* Shrink pipe write end wfd to one page and fill it: its size. */
-static size_t fill_pipe(int wfd) {
+static size_t fill_pipe(int wfd)
+{
     int size = fcntl(wfd, F_SETPIPE_SZ, 4096);
     CHECK_GT(size, 0);
     char *buf = calloc(1, (size_t)size);
@@ -155,7 +165,8 @@ static size_t fill_pipe(int wfd) {
 }
 
 /* Read fd until the end of the stream: the bytes read. */
-static size_t drain(int fd) {
+static size_t drain(int fd)
+{
     char buf[4096];
     size_t total = 0;
     ssize_t r;
@@ -166,7 +177,8 @@ static size_t drain(int fd) {
 }
 
 /* Whether fd's file description is in non-blocking mode. */
-static bool nonblocking(int fd) {
+static bool nonblocking(int fd)
+{
     int fl = fcntl(fd, F_GETFL);
     CHECK_GE(fl, 0);
     return (fl & O_NONBLOCK) != 0;
@@ -179,13 +191,15 @@ struct plain {
     void *arg;
 };
 
-static void *plain_run(void *p) {
+static void *plain_run(void *p)
+{
     struct plain *x = p;
     x->fn(x->arg);
     return NULL;
 }
 
-static void on_plain_thread(void (*fn)(void *), void *arg) {
+static void on_plain_thread(void (*fn)(void *), void *arg)
+{
     struct plain x = {fn, arg};
     pthread_t t;
     CHECK_EQ(pthread_create(&t, NULL, plain_run, &x), 0);
@@ -219,15 +233,16 @@ struct waiter {
     int timeout_ms; /* -1: none */
     /* The outcome. */
     ssize_t r;
-    int err;        /* errno when r is -1 (OP_WRITE_ALL: always) */
-    int64_t took;   /* ns */
+    int err;      /* errno when r is -1 (OP_WRITE_ALL: always) */
+    int64_t took; /* ns */
     int64_t goid;
-    int done;       /* atomic */
+    int done; /* atomic */
 };
 
 static char zeros[65536];
 
-static void waiter_main(void *arg) {
+static void waiter_main(void *arg)
+{
     struct waiter *w = arg;
     int64_t t0 = now_ns();
     errno = 0;
@@ -269,9 +284,8 @@ static void waiter_main(void *arg) {
         w->r = select(nfds, &rs, NULL, NULL, w->timeout_ms < 0 ? NULL : &tv);
         int e = errno;
         for (int i = 0; i < w->npfd; i++)
-            w->pfd[i].revents = w->r > 0 && FD_ISSET(w->pfd[i].fd, &rs)
-                                    ? POLLIN
-                                    : 0;
+            w->pfd[i].revents =
+                w->r > 0 && FD_ISSET(w->pfd[i].fd, &rs) ? POLLIN : 0;
         errno = e;
         break;
     }
@@ -281,7 +295,8 @@ static void waiter_main(void *arg) {
     ATOMIC_STORE(&w->done, 1);
 }
 
-static void start(struct waiter *w) {
+static void start(struct waiter *w)
+{
     w->done = 0;
     w->r = -2;
     w->err = -1;
@@ -291,7 +306,8 @@ static void start(struct waiter *w) {
 
 /* Wait until w's goroutine is parked: in IO wait, or queued behind
  * another goroutine waiting on the same descriptor. */
-static void parked(struct waiter *w) {
+static void parked(struct waiter *w)
+{
     int64_t end = now_ns() + 30000 * MS;
     while (count_waiting("IO wait", w->goid) +
                count_waiting("sync.Mutex.Lock", w->goid) ==
@@ -304,12 +320,14 @@ static void parked(struct waiter *w) {
 }
 
 /* Wait (at most 10 s) for w's call to return. */
-static void finish(struct waiter *w) {
+static void finish(struct waiter *w)
+{
     int64_t end = now_ns() + 10000 * MS;
     while (!ATOMIC_LOAD(&w->done)) {
         if (now_ns() > end) {
-            fprintf(stderr, "goroutine %lld (op %d on fd %d) still blocked "
-                            "after 10 s\n",
+            fprintf(stderr,
+                    "goroutine %lld (op %d on fd %d) still blocked "
+                    "after 10 s\n",
                     (long long)w->goid, (int)w->op, w->fd);
             char *t = dump_text();
             fprintf(stderr, "%.20000s\n", t);
@@ -321,7 +339,8 @@ static void finish(struct waiter *w) {
 }
 
 /* That w's call is still blocked after ms milliseconds. */
-static void still_blocked(struct waiter *w, int ms) {
+static void still_blocked(struct waiter *w, int ms)
+{
     gort_sleep(ms * MS);
     CHECK(!ATOMIC_LOAD(&w->done));
 }
@@ -330,7 +349,8 @@ static void still_blocked(struct waiter *w, int ms) {
  * close while a goroutine waits: the waiter returns EBADF.
  * ------------------------------------------------------------------------- */
 
-static void close_read_main(void *arg) {
+static void close_read_main(void *arg)
+{
     (void)arg;
     gort_gomaxprocs(2);
     for (int kind = 0; kind < 2; kind++) {
@@ -364,12 +384,14 @@ static void close_read_main(void *arg) {
  * of the descriptor from another goroutine returns 0 and the read -1 with
  * EBADF; then the file is closed (the socket's peer reads end of file, a
  * write to the pipe's write end fails with EPIPE) and the number too. */
-TEST(close_wakes_read) {
+TEST(close_wakes_read)
+{
     signal(SIGPIPE, SIG_IGN);
     run_main(close_read_main, NULL);
 }
 
-static void close_write_main(void *arg) {
+static void close_write_main(void *arg)
+{
     (void)arg;
     gort_gomaxprocs(2);
     for (int kind = 0; kind < 2; kind++) {
@@ -402,9 +424,13 @@ static void close_write_main(void *arg) {
 /* A goroutine in write on a full socket and on a full pipe in blocking
  * mode; close returns 0, the write -1 with EBADF, and the peer reads
  * exactly the bytes written before, then end of file. */
-TEST(close_wakes_write) { run_main(close_write_main, NULL); }
+TEST(close_wakes_write)
+{
+    run_main(close_write_main, NULL);
+}
 
-static void close_accept_main(void *arg) {
+static void close_accept_main(void *arg)
+{
     (void)arg;
     gort_gomaxprocs(2);
     struct sockaddr_in in;
@@ -436,18 +462,22 @@ static void close_accept_main(void *arg) {
 /* A goroutine in accept on a TCP and on a Unix listener; close returns 0
  * and the accept -1 with EBADF; a connect to either address is refused
  * afterwards. */
-TEST(close_wakes_accept) { run_main(close_accept_main, NULL); }
+TEST(close_wakes_accept)
+{
+    run_main(close_accept_main, NULL);
+}
 
 /* Goroutines the poller has woken so far (a goroutine that waits by
  * trying again and again is woken over and over). */
-static uint64_t netpoll_wakeups(void) {
+static uint64_t netpoll_wakeups(void)
+{
     gort_metric_sample m;
-    CHECK_EQ(gort_metric_read("/gort/sched/netpoll-wakeups:goroutines", &m),
-             0);
+    CHECK_EQ(gort_metric_read("/gort/sched/netpoll-wakeups:goroutines", &m), 0);
     return m.u64;
 }
 
-static void close_connect_main(void *arg) {
+static void close_connect_main(void *arg)
+{
     (void)arg;
     gort_gomaxprocs(2);
     for (int kind = 0; kind < 2; kind++) {
@@ -490,7 +520,10 @@ static void close_connect_main(void *arg) {
 /* A goroutine in connect in blocking mode to a TCP and to a Unix listener
  * whose backlog (0) is full: it stays parked (not retrying in a loop)
  * until close, which returns 0; the connect returns -1 with EBADF. */
-TEST(close_wakes_connect) { run_main(close_connect_main, NULL); }
+TEST(close_wakes_connect)
+{
+    run_main(close_connect_main, NULL);
+}
 
 /* Connect with SO_SNDTIMEO of 100 ms to a full listener: the result,
  * errno, a second connect's errno and the time it took. */
@@ -500,7 +533,8 @@ struct timed_connect {
     int64_t took;
 };
 
-static void timed_connect_run(void *arg) {
+static void timed_connect_run(void *arg)
+{
     struct timed_connect *t = arg;
     int l, first, fd;
     struct sockaddr_storage ss;
@@ -539,7 +573,8 @@ static void timed_connect_run(void *arg) {
     close(l);
 }
 
-static void connect_timeo_main(void *arg) {
+static void connect_timeo_main(void *arg)
+{
     (void)arg;
     for (int kind = 0; kind < 2; kind++) {
         struct timed_connect hooked = {.unix_kind = kind},
@@ -561,9 +596,13 @@ static void connect_timeo_main(void *arg) {
  * full Unix listener returns what the C library's does on a plain thread
  * (TCP: -1 EINPROGRESS, then EALREADY; Unix: -1 EAGAIN, twice), after
  * the timeout and not before. */
-TEST(connect_sndtimeo) { run_main(connect_timeo_main, NULL); }
+TEST(connect_sndtimeo)
+{
+    run_main(connect_timeo_main, NULL);
+}
 
-static void connect_reused_main(void *arg) {
+static void connect_reused_main(void *arg)
+{
     (void)arg;
     gort_gomaxprocs(2);
     struct sockaddr_in in;
@@ -607,9 +646,13 @@ static void connect_reused_main(void *arg) {
  * (closed behind the hooks' back, with readiness left over) does not
  * take the old socket's readiness for its outcome: to a full listener
  * with SO_SNDTIMEO 100 ms it fails with EINPROGRESS after the timeout. */
-TEST(connect_on_reused_number) { run_main(connect_reused_main, NULL); }
+TEST(connect_on_reused_number)
+{
+    run_main(connect_reused_main, NULL);
+}
 
-static void close_poll_main(void *arg) {
+static void close_poll_main(void *arg)
+{
     (void)arg;
     gort_gomaxprocs(2);
     /* One descriptor, then two (a pipe and the socket that is closed),
@@ -618,8 +661,7 @@ static void close_poll_main(void *arg) {
         int sv[2], p[2];
         CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
         CHECK_EQ(pipe(p), 0);
-        struct waiter w = {.op = OP_POLL,
-                           .timeout_ms = round % 2 ? 20000 : -1};
+        struct waiter w = {.op = OP_POLL, .timeout_ms = round % 2 ? 20000 : -1};
         w.pfd[0] = (struct pollfd){.fd = sv[0], .events = POLLIN};
         w.pfd[1] = (struct pollfd){.fd = p[0], .events = POLLIN};
         w.npfd = round < 2 ? 1 : 2;
@@ -663,9 +705,13 @@ static void close_poll_main(void *arg) {
  * poll returns 1 with POLLNVAL for the socket (what Linux's poll reports
  * for a closed descriptor) and nothing for the pipe; select, likewise
  * woken, fails with EBADF. */
-TEST(close_wakes_poll_select) { run_main(close_poll_main, NULL); }
+TEST(close_wakes_poll_select)
+{
+    run_main(close_poll_main, NULL);
+}
 
-static void closed_at_once_main(void *arg) {
+static void closed_at_once_main(void *arg)
+{
     (void)arg;
     /* One P: the woken reader cannot run (and leave) while the checks
      * below are made; the descriptor's close(2) waits for it. */
@@ -728,13 +774,17 @@ static void closed_at_once_main(void *arg) {
  * fails as on a closed descriptor: write, send, recv, read, writev,
  * accept, select and dup2 with EBADF, poll with POLLNVAL, a second close
  * with EBADF; nothing written reaches the peer. */
-TEST(closed_number_ebadf_at_once) { run_main(closed_at_once_main, NULL); }
+TEST(closed_number_ebadf_at_once)
+{
+    run_main(closed_at_once_main, NULL);
+}
 
 /* ---------------------------------------------------------------------------
  * dup2 over a descriptor a goroutine waits on.
  * ------------------------------------------------------------------------- */
 
-static void dup2_main(void *arg) {
+static void dup2_main(void *arg)
+{
     (void)arg;
     gort_gomaxprocs(2);
     int a[2], b[2];
@@ -842,13 +892,17 @@ static void dup2_main(void *arg) {
  * number whose close still waits for a woken reader gives it the new
  * file for good.  A goroutine in poll on the number looks at the new
  * file after dup2 (woken by its data). */
-TEST(dup2_over_waited) { run_main(dup2_main, NULL); }
+TEST(dup2_over_waited)
+{
+    run_main(dup2_main, NULL);
+}
 
 /* ---------------------------------------------------------------------------
  * A closed number reused by a new descriptor.
  * ------------------------------------------------------------------------- */
 
-static void reuse_main(void *arg) {
+static void reuse_main(void *arg)
+{
     (void)arg;
     gort_gomaxprocs(2);
     int rounds = SANITIZED ? 60 : 300, reused = 0, behind = 0;
@@ -929,13 +983,17 @@ static void reuse_main(void *arg) {
  * byte or EBADF, a reader of the new socket waits for its own data and
  * gets exactly it, the old peer sees EPIPE.  The same after a close
  * behind the hooks' back (the raw system call). */
-TEST(reused_number_no_stale_wakeups) { run_main(reuse_main, NULL); }
+TEST(reused_number_no_stale_wakeups)
+{
+    run_main(reuse_main, NULL);
+}
 
 /* ---------------------------------------------------------------------------
  * Half-close, refused and reset connections.
  * ------------------------------------------------------------------------- */
 
-static void half_close_main(void *arg) {
+static void half_close_main(void *arg)
+{
     (void)arg;
     gort_gomaxprocs(2);
     for (int kind = 0; kind < 2; kind++) {
@@ -1007,7 +1065,8 @@ static void half_close_main(void *arg) {
  * (SIGPIPE ignored; send with MSG_NOSIGNAL); the other direction carries
  * data to a waiting reader until its own shutdown; SHUT_RD wakes a reader
  * of the same end with 0 and leaves its writes working. */
-TEST(half_close) {
+TEST(half_close)
+{
     signal(SIGPIPE, SIG_IGN);
     run_main(half_close_main, NULL);
 }
@@ -1021,7 +1080,8 @@ struct refused {
     bool nonblock;
 };
 
-static void refused_run(void *arg) {
+static void refused_run(void *arg)
+{
     struct refused *x = arg;
     int fd = socket(x->addr.ss_family, SOCK_STREAM, 0);
     CHECK_GE(fd, 0);
@@ -1034,7 +1094,8 @@ static void refused_run(void *arg) {
     CHECK_EQ(close(fd), 0);
 }
 
-static void refused_main(void *arg) {
+static void refused_main(void *arg)
+{
     (void)arg;
     struct sockaddr_in in = closed_port();
     struct sockaddr_un un;
@@ -1045,8 +1106,8 @@ static void refused_main(void *arg) {
     int bs = socket(AF_UNIX, SOCK_STREAM, 0);
     CHECK_EQ(bind(bs, (struct sockaddr *)&bound, boundlen), 0);
     struct sockaddr_un path = {.sun_family = AF_UNIX};
-    snprintf(path.sun_path, sizeof path.sun_path,
-             "/tmp/gort-torture-%d-none/s", (int)getpid());
+    snprintf(path.sun_path, sizeof path.sun_path, "/tmp/gort-torture-%d-none/s",
+             (int)getpid());
     const int want[4] = {ECONNREFUSED, ECONNREFUSED, ECONNREFUSED, ENOENT};
     for (int k = 0; k < 4; k++) {
         struct refused hooked = {0};
@@ -1086,9 +1147,13 @@ static void refused_main(void *arg) {
  * ECONNREFUSED, to a missing path with ENOENT, as on a plain thread; the
  * error is consumed (SO_ERROR 0 afterwards) and the socket stays in
  * blocking mode. */
-TEST(connection_refused) { run_main(refused_main, NULL); }
+TEST(connection_refused)
+{
+    run_main(refused_main, NULL);
+}
 
-static void reset_main(void *arg) {
+static void reset_main(void *arg)
+{
     (void)arg;
     gort_gomaxprocs(2);
     /* The peer closes with data it never read: RST. */
@@ -1153,7 +1218,8 @@ struct cut_write {
 
 static int sigpipes; /* atomic */
 
-static void count_sigpipe(int sig) {
+static void count_sigpipe(int sig)
+{
     (void)sig;
     ATOMIC_INC(&sigpipes);
 }
@@ -1162,7 +1228,8 @@ static void count_sigpipe(int sig) {
 static int cut_fd;
 static char *cut_data;
 
-static void cut_write_run(void *arg) {
+static void cut_write_run(void *arg)
+{
     struct cut_write *x = arg;
     x->r = write(cut_fd, cut_data, CUT_LEN);
     errno = 0;
@@ -1173,8 +1240,8 @@ static void cut_write_run(void *arg) {
     x->err2 = errno;
 }
 
-
-static void cut_main(void *arg) {
+static void cut_main(void *arg)
+{
     (void)arg;
     gort_gomaxprocs(2);
     cut_data = calloc(1, CUT_LEN);
@@ -1189,8 +1256,8 @@ static void cut_main(void *arg) {
         memset(&res[k], 0, sizeof res[k]);
         ATOMIC_STORE(&sigpipes, 0);
         if (k == 0) {
-            struct waiter w = {.op = OP_WRITE, .fd = a, .len = CUT_LEN,
-                               .data = cut_data};
+            struct waiter w = {
+                .op = OP_WRITE, .fd = a, .len = CUT_LEN, .data = cut_data};
             start(&w);
             parked(&w);
             CHECK_EQ(close(b), 0);
@@ -1234,7 +1301,8 @@ static void cut_main(void *arg) {
  * fails with ECONNRESET, the one after with EPIPE and raises the one
  * SIGPIPE of the three (counted by a handler), as the C library's own
  * write on a plain thread does. */
-TEST(write_cut_by_reset) {
+TEST(write_cut_by_reset)
+{
     signal(SIGPIPE, count_sigpipe);
     run_main(cut_main, NULL);
 }
@@ -1244,7 +1312,8 @@ TEST(write_cut_by_reset) {
  * a writer blocked on a full socket stops with ECONNRESET; after that
  * reads return 0 and writes fail with EPIPE (SIGPIPE ignored; send with
  * MSG_NOSIGNAL too). */
-TEST(connection_reset) {
+TEST(connection_reset)
+{
     signal(SIGPIPE, SIG_IGN);
     run_main(reset_main, NULL);
 }
@@ -1258,7 +1327,8 @@ struct nbconnect {
     bool nonblock;
 };
 
-static void nbconnect_run(void *arg) {
+static void nbconnect_run(void *arg)
+{
     struct nbconnect *x = arg;
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     CHECK_GE(fd, 0);
@@ -1281,7 +1351,8 @@ static void nbconnect_run(void *arg) {
     CHECK_EQ(close(fd), 0);
 }
 
-static void nbconnect_main(void *arg) {
+static void nbconnect_main(void *arg)
+{
     (void)arg;
     gort_gomaxprocs(2);
     struct sockaddr_in in;
@@ -1320,7 +1391,10 @@ static void nbconnect_main(void *arg) {
  * the socket stays non-blocking (a read says EAGAIN) and the listener
  * accepts it; to a port nobody listens on, poll reports what it reports
  * on a plain thread (POLLERR among it) and SO_ERROR is ECONNREFUSED. */
-TEST(nonblocking_connect_by_program) { run_main(nbconnect_main, NULL); }
+TEST(nonblocking_connect_by_program)
+{
+    run_main(nbconnect_main, NULL);
+}
 
 /* ---------------------------------------------------------------------------
  * poll and select on every kind of descriptor.
@@ -1331,20 +1405,23 @@ struct pollcall {
     int n, timeout, r;
 };
 
-static void pollcall_run(void *arg) {
+static void pollcall_run(void *arg)
+{
     struct pollcall *x = arg;
     x->r = poll(x->pfd, (nfds_t)x->n, x->timeout);
 }
 
 static int poll_writer_fd;
 
-static void poll_writer(void *arg) {
+static void poll_writer(void *arg)
+{
     (void)arg;
     gort_sleep(30 * MS);
     CHECK_EQ(write(poll_writer_fd, "w", 1), 1);
 }
 
-static void poll_mixed_main(void *arg) {
+static void poll_mixed_main(void *arg)
+{
     (void)arg;
     gort_gomaxprocs(2);
     int sv[2], p[2];
@@ -1451,13 +1528,18 @@ static void poll_mixed_main(void *arg) {
  * with only the socket and the pipe it waits out a 50 ms timeout, or
  * returns when another goroutine writes to the pipe (with and without a
  * timeout); the same descriptor twice, and only invalid ones, too. */
-TEST(poll_mixed_descriptors) { run_main(poll_mixed_main, NULL); }
+TEST(poll_mixed_descriptors)
+{
+    run_main(poll_mixed_main, NULL);
+}
 
 #define BITS (8 * sizeof(unsigned long))
-static void bit_set(unsigned long *s, int fd) {
+static void bit_set(unsigned long *s, int fd)
+{
     s[fd / BITS] |= 1ul << (fd % BITS);
 }
-static bool bit_isset(const unsigned long *s, int fd) {
+static bool bit_isset(const unsigned long *s, int fd)
+{
     return (s[fd / BITS] >> (fd % BITS)) & 1;
 }
 
@@ -1468,7 +1550,8 @@ struct selectcall {
     int64_t timeout_us; /* -1: none */
 };
 
-static void selectcall_run(void *arg) {
+static void selectcall_run(void *arg)
+{
     struct selectcall *x = arg;
     struct timeval tv = {x->timeout_us / 1000000, x->timeout_us % 1000000};
     errno = 0;
@@ -1477,7 +1560,8 @@ static void selectcall_run(void *arg) {
     x->err = errno;
 }
 
-static struct selectcall selectcall_new(int nfds, int64_t timeout_us) {
+static struct selectcall selectcall_new(int nfds, int64_t timeout_us)
+{
     struct selectcall x = {.nfds = nfds, .timeout_us = timeout_us};
     size_t words = ((size_t)nfds + BITS - 1) / BITS;
     if (words * sizeof(unsigned long) < sizeof(fd_set))
@@ -1490,7 +1574,8 @@ static struct selectcall selectcall_new(int nfds, int64_t timeout_us) {
     return x;
 }
 
-static struct selectcall selectcall_copy(const struct selectcall *x) {
+static struct selectcall selectcall_copy(const struct selectcall *x)
+{
     struct selectcall y = *x;
     for (int k = 0; k < 3; k++) {
         y.sets[k] = malloc(x->bytes);
@@ -1500,13 +1585,15 @@ static struct selectcall selectcall_copy(const struct selectcall *x) {
     return y;
 }
 
-static void selectcall_free(struct selectcall *x) {
+static void selectcall_free(struct selectcall *x)
+{
     for (int k = 0; k < 3; k++)
         free(x->sets[k]);
 }
 
 static void selectcall_same(const struct selectcall *a,
-                            const struct selectcall *b) {
+                            const struct selectcall *b)
+{
     CHECK_EQ(a->r, b->r);
     if (a->r < 0)
         CHECK_EQ(a->err, b->err);
@@ -1514,15 +1601,19 @@ static void selectcall_same(const struct selectcall *a,
         CHECK_EQ(memcmp(a->sets[k], b->sets[k], a->bytes), 0);
 }
 
-static int select_writer_fd;
+static gort_waitgroup select_writers;
 
-static void select_writer(void *arg) {
-    (void)arg;
+/* Writes a byte to the descriptor arg after 30 ms. */
+static void select_writer(void *arg)
+{
+    int fd = (int)(intptr_t)arg;
     gort_sleep(30 * MS);
-    CHECK_EQ(write(select_writer_fd, "s", 1), 1);
+    CHECK_EQ(write(fd, "s", 1), 1);
+    gort_waitgroup_done(&select_writers);
 }
 
-static void select_high_main(void *arg) {
+static void select_high_main(void *arg)
+{
     (void)arg;
     gort_gomaxprocs(2);
     int sv[2], tv[2];
@@ -1567,12 +1658,13 @@ static void select_high_main(void *arg) {
         /* Then made readable by another goroutine while select waits. */
         for (int k = 0; k < 2; k++) {
             int target = nfds > 4000 && k == 1 ? 1500 : 1023;
-            select_writer_fd = target == 1023 ? sv[1] : tv[1];
+            int wfd = target == 1023 ? sv[1] : tv[1];
             x = selectcall_new(nfds, k == 0 ? -1 : 10 * 1000 * 1000);
             bit_set(x.sets[0], 1023);
             if (nfds > 4000)
                 bit_set(x.sets[0], 1500);
-            CHECK_GT(gort_go(select_writer, NULL), 0);
+            gort_waitgroup_add(&select_writers, 1);
+            CHECK_GT(gort_go(select_writer, (void *)(intptr_t)wfd), 0);
             selectcall_run(&x);
             CHECK_EQ(x.r, 1);
             CHECK(bit_isset(x.sets[0], target));
@@ -1584,6 +1676,9 @@ static void select_high_main(void *arg) {
             selectcall_free(&x);
         }
     }
+    /* The writers are done before their descriptors close (the order a
+     * race detector needs: select's readiness is no synchronization). */
+    gort_waitgroup_wait(&select_writers);
     int nums[4] = {1023, 1500, 4000, 4001};
     for (int i = 0; i < 4; i++)
         CHECK_EQ(close(nums[i]), 0);
@@ -1599,7 +1694,8 @@ static void select_high_main(void *arg) {
  * at once (writable, not readable); waiting for reading it times out
  * after 50 ms with the sets cleared, and returns 1 with only the right
  * bit when another goroutine writes. */
-TEST(select_high_numbers) {
+TEST(select_high_numbers)
+{
     need_nofile(4200);
     run_main(select_high_main, NULL);
 }
@@ -1610,7 +1706,8 @@ TEST(select_high_numbers) {
 
 /* The O_NONBLOCK bit of a "flags:" line that the child printed for the
  * descriptor named by key ("fdinfo/0"), or -1 if missing. */
-static int child_nonblock(const char *out, const char *key) {
+static int child_nonblock(const char *out, const char *key)
+{
     const char *p = strstr(out, key);
     if (!p)
         return -1;
@@ -1621,7 +1718,8 @@ static int child_nonblock(const char *out, const char *key) {
     return (fl & O_NONBLOCK) != 0;
 }
 
-static void fork_exec_main(void *arg) {
+static void fork_exec_main(void *arg)
+{
     (void)arg;
     gort_gomaxprocs(2);
     int in[2], out[2], keep[2], cx[2];
@@ -1711,7 +1809,10 @@ static void fork_exec_main(void *arg) {
  * O_NONBLOCK clear in its /proc/self/fdinfo), its output reaches a
  * goroutine parked in a hooked read, a descriptor without FD_CLOEXEC is
  * inherited and one with it is not, and the child exits 0. */
-TEST(fork_exec_child_blocking) { run_main(fork_exec_main, NULL); }
+TEST(fork_exec_child_blocking)
+{
+    run_main(fork_exec_main, NULL);
+}
 
 /* ---------------------------------------------------------------------------
  * Many descriptors, and several goroutines on one.
@@ -1723,7 +1824,8 @@ TEST(fork_exec_child_blocking) { run_main(fork_exec_main, NULL); }
 static int (*pairs)[2];
 static int many_ok, many_in;
 
-static void many_reader(void *arg) {
+static void many_reader(void *arg)
+{
     int i = (int)(intptr_t)arg;
     int v = -1;
     ATOMIC_INC(&many_in);
@@ -1732,7 +1834,8 @@ static void many_reader(void *arg) {
         ATOMIC_INC(&many_ok);
 }
 
-static void many_main(void *arg) {
+static void many_main(void *arg)
+{
     (void)arg;
     gort_gomaxprocs(2);
     pairs = calloc(NPAIRS, sizeof *pairs);
@@ -1767,13 +1870,15 @@ static void many_main(void *arg) {
  * with a goroutine blocked in read on each, on 2 Ps: the process keeps at most
  * GOMAXPROCS + 4 threads (and ThreadSanitizer's own), and writes in a
  * shuffled order wake every reader with its own value. */
-TEST(ten_thousand_descriptors) {
+TEST(ten_thousand_descriptors)
+{
     need_nofile((rlim_t)NPAIRS * 2 + 256);
     many_ok = many_in = 0;
     run_main(many_main, NULL);
 }
 
-static void two_readers_main(void *arg) {
+static void two_readers_main(void *arg)
+{
     (void)arg;
     gort_gomaxprocs(2);
     for (int kind = 0; kind < 2; kind++) {
@@ -1812,9 +1917,13 @@ static void two_readers_main(void *arg) {
 /* Two goroutines in read on one socket (and on one pipe): a byte written
  * wakes exactly one, which reads it while the other goes on waiting; a
  * second byte goes to the other. */
-TEST(two_readers_one_descriptor) { run_main(two_readers_main, NULL); }
+TEST(two_readers_one_descriptor)
+{
+    run_main(two_readers_main, NULL);
+}
 
-static void poll_and_read_main(void *arg) {
+static void poll_and_read_main(void *arg)
+{
     (void)arg;
     gort_gomaxprocs(2);
     int sv[2];
@@ -1893,4 +2002,7 @@ static void poll_and_read_main(void *arg) {
  * a reader that waits on, a poll with a 100 ms timeout returns 0 after
  * it and a second reader with SO_RCVTIMEO 100 ms returns EAGAIN after it;
  * close wakes a poller (POLLNVAL) and the reader (EBADF) together. */
-TEST(poll_beside_reader) { run_main(poll_and_read_main, NULL); }
+TEST(poll_beside_reader)
+{
+    run_main(poll_and_read_main, NULL);
+}
