@@ -165,7 +165,7 @@ fi
 # ---------------------------------------------------------------------------
 # Servers
 # ---------------------------------------------------------------------------
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/gort-load.XXXXXX")
+TMP=$(mktemp -d)
 SRV_PID=
 # shellcheck disable=SC2317 # (called by the EXIT trap)
 cleanup() {

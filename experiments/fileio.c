@@ -146,7 +146,12 @@ int main(int argc, char **argv)
     }
     const char *dir = getenv("TMPDIR");
     char path[4096];
-    snprintf(path, sizeof path, "%s/fileioXXXXXX", dir && *dir ? dir : "/tmp");
+    /* mkstemp's template: the name and six X's. */
+    int n = snprintf(path, sizeof path, "%s/fileio", dir && *dir ? dir : "/tmp");
+    if (n < 0 || (size_t)n + 7 > sizeof path)
+        die("TMPDIR", ENAMETOOLONG);
+    memset(path + n, 'X', 6);
+    path[n + 6] = '\0';
     int fd = mkstemp(path);
     if (fd < 0)
         die(path, errno);

@@ -90,8 +90,12 @@ static void reset_root(void)
         struct stat st;
         bool shm = stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) &&
                    access("/dev/shm", W_OK) == 0;
-        snprintf(root, sizeof root, "%s/gort-fuzz-cgroup.XXXXXX",
-                 shm ? "/dev/shm" : "/tmp");
+        /* mkdtemp's template: the name and six X's. */
+        int n = snprintf(root, sizeof root, "%s/gort-fuzz-cgroup.",
+                         shm ? "/dev/shm" : "/tmp");
+        FUZZ_CHECK(n > 0 && (size_t)n + 7 <= sizeof root);
+        memset(root + n, 'X', 6);
+        root[n + 6] = '\0';
         FUZZ_CHECK(mkdtemp(root) != NULL);
         atexit(remove_root);
     }

@@ -70,8 +70,8 @@ static void check_one_line(const char *out, const char *a, const char *b,
 
 static char *tree_new(void)
 {
-    char tmpl[] = "/tmp/gort_test_env_XXXXXX";
-    CHECK(mkdtemp(tmpl) != NULL);
+    char tmpl[64];
+    CHECK(mkdtemp(tmp_template(tmpl, sizeof tmpl, "gort_test_env_")) != NULL);
     return strdup(tmpl);
 }
 

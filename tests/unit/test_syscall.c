@@ -569,8 +569,8 @@ static void wr_late_writer(void *arg)
 
 static void wr_files(void)
 {
-    char dir[] = "/tmp/gort-wrappers-XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
+    char dir[64];
+    CHECK(mkdtemp(tmp_template(dir, sizeof dir, "gort-wrappers-")) != NULL);
     char path[256], missing[256];
     snprintf(path, sizeof path, "%s/file", dir);
     snprintf(missing, sizeof missing, "%s/missing", dir);

@@ -32,8 +32,8 @@ static char tmpdir[64];
 static void tmp_path(char *path, size_t n, const char *file)
 {
     if (!tmpdir[0]) {
-        snprintf(tmpdir, sizeof tmpdir, "/tmp/gort-trace-XXXXXX");
-        CHECK(mkdtemp(tmpdir) != NULL);
+        CHECK(mkdtemp(tmp_template(tmpdir, sizeof tmpdir, "gort-trace-")) !=
+              NULL);
     }
     snprintf(path, n, "%s/%s", tmpdir, file);
 }
