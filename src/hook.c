@@ -531,16 +531,28 @@ static int wait_ep(const struct pollfd *fds, nfds_t n, int64_t deadline)
         close_ep(ep);
         return err;
     }
+    /* A reference on each watched descriptor the poller knows, for the
+     * whole wait, as every call holds one: a close meanwhile waits with
+     * its close(2) until the instance no longer watches the number. */
+    struct polldesc *small[16], **held = small;
+    if (n > 16 && !(held = gort__malloc(n * sizeof *held))) {
+        gort__fd_unref(pd);
+        close_ep(ep);
+        return -ENOMEM;
+    }
     struct watcher me = {.fds = fds, .n = n, .ep = ep};
     watch(&me);
     bool closed = false;
     nfds_t added = 0;
     for (; added < n; added++) {
         int fd = fds[added].fd;
+        held[added] = NULL;
         if (fd < 0)
             continue;
+        held[added] = gort__fd_ref(fd);
         if (gort__fd_closed(fd)) {
             closed = true;
+            added++;
             break;
         }
         struct epoll_event e = {.events = epoll_events_of(fds[added].events),
@@ -549,6 +561,7 @@ static int wait_ep(const struct pollfd *fds, nfds_t n, int64_t deadline)
             continue;
         if (errno == EBADF) {
             closed = true;
+            added++;
             break;
         }
         if (errno == EEXIST) {
@@ -564,11 +577,22 @@ static int wait_ep(const struct pollfd *fds, nfds_t n, int64_t deadline)
     if (!closed)
         err = pd_park(pd, 'r', deadline, true);
     unwatch(&me);
-    for (nfds_t i = 0; i < added; i++)
-        if (fds[i].fd >= 0)
-            epoll_ctl(ep, EPOLL_CTL_DEL, fds[i].fd, NULL);
+    /* An instance goes back to the pool only empty: a descriptor it could
+     * not take out (its number closed or reused meanwhile) may still be
+     * in it, under a file another dup keeps open. */
+    bool empty = true;
+    for (nfds_t i = 0; i < added; i++) {
+        if (fds[i].fd >= 0 &&
+            epoll_ctl(ep, EPOLL_CTL_DEL, fds[i].fd, NULL) < 0 &&
+            errno != EPERM)
+            empty = false;
+        if (held[i])
+            gort__fd_unref(held[i]);
+    }
+    if (held != small)
+        gort__free(held);
     gort__fd_unref(pd);
-    if (err == 0 || err == -ETIMEDOUT)
+    if (empty && (err == 0 || err == -ETIMEDOUT))
         epool_put(ep);
     else
         close_ep(ep);
