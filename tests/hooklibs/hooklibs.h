@@ -16,7 +16,7 @@
 #ifndef GORT_HOOKLIBS_H
 #define GORT_HOOKLIBS_H
 
-#include "test.h"
+#include "test_util.h"
 
 #include <gort.h>
 
@@ -42,19 +42,6 @@
 #endif
 #define HL_MS (1000LL * 1000)
 
-/* printf to stdout, flushed at once: the driver echoes the lines, and a
- * failed CHECK aborts without flushing stdio. */
-static inline void hl_say(const char *fmt, ...)
-    __attribute__((format(printf, 1, 2)));
-static inline void hl_say(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    fflush(stdout);
-}
-
 /* Every connection is a descriptor (the TLS test holds both ends): the
  * soft limit goes up to the hard one. */
 static inline void hl_raise_nofile(int need)
@@ -64,61 +51,17 @@ static inline void hl_raise_nofile(int need)
     rl.rlim_cur = rl.rlim_max;
     CHECK_EQ(setrlimit(RLIMIT_NOFILE, &rl), 0);
     if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (rlim_t)need) {
-        hl_say("SKIP: RLIMIT_NOFILE's hard limit is %llu, the test needs %d "
+        say("SKIP: RLIMIT_NOFILE's hard limit is %llu, the test needs %d "
                "descriptors\n",
                (unsigned long long)rl.rlim_cur, need);
         exit(77);
     }
 }
 
-/* The process's kernel threads, as /proc/self/status counts them. */
-static inline int hl_os_threads(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    CHECK(f != NULL);
-    char line[256];
-    int n = -1;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "Threads: %d", &n) == 1)
-            break;
-    fclose(f);
-    CHECK_GT(n, 0);
-    return n;
-}
-
-/* The goroutine dump, as a malloc'd string. */
-static inline char *hl_dump_text(void)
-{
-    int fd = memfd_create("hooklibs-dump", MFD_CLOEXEC);
-    CHECK_GE(fd, 0);
-    CHECK_EQ(gort_dump_goroutines(fd), 0);
-    off_t size = lseek(fd, 0, SEEK_END);
-    CHECK_GE(size, 0);
-    char *text = malloc((size_t)size + 1);
-    CHECK(text != NULL);
-    CHECK_EQ(pread(fd, text, (size_t)size, 0), size);
-    text[size] = 0;
-    close(fd);
-    return text;
-}
-
-/* Goroutines parked in the network poller: headers "goroutine N [IO
- * wait]:" (or "[IO wait, M minutes]:") of the goroutine dump. */
-static inline int hl_io_waiting(void)
-{
-    char *text = hl_dump_text();
-    int n = 0;
-    for (const char *p = text; (p = strstr(p, " [IO wait")) != NULL; p++)
-        if (p[9] == ']' || p[9] == ',')
-            n++;
-    free(text);
-    return n;
-}
-
 /* How many goroutines the dump shows in each state, to stderr. */
 static inline void hl_print_states(void)
 {
-    char *text = hl_dump_text();
+    char *text = dump_text();
     enum { MAXSTATES = 32 };
     char states[MAXSTATES][64];
     int counts[MAXSTATES], nstates = 0;
@@ -160,13 +103,13 @@ static inline int hl_await_io_wait(int n)
     int64_t start = gort_nanotime(), deadline = start + 30000 * HL_MS;
     bool told = false;
     int got;
-    while ((got = hl_io_waiting()) < n) {
+    while ((got = count_waiting("IO wait", 0)) < n) {
         if (!told && gort_nanotime() > start + 5000 * HL_MS) {
             /* Slow: say where they are while it lasts. */
             fprintf(stderr,
                     "%d goroutines in IO wait after 5 s, want %d; "
                     "threads %d; states:\n",
-                    got, n, hl_os_threads());
+                    got, n, count_threads());
             hl_print_states();
             told = true;
         }
@@ -193,7 +136,7 @@ static inline int hl_sample_threads(void)
 {
     int most = 0;
     for (int i = 0; i < 10; i++) {
-        int t = hl_os_threads();
+        int t = count_threads();
         if (t > most)
             most = t;
         gort_sleep(10 * HL_MS);
@@ -212,7 +155,7 @@ static inline double hl_since(int64_t t0)
 static inline void hl_report(const char *what, int n, int io_wait,
                              double t_blocked, int threads, double t_all)
 {
-    hl_say("%s: %d goroutines blocked at once after %.2f s (%d goroutines "
+    say("%s: %d goroutines blocked at once after %.2f s (%d goroutines "
            "in IO wait); threads at most %d (limit %d); %d replies correct; "
            "%.2f s in all\n",
            what, n, t_blocked, io_wait, threads, HL_PROCS + HL_THREAD_SLACK, n,

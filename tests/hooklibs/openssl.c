@@ -220,7 +220,7 @@ static void main_g(void *arg)
               hl_since(t0));
 
     /* Outside clients, until the driver closes our standard input. */
-    hl_say("ready 127.0.0.1:%d\n", ntohs(server_addr.sin_port));
+    say("ready 127.0.0.1:%d\n", ntohs(server_addr.sin_port));
     char b[256];
     ssize_t r;
     while ((r = read(0, b, sizeof b)) > 0)
@@ -229,7 +229,7 @@ static void main_g(void *arg)
     CHECK_EQ(close(listen_fd), 0); /* the acceptor's accept: EBADF */
     gort_waitgroup_wait(&acceptor_wg);
     gort_waitgroup_wait(&handlers_wg);
-    hl_say("external clients served: http %d, echo %d\n",
+    say("external clients served: http %d, echo %d\n",
            HL_ATOMIC_LOAD(&http_served), HL_ATOMIC_LOAD(&echo_external));
     CHECK_GE(HL_ATOMIC_LOAD(&http_served), 1);
     CHECK_GE(HL_ATOMIC_LOAD(&echo_external), 1);

@@ -28,20 +28,6 @@
  * ThreadSanitizer's own background thread. */
 #define THREADS_MOST (2 + 4 + TSAN)
 
-/* The process's kernel threads (/proc/self/status). */
-static int os_threads(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    CHECK(f != NULL);
-    char line[256];
-    int n = -1;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "Threads: %d", &n) == 1)
-            break;
-    fclose(f);
-    return n;
-}
-
 /* A counter of the metrics (gort_metrics_read). */
 static uint64_t metric(const char *name)
 {
@@ -96,7 +82,7 @@ static void many_readers_main(void *arg)
     while (ATOMIC_LOAD(&readers_in) < NREADERS)
         gort_sleep(MS);
     gort_sleep(50 * MS); /* let every reader reach its read */
-    int threads = os_threads();
+    int threads = count_threads();
     CHECK_LE(threads, THREADS_MOST);
     CHECK_GE(metric("/gort/hook/parked:calls") - parked0, NREADERS);
     for (int i = 0; i < NREADERS; i++)
@@ -453,7 +439,7 @@ static void sleep_main(void *arg)
         CHECK_GT(gort_go(sleeper, NULL), 0);
     }
     gort_sleep(50 * MS);
-    int threads = os_threads();
+    int threads = count_threads();
     gort_waitgroup_wait(&sleep_wg);
     int64_t took = now_ns() - t0;
     CHECK_LE(threads, THREADS_MOST);
@@ -562,7 +548,7 @@ static void sockets_main(void *arg)
     }
     gort_waitgroup_wait(&conn_wg);
     CHECK_EQ(ATOMIC_LOAD(&conn_ok), NCLIENTS);
-    int threads = os_threads();
+    int threads = count_threads();
     CHECK_LE(threads, THREADS_MOST);
     close(lsock);
 }
@@ -612,7 +598,7 @@ static void hook_off_main(void *arg)
     /* The readers hold their threads: sysmon hands their Ps off. */
     int64_t t0 = now_ns();
     int threads;
-    while ((threads = os_threads()) < 20 && now_ns() - t0 < 5000 * MS)
+    while ((threads = count_threads()) < 20 && now_ns() - t0 < 5000 * MS)
         gort_sleep(10 * MS);
     CHECK_GE(threads, 20);
     for (int i = 0; i < 20; i++)
@@ -658,7 +644,7 @@ static void lookup(void *arg)
     struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM};
     struct addrinfo *res = NULL;
     int r = getaddrinfo("localhost", "80", &hints, &res);
-    int t = os_threads();
+    int t = count_threads();
     int32_t m = ATOMIC_LOAD(&dns_threads_max);
     while (t > m &&
            !__atomic_compare_exchange_n(&dns_threads_max, &m, t, false,

@@ -43,20 +43,6 @@ static int64_t now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* The process's kernel threads (/proc/self/status). */
-static int os_threads(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    CHECK(f != NULL);
-    char line[256];
-    int n = -1;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "Threads: %d", &n) == 1)
-            break;
-    fclose(f);
-    return n;
-}
-
 /* Raise RLIMIT_NOFILE's soft limit to at least want; exit 77 (skipped)
  * with a message when the hard limit does not allow it. */
 static void need_nofile(rlim_t want)
@@ -1847,7 +1833,7 @@ static void many_main(void *arg)
     while (ATOMIC_LOAD(&many_in) < NPAIRS)
         gort_sleep(MS);
     await_waiting("IO wait", 0, NPAIRS);
-    int threads = os_threads();
+    int threads = count_threads();
     CHECK_LE(threads, 2 + 4 + TSAN_THREADS);
     /* Written in an order unlike the readers' start. */
     for (int k = 0; k < NPAIRS; k++) {
@@ -1858,7 +1844,7 @@ static void many_main(void *arg)
     while (ATOMIC_LOAD(&many_ok) < NPAIRS && now_ns() < end)
         gort_sleep(MS);
     CHECK_EQ(ATOMIC_LOAD(&many_ok), NPAIRS);
-    CHECK_LE(os_threads(), 2 + 4 + TSAN_THREADS);
+    CHECK_LE(count_threads(), 2 + 4 + TSAN_THREADS);
     for (int i = 0; i < NPAIRS; i++) {
         CHECK_EQ(close(pairs[i][0]), 0);
         CHECK_EQ(close(pairs[i][1]), 0);
