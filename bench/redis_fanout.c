@@ -169,7 +169,8 @@ static void run_libevent(void)
 int main(int argc, char **argv)
 {
     static char h[256];
-    for (int i = 1; i < argc; i++) {
+    /* Every flag takes a value: they come in pairs. */
+    for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v)
             goto usage;
@@ -192,7 +193,6 @@ int main(int argc, char **argv)
             procs = (int)bench_intflag("redis_fanout", "-procs", v, 1);
         else
             goto usage;
-        i++;
     }
     per_client = total / clients > 0 ? total / clients : 1;
     double t0 = bench_now_s(), c0 = bench_cpu_s();
