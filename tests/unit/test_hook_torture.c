@@ -1598,6 +1598,14 @@ static void select_writer(void *arg)
     gort_waitgroup_done(&select_writers);
 }
 
+/* Whether the test runs under an emulator (qemu-user), whose own select
+ * stops at FD_SETSIZE. */
+static bool under_emulator(void)
+{
+    const char *emu = getenv("GORT_TEST_EMULATOR");
+    return emu && *emu;
+}
+
 static void select_high_main(void *arg)
 {
     (void)arg;
@@ -1610,7 +1618,8 @@ static void select_high_main(void *arg)
     CHECK_EQ(dup2(tv[0], 1500), 1500);
     CHECK_EQ(dup2(sv[0], 4000), 4000);
     CHECK_EQ(dup2(tv[1], 4001), 4001);
-    for (int nfds = 1024; nfds <= 4002; nfds += 4002 - 1024) {
+    int most = under_emulator() ? 1024 : 4002;
+    for (int nfds = 1024; nfds <= most; nfds += 4002 - 1024) {
         /* Writable and not readable, in all three sets, at once. */
         struct selectcall x = selectcall_new(nfds, 0);
         for (int k = 0; k < 3; k++) {
@@ -1675,7 +1684,8 @@ static void select_high_main(void *arg)
 }
 
 /* select on sockets dup2'd to 1023, 1500, 4000 and 4001, with nfds 1024
- * (an fd_set) and 4002 (a bitmap allocated to size, RLIMIT_NOFILE raised):
+ * (an fd_set) and 4002 (a bitmap allocated to size, RLIMIT_NOFILE raised;
+ * not under an emulator, whose own select aborts past FD_SETSIZE):
  * with all three sets given it reports what a plain thread's select does
  * at once (writable, not readable); waiting for reading it times out
  * after 50 ms with the sets cleared, and returns 1 with only the right
