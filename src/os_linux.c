@@ -360,7 +360,7 @@ static const char *overflow_kind(struct m *mp, struct g *gp, uintptr_t addr,
         !on_g0 && !on_pstk)
         return "with its stack pointer below its stack";
     if (gp->stack.guard == STACK_GUARD_CANARY &&
-        !gort__stack_canary_ok(gp))
+        !gort__stack_canary_ok(gp->stack.lo))
         return "after its canary was overwritten";
     return NULL;
 }

@@ -736,14 +736,14 @@ void gort__stackfini(void)
     gort__lock_init(&pool.lock, LOCKRANK_STACKPOOL);
 }
 
-bool gort__stack_canary_ok(struct g *gp)
+bool gort__stack_canary_ok(uintptr_t lo)
 {
-    return gort__peek(gp->stack.lo) == STACK_CANARY;
+    return gort__peek(lo) == STACK_CANARY;
 }
 
 void gort__stack_check_canary(struct g *gp)
 {
-    if (!gort__stack_canary_ok(gp))
+    if (!gort__stack_canary_ok(gp->stack.lo))
         gort__fatal("stack overflow in goroutine %lld (canary at %p "
                     "overwritten; raise GORTSTACKSIZE)",
                     (long long)gp->goid, (void *)gp->stack.lo);

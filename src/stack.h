@@ -41,7 +41,10 @@ GORT_HIDDEN void gort__stackcache_flush(struct stackcache *c);
 GORT_HIDDEN void gort__stack_renew(struct gstack *st);
 /* Fatal if an unguarded stack's canary was overwritten. */
 GORT_HIDDEN void gort__stack_check_canary(struct g *gp);
-GORT_HIDDEN bool gort__stack_canary_ok(struct g *gp);
+/* Whether the canary at the foot of a stack whose lowest address is lo is
+ * intact.  Takes lo, not the G: sysmon reads another thread's G, whose
+ * stack may be released (lo zeroed) between its checks and the read. */
+GORT_HIDDEN bool gort__stack_canary_ok(uintptr_t lo);
 /* Report the overflow of a G found running with its canary overwritten
  * (sysmon). */
 GORT_HIDDEN GORT_NORETURN void gort__stack_overflow_running(struct g *gp);

@@ -208,16 +208,20 @@ static void held_too_long(struct p *pp, int64_t now)
  * so that an overflow that does not fault is reported within a round even
  * if the G never switches.  Racy reads of another thread's G: the status
  * and curg checked around the read of lo make sure the stack is the
- * running G's. */
+ * running G's.  lo is read once and the canary read there: the G may exit
+ * and release its stack (lo zeroed) at any moment, while the memory stays
+ * mapped until shutdown, so a stale lo reads a harmless word. */
 GORT_NO_TSAN GORT_NOINLINE static void check_running_canary(struct p *pp)
 {
     struct m *mp = load_acq(&pp->m);
     struct g *gp = mp ? load_acq(&mp->curg) : NULL;
     if (!gp || gp->stack.guard != STACK_GUARD_CANARY)
         return;
-    uintptr_t lo = gp->stack.lo;
+    /* Relaxed: one read the compiler may not repeat; the checks around
+     * it give the ordering. */
+    uintptr_t lo = load_relaxed(&gp->stack.lo);
     if (!lo || gort__readgstatus(gp) != G_RUNNING ||
-        load_acq(&mp->curg) != gp || gort__stack_canary_ok(gp))
+        load_acq(&mp->curg) != gp || gort__stack_canary_ok(lo))
         return;
     /* Still the running G on that stack after the read: it overflowed. */
     if (gp->stack.lo == lo && gort__readgstatus(gp) == G_RUNNING &&
