@@ -33,11 +33,17 @@ static uint32_t detail_sys;
 static struct g *detail_locked;
 static gort_chan *detail_release;
 
+static gort_chan *detail_all_made;
+
+/* Each waits until all are made: one that exited sooner would give its G
+ * to the next (main may move to another P meanwhile, where the next runs
+ * and exits at once), leaving fewer Gs than goroutines. */
 static void detail_exits(void *arg)
 {
     int i = (int)(intptr_t)arg;
     detail_dead[i] = gort__getg();
     detail_dead_goid[i] = gort_goid();
+    CHECK(!gort_chan_recv(detail_all_made, NULL)); /* closed */
     gort_waitgroup_done(&detail_wg);
 }
 
@@ -101,10 +107,13 @@ static void detail_main(void *arg)
 {
     (void)arg;
     /* Dead goroutines. */
+    CHECK_EQ(gort_chan_make(&detail_all_made, 0, 0), 0);
     gort_waitgroup_add(&detail_wg, DETAIL_DEAD);
     for (int i = 0; i < DETAIL_DEAD; i++)
         gort_go(detail_exits, (void *)(intptr_t)i);
+    gort_chan_close(detail_all_made);
     gort_waitgroup_wait(&detail_wg);
+    gort_chan_free(detail_all_made);
     detail_wait(all_dead, NULL);
     fprintf(stderr, "== dead");
     for (int i = 0; i < DETAIL_DEAD; i++)
