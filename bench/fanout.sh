@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # fanout.sh - many clients of a real server through unmodified C libraries
 # (docs/hooks.md): redis_fanout (hiredis on goroutines through gort-hook,
-# the same code on pthreads, hiredis's asynchronous API on libevent)
+# the same code on pthreads, hiredis's asynchronous API on libevent, and
+# hiredis's reader and writer on a hand-written epoll loop: the floor)
 # against a redis-server it starts, and pg_fanout (libpq on goroutines
 # and on pthreads) against a PostgreSQL server it creates in a temporary
 # directory (as the user postgres when run as root: PostgreSQL refuses
@@ -56,7 +57,7 @@ if [ "$what" = redis ] || [ "$what" = all ]; then
     redis-server --port "$port" --save "" --appendonly no --bind 127.0.0.1 >/dev/null &
     pids+=($!)
     wait_port "$port" "${pids[-1]}"
-    MODES="gort threads libevent" run_modes redis_fanout -addr "127.0.0.1:$port" -n 200000
+    MODES="gort threads libevent epoll" run_modes redis_fanout -addr "127.0.0.1:$port" -n 200000
   else
     echo "fanout: redis part skipped: no redis-server or no $BUILD_DIR/bench/redis_fanout" >&2
   fi

@@ -22,13 +22,17 @@
  * exitsyscall, holding its thread but not its P.
  *
  * The poller watches a hooked descriptor by its number (netpoll.c,
- * gort__fd_register_hook).  A program may close one behind the hooks'
- * back (fclose of an fdopen'd socket uses the C library's internal close)
- * and get the number again for another file.  A hooked call that makes a
- * descriptor drops whatever the poller had under its number; and before
- * each park the registration is re-armed (gort__fd_rearm), which adds the
- * number again when the kernel no longer watches it for its present file
- * (one made otherwise: open, eventfd).  A hooked close or dup2 over a watched
+ * gort__fd_register_hook), edge-triggered, registered once.  A program
+ * may close one behind the hooks' back (fclose of an fdopen'd socket uses
+ * the C library's internal close) and get the number again for another
+ * file.  A hooked call that makes a descriptor drops whatever the poller
+ * had under its number; a number made otherwise (open, eventfd) keeps a
+ * registration the kernel dropped with the old file, and a goroutine that
+ * parks on it is found by sysmon, which re-arms the descriptor of a park
+ * that lasted from one of its checks to the next (10-40 ms,
+ * gort__fd_check_hooked): the number is added again for its present file
+ * and its readiness reported.  Re-arming at every park instead cost an
+ * epoll_ctl a wait.  A hooked close or dup2 over a watched
  * number wakes the goroutines waiting on it (EBADF); the pollDesc's
  * sequence number drops the old file's late events, so a later descriptor
  * with the same number never receives them.
@@ -332,10 +336,10 @@ static bool held_closed(struct polldesc *held)
  * deadline, but gets BUSY and waits elsewhere (wait_ep); one without that
  * had to wait for its turn returns 0 at once, to make its call again
  * before it parks: the waiter before it may have consumed the readiness
- * and left data behind.  Each re-arms the registration first (rearm): it
- * may be stale (see the top), and re-arming reports readiness that an
- * earlier waiter consumed. */
-static int pd_park(struct polldesc *pd, int mode, int64_t deadline, bool rearm)
+ * and left data behind (an edge it consumed is not reported again).
+ * Each park is counted for sysmon's check of stale registrations (see
+ * the top). */
+static int pd_park(struct polldesc *pd, int mode, int64_t deadline)
 {
     gort_mutex *gate = &pd->gate[mode == 'w'];
     if (!gort_mutex_trylock(gate)) {
@@ -345,8 +349,14 @@ static int pd_park(struct polldesc *pd, int mode, int64_t deadline, bool rearm)
         gort_mutex_unlock(gate);
         return 0;
     }
-    int err = rearm && pd->hooked ? gort__fd_rearm(pd) : 0;
-    if (!err && deadline > 0)
+    int err = 0;
+    if (pd->hooked) {
+        /* Relaxed: only sysmon's check reads it, under no ordering; the
+         * gate makes this G the only writer. */
+        uint32_t *parks = &pd->hk_parks[mode == 'w'];
+        store_relaxed(parks, load_relaxed(parks) + 1);
+    }
+    if (deadline > 0)
         err = gort__fd_set_deadline(pd, mode, deadline);
     if (!err) {
         xadd_relaxed(&hook.parked, 1);
@@ -575,7 +585,7 @@ static int wait_ep(const struct pollfd *fds, nfds_t n, int64_t deadline)
          * anyway. */
     }
     if (!closed)
-        err = pd_park(pd, 'r', deadline, true);
+        err = pd_park(pd, 'r', deadline);
     unwatch(&me);
     /* An instance goes back to the pool only empty: a descriptor it could
      * not take out (its number closed or reused meanwhile) may still be
@@ -630,7 +640,7 @@ static int wait_fd(int fd, int mode, int64_t *deadline,
                 *deadline = gort_nanotime() + t;
         }
     }
-    err = pd_park(pd, mode, *deadline, true);
+    err = pd_park(pd, mode, *deadline);
     if (err == BUSY) {
         struct pollfd p = {.fd = fd, .events = mode == 'r' ? POLLIN : POLLOUT};
         err = wait_ep(&p, 1, *deadline);
@@ -875,14 +885,15 @@ static ssize_t hook_rw_body(int fd, const struct iovec *iov, int cnt, int mode,
     }
 }
 
-/* A read of a stream socket the hooks watch (pd, held by the call), whose
- * last read was short:
- * that read emptied it, so a read now would fail with EAGAIN unless data
- * came since, and data that came since is an edge the poller has (or will
- * have) collected.  So wait for readiness first and save the read that
- * would fail: one system call of the three a request and its reply cost
- * the client (fdio.c's fd_read does the same).  0 to make the call,
- * -errno to return. */
+/* A read of a TCP socket the hooks watch (pd, held by the call), whose
+ * last read was short: that read emptied it, so a read now would fail
+ * with EAGAIN unless data came since, and data that came since is an edge
+ * the poller has (or will have) collected.  So wait for readiness first
+ * and save the read that would fail: one system call of the three a
+ * request and its reply cost the client (fdio.c's fd_read does the same).
+ * Should the guess be wrong (data left by a read that stopped early
+ * without the urgent mark's EPOLLPRI), sysmon's check re-arms the socket
+ * within 10-40 ms (see the top).  0 to make the call, -errno to return. */
 static int sock_wait_first(struct polldesc *pd, int fd, size_t want)
 {
     int err = 0;
@@ -892,7 +903,7 @@ static int sock_wait_first(struct polldesc *pd, int fd, size_t want)
         pd_modes(pd, fd);
         if (!load_relaxed(&pd->hk_nonblock)) {
             int64_t t = load_relaxed(&pd->hk_timeo[0]);
-            err = pd_park(pd, 'r', t > 0 ? gort_nanotime() + t : 0, true);
+            err = pd_park(pd, 'r', t > 0 ? gort_nanotime() + t : 0);
             if (err == BUSY)
                 err = 0; /* another reader waits: read */
             else if (err == -ETIMEDOUT)
@@ -1050,7 +1061,17 @@ static ssize_t hook_msg(int fd, struct msghdr *msg, int flags, int mode)
     int err = hold(fd, &held);
     if (err)
         return err;
+    /* A plain receive (no peek, nothing out of band, no MSG_WAITALL) may
+     * wait first, and a short one leaves a TCP socket empty. */
+    bool plain = mode == 'r' && flags == 0 && msg->msg_iovlen <= IOV_MAX;
+    size_t want = plain ? iov_len(msg->msg_iov, (int)msg->msg_iovlen) : 0;
+    if (plain && held && (err = sock_wait_first(held, fd, want)) < 0) {
+        unhold(held);
+        return err;
+    }
     ssize_t r = hook_msg_body(fd, msg, flags, mode, &held);
+    if (plain && held)
+        sock_read_done(held, r, want);
     unhold(held);
     return r;
 }
@@ -1201,7 +1222,7 @@ static int nap_fd(int fd, int64_t *deadline, struct polldesc **held,
     bool last = *deadline > 0 && *deadline <= until;
     if (last)
         until = *deadline;
-    err = *held ? pd_park(*held, 'w', until, false) : BUSY;
+    err = *held ? pd_park(*held, 'w', until) : BUSY;
     if (err == BUSY) {
         /* No slot to park in (another goroutine waits to write, or the
          * poller cannot watch fd): a plain sleep. */
@@ -1400,7 +1421,7 @@ static int wait_many(struct pollfd *fds, nfds_t n, int64_t deadline)
         struct polldesc *pd = hook_pd(fds[one].fd, &err);
         if (!pd)
             return err == -EPERM ? HANDOFF : err == -EBADF ? 0 : err;
-        err = pd_park(pd, in ? 'r' : 'w', deadline, true);
+        err = pd_park(pd, in ? 'r' : 'w', deadline);
         gort__fd_unref(pd);
         if (err != BUSY)
             return err == -EBADF ? 0 : err; /* closed: poll reports it */

@@ -75,6 +75,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -97,6 +98,8 @@ static struct {
     /* every pollDesc ever made, for teardown */
     struct polldesc **all;
     int nall, capall;
+    int nhooked; /* hooked pollDescs in byfd, for gort__fd_check_hooked:
+                  * written under the lock, read (relaxed) without it */
 } pollcache = {.lock = GORT_LOCK_INIT(LOCKRANK_POLLCACHE)};
 
 /* Release store once the backend is set up (a thread that sees it sees
@@ -265,12 +268,13 @@ static void netpoll_collect(struct g *gp, struct gqueue *q, int32_t *n)
     (*n)++;
 }
 
-/* The descriptor hung up or failed: its end of file or error will not
- * come with another edge, so a reader must not wait for one after a short
- * read (fdio.c, fd_read).  The flag is stored before an RMW on rg: a reader
- * that consumes rg's readiness after the RMW sees the flag (release
- * sequence), and one that consumed it before finds rg ready again, set by
- * netpollunblock below. */
+/* The descriptor hung up or failed, or got urgent data: its end of file,
+ * error or the data after the urgent mark will not come with another
+ * edge, so a reader must not wait for one after a short read (fdio.c,
+ * fd_read; hook.c, sock_wait_first).  The flag is stored before an RMW on
+ * rg: a reader that consumes rg's readiness after the RMW sees the flag
+ * (release sequence), and one that consumed it before finds rg ready
+ * again, set by netpollunblock below. */
 static void mark_hup(struct polldesc *pd)
 {
     store_relaxed(&pd->rdhup, 1);
@@ -392,6 +396,21 @@ static bool is_stream(int fd)
            type == SOCK_STREAM;
 }
 
+/* Whether a short read of a descriptor gort-hook watches leaves it empty:
+ * a TCP socket.  Not a Unix stream socket, whose read stops after a
+ * message that passed descriptors or, with SO_PASSCRED, at another
+ * writer's data, with more data behind; nor a pipe (the program may share
+ * it with readers the hooks do not see).  TCP's read stops at an urgent
+ * mark too: that comes with EPOLLPRI, which marks the pollDesc (mark_hup). */
+static bool is_tcp(int fd)
+{
+    int proto = 0;
+    socklen_t len = sizeof proto;
+    return gort__libc.getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &len) ==
+               0 &&
+           proto == IPPROTO_TCP;
+}
+
 static int set_nonblock(int fd)
 {
     int fl = gort__libc.fcntl(fd, F_GETFL);
@@ -415,8 +434,7 @@ static int fd_register(int fd, bool inq, bool hooked)
     int err = hooked ? 0 : set_nonblock(fd);
     if (err)
         return err;
-    /* A hooked descriptor's reads are gort-hook's, which does not ask. */
-    bool stream = !hooked && is_stream(fd);
+    bool stream = hooked ? is_tcp(fd) : is_stream(fd);
     gort__spinlock(&pollcache.lock);
     if ((err = generic_init_locked()) != 0)
         goto out;
@@ -495,6 +513,8 @@ static int fd_register(int fd, bool inq, bool hooked)
     }
     /* Release: publishes the pollDesc's set-up to pd_get. */
     store_rel(&pollcache.byfd[fd], pd);
+    if (hooked)
+        store_relaxed(&pollcache.nhooked, pollcache.nhooked + 1);
 out:
     gort__spinunlock(&pollcache.lock);
     return err;
@@ -504,12 +524,14 @@ int gort__fd_register(int fd, bool inq) { return fd_register(fd, inq, false); }
 
 int gort__fd_register_hook(int fd) { return fd_register(fd, false, true); }
 
-int gort__fd_rearm(struct polldesc *pd)
+/* Take fd's entry out of the table if it is still pd.  Under the lock. */
+static void byfd_clear_locked(int fd, struct polldesc *pd)
 {
-    gort__spinlock(&pollcache.lock);
-    int err = gort__netpoll_rearm(load_relaxed(&pd->fd), pd);
-    gort__spinunlock(&pollcache.lock);
-    return err;
+    if (pollcache.byfd[fd] != pd)
+        return;
+    store_rel(&pollcache.byfd[fd], NULL);
+    if (pd->hooked)
+        store_relaxed(&pollcache.nhooked, pollcache.nhooked - 1);
 }
 
 /* Give pd back once it is closed and no call holds it: close(2) and the
@@ -538,8 +560,7 @@ static int pd_destroy(struct polldesc *pd)
     int r = 0;
     if (!pd->noclose && gort__libc.close(fd) < 0 && errno != EINTR)
         r = -errno;
-    if (pollcache.byfd[fd] == pd) /* not when detached (fd_close) */
-        store_rel(&pollcache.byfd[fd], NULL);
+    byfd_clear_locked(fd, pd); /* not there when detached (fd_close) */
     pd->link = pollcache.free;
     pollcache.free = pd;
     gort__spinunlock(&pollcache.lock);
@@ -637,25 +658,78 @@ int gort__fd_close(int fd)
     return fd_close(fd, pd);
 }
 
-int gort__fd_detach(int fd)
+/* fd's number has a new file, or none: pd (held; the reference is
+ * dropped here) lets it go without close(2), and its waiters return
+ * -EBADF.  The backend's registration is the old file's, out of reach by
+ * number; events it still sends are stale by the bumped sequence. */
+static void detach(int fd, struct polldesc *pd)
 {
-    struct polldesc *pd = gort__fd_ref(fd);
-    if (!pd)
-        return 1;
-    /* The number has a new file: the backend's registration is the old
-     * file's, out of reach by number; events it still sends are stale by
-     * the bumped sequence. */
     gort__spinlock(&pollcache.lock);
     pd->noclose = true;
-    if (pollcache.byfd[fd] == pd)
-        store_rel(&pollcache.byfd[fd], NULL);
+    byfd_clear_locked(fd, pd);
     store_relaxed(&pd->seq, pd->seq + 1);
     gort__spinunlock(&pollcache.lock);
     if (close_notify(pd))
         close_unref(pd);
     else
         gort__fd_unref(pd);
+}
+
+int gort__fd_detach(int fd)
+{
+    struct polldesc *pd = gort__fd_ref(fd);
+    if (!pd)
+        return 1;
+    detach(fd, pd);
     return 0;
+}
+
+void gort__fd_check_hooked(bool all)
+{
+    /* Relaxed: a registration missed here is seen at the next check. */
+    if (load_relaxed(&pollcache.nhooked) == 0)
+        return;
+    /* Numbers the backend refused to watch again: closed (a close(2) that
+     * raced the registration, or one behind the hooks' back), or now a
+     * file it cannot watch.  Let go after the scan. */
+    enum { MAXGONE = 16 };
+    struct polldesc *gone[MAXGONE];
+    int gonefd[MAXGONE], ngone = 0;
+    gort__spinlock(&pollcache.lock);
+    for (int fd = 0; fd < pollcache.nbyfd && ngone < MAXGONE; fd++) {
+        struct polldesc *pd = pollcache.byfd[fd];
+        if (!pd || !pd->hooked || load_relaxed(&pd->closing))
+            continue;
+        bool rearm = false;
+        uint32_t was[2] = {pd->hk_checked[0], pd->hk_checked[1]};
+        for (int k = 0; k < 2; k++) {
+            /* Relaxed: a park missed now is seen at the next check. */
+            uintptr_t w = load_relaxed(k ? &pd->wg : &pd->rg);
+            uint32_t parks = load_relaxed(&pd->hk_parks[k]);
+            if (w <= PD_WAIT || parks == pd->hk_checked[k])
+                continue; /* no G parked, or this park re-armed */
+            if (all || parks == pd->hk_seen[k]) {
+                pd->hk_checked[k] = parks;
+                rearm = true;
+            } else {
+                pd->hk_seen[k] = parks; /* parked since the last check */
+            }
+        }
+        int err = rearm ? gort__netpoll_rearm(fd, pd) : 0;
+        if (err == -ENOMEM || err == -ENOSPC) {
+            /* Out of kernel memory or of watches: again next time. */
+            pd->hk_checked[0] = was[0];
+            pd->hk_checked[1] = was[1];
+        } else if (err) {
+            /* In the table, so not given back: a reference is safe. */
+            xadd_acqrel(&pd->refs, 1);
+            gone[ngone] = pd;
+            gonefd[ngone++] = fd;
+        }
+    }
+    gort__spinunlock(&pollcache.lock);
+    for (int i = 0; i < ngone; i++)
+        detach(gonefd[i], gone[i]);
 }
 
 int gort__fd_dup(int oldfd, int newfd, int flags)
@@ -686,8 +760,7 @@ int gort__fd_dup(int oldfd, int newfd, int flags)
         /* The last call out gives pd back without close(2): dup2 closed
          * the file. */
         pd->noclose = true;
-        if (pollcache.byfd[newfd] == pd)
-            store_rel(&pollcache.byfd[newfd], NULL);
+        byfd_clear_locked(newfd, pd);
         store_relaxed(&pd->seq, pd->seq + 1);
     } else if (!closed) {
         gort__netpoll_rearm(newfd, pd);

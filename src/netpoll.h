@@ -21,8 +21,9 @@ struct polldesc {
     uint32_t refs;          /* atomic: PD_REF_* | calls in flight */
     uint32_t seq;           /* bumped on reuse; events carry it */
     uint32_t closing;       /* atomic: gort_close began */
-    bool stream;            /* a pipe or stream socket: a short read
-                             * leaves it empty; set at registration */
+    bool stream;            /* a short read leaves it empty: a pipe or
+                             * stream socket, for gort-hook a TCP socket
+                             * (netpoll.c, is_tcp); set at registration */
     bool inq;               /* a TCP socket of gort's own with TCP_INQ on:
                              * every read says whether it left the socket
                              * empty (fdio.c, fd_read); set at
@@ -50,6 +51,11 @@ struct polldesc {
     uint32_t hk_epoch;
     uint32_t hk_nonblock;   /* O_NONBLOCK on the file description */
     int64_t hk_timeo[2];    /* SO_RCVTIMEO, SO_SNDTIMEO, ns (0: none) */
+    /* gort-hook's parks to read ([0]) and to write ([1]), counted by the
+     * waiter holding the gate (atomic, relaxed), and what sysmon's check
+     * of them (gort__fd_check_hooked) last saw and last re-armed, under
+     * pollcache.lock. */
+    uint32_t hk_parks[2], hk_seen[2], hk_checked[2];
     uintptr_t rg, wg;       /* atomic: PD_* (netpoll.c) or a G */
     int64_t rd, wd;         /* atomic: deadline (0 none, -1 expired) */
     struct gtimer rt, wt;   /* deadline timers */
@@ -103,13 +109,16 @@ GORT_HIDDEN int gort__fd_register(int fd, bool inq);
  * set.  0, -EPERM for a descriptor epoll cannot watch (a regular file, a
  * directory), or -errno. */
 GORT_HIDDEN int gort__fd_register_hook(int fd);
-/* Make sure the backend watches pd's descriptor under the number pd has,
- * with pd's events, and report readiness now if it is ready (EPOLL_CTL_MOD
- * re-arms an edge-triggered registration).  A program may close a
- * descriptor behind gort-hook's back (fclose of an fdopen'd socket) and
- * get the number again for another file: the backend then no longer
- * watches the number, and this adds it again.  0 or -errno. */
-GORT_HIDDEN int gort__fd_rearm(struct polldesc *pd);
+/* gort-hook watches the program's descriptors by number and does not
+ * re-arm them at each park.  A program may close one behind the hooks'
+ * back (fclose of an fdopen'd socket) and get the number again for a file
+ * the backend does not watch; and a TCP read that waits for an edge after
+ * a short one (hook.c, sock_wait_first) may wait for data that came in
+ * no edge.  So sysmon re-arms, once a park, every hooked descriptor a
+ * goroutine has been parked on since its last check (all: since any
+ * time): EPOLL_CTL_MOD, or ADD when the backend no longer watches the
+ * number for its present file, each reporting readiness at once. */
+GORT_HIDDEN void gort__fd_check_hooked(bool all);
 /* The kernel gave out the number fd again, for a new file (gort-hook saw
  * the call that made it): whatever is registered under it belongs to a
  * file closed behind gort's back.  Its waiters return -EBADF and its

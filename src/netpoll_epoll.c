@@ -109,7 +109,7 @@ void gort__netpoll_uninit(void)
 int gort__netpoll_open(int fd, struct polldesc *pd)
 {
     struct epoll_event ev = {
-        .events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
+        .events = EPOLLIN | EPOLLPRI | EPOLLOUT | EPOLLRDHUP | EPOLLET,
         .data.u64 = (uint64_t)(uintptr_t)pd |
                     ((uint64_t)(pd->seq & 0xffff) << 48),
     };
@@ -122,7 +122,7 @@ int gort__netpoll_open(int fd, struct polldesc *pd)
 int gort__netpoll_rearm(int fd, struct polldesc *pd)
 {
     struct epoll_event ev = {
-        .events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
+        .events = EPOLLIN | EPOLLPRI | EPOLLOUT | EPOLLRDHUP | EPOLLET,
         .data.u64 =
             (uint64_t)(uintptr_t)pd | ((uint64_t)(pd->seq & 0xffff) << 48),
     };
@@ -179,11 +179,13 @@ static int32_t netpoll_handle(const struct epoll_event *evs, int n,
         if ((load_relaxed(&pd->seq) & 0xffff) != seq)
             continue; /* stale: the descriptor was closed and reused */
         int mode = 0;
-        if (e & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+        if (e & (EPOLLIN | EPOLLPRI | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
             mode += 'r';
         if (e & (EPOLLOUT | EPOLLHUP | EPOLLERR))
             mode += 'w';
-        bool hup = e & (EPOLLRDHUP | EPOLLHUP | EPOLLERR);
+        /* Urgent data (EPOLLPRI) too: a TCP read stops at its mark and
+         * leaves data no edge announces, so reads no longer wait first. */
+        bool hup = e & (EPOLLRDHUP | EPOLLHUP | EPOLLERR | EPOLLPRI);
         cnt += gort__netpoll_ready(pd, mode, hup, q);
     }
     if (cnt > 0) {

@@ -383,6 +383,11 @@ static uint64_t activity(void)
  * each), where rounds every 10 ms cost 100 small wake-ups a second. */
 #define QUIET_ROUNDS 3
 
+/* How often gort-hook's parked goroutines are checked for a registration
+ * gone stale (netpoll.h, gort__fd_check_hooked): a park is re-armed after
+ * 10-40 ms. */
+#define HOOK_CHECK_NS (10 * 1000 * 1000)
+
 static void *sysmon(void *arg)
 {
     struct m *mp = arg;
@@ -395,7 +400,7 @@ static void *sysmon(void *arg)
     /* Precise short sleeps (see the file comment).  Best effort. */
     prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
     int64_t delay_us = GORT_SYSMON_MIN_US, lasttrace = 0, lastscavenge = 0;
-    int64_t lastmaxprocs = gort_nanotime();
+    int64_t lastmaxprocs = gort_nanotime(), lastcheck = 0;
     uint32_t idle = 0, quiet = 0;
     uint64_t lastactivity = 0;
     int64_t wake = 0; /* the next P deadline retake saw (0: none) */
@@ -457,6 +462,9 @@ static void *sysmon(void *arg)
             int64_t due;
             lastscavenge = now;
             gort__stack_scavenge(now, &due);
+            /* Every parked G has been parked for the quiet rounds: check
+             * gort-hook's now, as no round comes before one runs again. */
+            gort__fd_check_hooked(true);
             deep_sleep(due ? (due > now ? due - now : 0) : -1);
             now = gort_nanotime();
             store_relaxed(&gort__sched.coarsenow, now);
@@ -506,6 +514,10 @@ static void *sysmon(void *arg)
             gort__lock(&gort__sched.lock);
             gort__sched.nmsys++;
             gort__unlock(&gort__sched.lock);
+        }
+        if (lastcheck + HOOK_CHECK_NS <= now) {
+            lastcheck = now;
+            gort__fd_check_hooked(false);
         }
         if (lastscavenge + 1000000000 <= now) {
             int64_t due;
