@@ -225,35 +225,6 @@ static inline void bench_fail(const char *prog, long *failures,
         fprintf(stderr, "%s: %s\n", prog, what);
 }
 
-/* The process's threads as the kernel counts them (/proc/self/status),
- * goroutines' Ms and any others alike; -1 when it cannot be read. */
-static inline int bench_os_threads(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    int n = -1;
-
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "Threads: %d", &n) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return n;
-}
-
-/* Raise *max to the process's threads now; clients on many threads call
- * it at once, so the update is atomic. */
-static inline void bench_note_threads(int *max)
-{
-    int t = bench_os_threads();
-    int m = __atomic_load_n(max, __ATOMIC_RELAXED);
-
-    while (t > m && !__atomic_compare_exchange_n(max, &m, t, false,
-                                                 __ATOMIC_RELAXED,
-                                                 __ATOMIC_RELAXED))
-        ;
-}
-
 /* Monotonic wall clock in seconds. */
 static inline double bench_now_s(void)
 {

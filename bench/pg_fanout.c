@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench.h"
+#include "fanout.h"
 
 static const char *mode = "gort", *conninfo;
 static int clients = 100, procs = 2;
@@ -62,7 +62,7 @@ static void client(void)
             break;
         }
         if (i == per_client / 2)
-            bench_note_threads(&max_threads);
+            note_threads(&max_threads);
     }
     PQfinish(c);
 }
@@ -122,34 +122,15 @@ int main(int argc, char **argv)
             return 1;
         }
     } else if (!strcmp(mode, "threads")) {
-        pthread_t *t = calloc((size_t)clients, sizeof *t);
-        for (int k = 0; k < clients; k++)
-            if (pthread_create(&t[k], NULL, thread_client, NULL) != 0) {
-                fail("pthread_create failed");
-                clients = k;
-            }
-        for (int k = 0; k < clients; k++)
-            pthread_join(t[k], NULL);
-        free(t);
+        if (fanout_threads(clients, thread_client) < clients)
+            fail("pthread_create failed");
     } else {
         goto usage;
     }
     double secs = bench_now_s() - t0, cpu = bench_cpu_s() - c0;
-    long queries = per_client * clients;
-    if (failures) {
-        fprintf(stderr, "pg_fanout: %ld failures\n", failures);
-        return 1;
-    }
-    printf("RESULT name=pg_fanout procs=%d metric=queries_per_s_%s "
-           "value=%.0f unit=q/s\n",
-           procs, mode, (double)queries / secs);
-    printf("RESULT name=pg_fanout procs=%d metric=cpu_us_per_query_%s "
-           "value=%.2f unit=us\n",
-           procs, mode, cpu * 1e6 / (double)queries);
-    printf("RESULT name=pg_fanout procs=%d metric=threads_%s value=%d "
-           "unit=threads\n",
-           procs, mode, max_threads);
-    return 0;
+    return fanout_report("pg_fanout", "query", "queries", "q/s", procs, mode,
+                         per_client * clients, secs, cpu, max_threads,
+                         failures);
 usage:
     fprintf(stderr, "usage: pg_fanout -mode gort|threads -conn CONNINFO "
                     "[-clients N] [-n QUERIES] [-procs N]\n");

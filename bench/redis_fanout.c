@@ -40,7 +40,7 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
-#include "bench.h"
+#include "fanout.h"
 
 static const char *mode = "gort", *host = "127.0.0.1";
 static int port = 6379, clients = 100, procs = 2;
@@ -77,7 +77,7 @@ static void sync_client(int id)
             break;
         }
         if (i == per_client / 2)
-            bench_note_threads(&max_threads);
+            note_threads(&max_threads);
     }
     redisFree(c);
 }
@@ -132,7 +132,7 @@ static void on_reply(redisAsyncContext *c, void *reply, void *priv)
         return;
     }
     if (a->i == per_client / 2)
-        bench_note_threads(&max_threads);
+        note_threads(&max_threads);
     if (++a->i == per_client) {
         redisAsyncDisconnect(c);
         return;
@@ -226,7 +226,7 @@ static void run_epoll(void)
         }
         left++;
     }
-    bench_note_threads(&max_threads);
+    note_threads(&max_threads);
     struct epoll_event evs[128];
     while (left > 0) {
         int n = epoll_wait(ep, evs, 128, -1);
@@ -301,16 +301,8 @@ int main(int argc, char **argv)
             return 1;
         }
     } else if (!strcmp(mode, "threads")) {
-        pthread_t *t = calloc((size_t)clients, sizeof *t);
-        for (int k = 0; k < clients; k++)
-            if (pthread_create(&t[k], NULL, thread_client,
-                               (void *)(intptr_t)k) != 0) {
-                fail("pthread_create failed");
-                clients = k;
-            }
-        for (int k = 0; k < clients; k++)
-            pthread_join(t[k], NULL);
-        free(t);
+        if (fanout_threads(clients, thread_client) < clients)
+            fail("pthread_create failed");
     } else if (!strcmp(mode, "libevent")) {
         run_libevent();
     } else if (!strcmp(mode, "epoll")) {
@@ -319,21 +311,9 @@ int main(int argc, char **argv)
         goto usage;
     }
     double secs = bench_now_s() - t0, cpu = bench_cpu_s() - c0;
-    long reqs = per_client * clients;
-    if (failures) {
-        fprintf(stderr, "redis_fanout: %ld failures\n", failures);
-        return 1;
-    }
-    printf("RESULT name=redis_fanout procs=%d metric=requests_per_s_%s "
-           "value=%.0f unit=req/s\n",
-           procs, mode, (double)reqs / secs);
-    printf("RESULT name=redis_fanout procs=%d metric=cpu_us_per_request_%s "
-           "value=%.2f unit=us\n",
-           procs, mode, cpu * 1e6 / (double)reqs);
-    printf("RESULT name=redis_fanout procs=%d metric=threads_%s value=%d "
-           "unit=threads\n",
-           procs, mode, max_threads);
-    return 0;
+    return fanout_report("redis_fanout", "request", "requests", "req/s", procs,
+                         mode, per_client * clients, secs, cpu, max_threads,
+                         failures);
 usage:
     fprintf(stderr, "usage: redis_fanout -mode gort|threads|libevent|epoll "
                     "[-addr HOST:PORT] [-clients N] [-n REQUESTS] "
