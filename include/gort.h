@@ -289,6 +289,48 @@ GORT_EXTERN size_t gort_chan_len(gort_chan *ch);
 GORT_EXTERN size_t gort_chan_cap(gort_chan *ch);
 
 /* ---------------------------------------------------------------------------
+ * Deadlines.  Every blocking call that can give up takes one: a point in
+ * time on gort_nanotime()'s clock after which it returns -ETIMEDOUT.  It
+ * has a type of its own, so that a duration (an int64_t) cannot be passed
+ * where a deadline is meant; make one with gort_deadline_in (ns from now,
+ * Go's time.Now().Add), gort_deadline_at (an absolute gort_nanotime()
+ * value) or gort_no_deadline (wait for ever).  A deadline that has passed
+ * turns the call into a try: it does what it can without waiting.
+ * ------------------------------------------------------------------------- */
+
+/* A deadline: made by the three functions below, read by no one else. */
+typedef struct gort_deadline {
+    int64_t at; /* gort_nanotime() value; 0: none; INT64_MAX: none either */
+} gort_deadline;
+
+/* No deadline: the call waits as long as it takes. */
+static inline gort_deadline gort_no_deadline(void)
+{
+    gort_deadline d;
+    d.at = 0;
+    return d;
+}
+
+/* The deadline at t, an absolute gort_nanotime() value (t <= 0: passed
+ * long ago). */
+static inline gort_deadline gort_deadline_at(int64_t t)
+{
+    gort_deadline d;
+    d.at = t > 0 ? t : 1;
+    return d;
+}
+
+/* The deadline ns nanoseconds from now (ns <= 0: now, already passed;
+ * one too far to represent: none). */
+static inline gort_deadline gort_deadline_in(int64_t ns)
+{
+    int64_t now = gort_nanotime();
+    gort_deadline d;
+    d.at = ns <= 0 ? now : ns > INT64_MAX - now ? INT64_MAX : now + ns;
+    return d;
+}
+
+/* ---------------------------------------------------------------------------
  * select.  Mirrors Go's select statement (select.go).
  * ------------------------------------------------------------------------- */
 
@@ -317,6 +359,26 @@ typedef struct gort_case {
  * Returns -EINVAL (touching nothing) when ncases < 0 or > 65536, cases is
  * NULL with ncases > 0, a dir is unknown, or there are two defaults. */
 GORT_EXTERN int gort_select(gort_case *cases, int ncases);
+/* gort_select until d: the index of the case taken, or -ETIMEDOUT when
+ * none could proceed by then (a passed deadline: none could at once).
+ * With a default case d does not matter: it is gort_select.  Only NULL
+ * channels and no default wait until d.  Nothing is allocated for the
+ * deadline (the goroutine keeps one timer for all its waits), so it is
+ * the way to write Go's select with `case <-time.After(...)` in a loop.
+ * -EINVAL as gort_select (ncases up to 65535); -ENOMEM when the
+ * goroutine's timer cannot be made, on its first wait with a deadline. */
+GORT_EXTERN int gort_select_until(gort_case *cases, int ncases,
+                                  gort_deadline d);
+/* Send on ch until d: 0 when sent, -ETIMEDOUT, -ENOMEM as
+ * gort_select_until.  Sending on a closed channel is fatal, as
+ * gort_chan_send. */
+GORT_EXTERN int gort_chan_send_until(gort_chan *ch, const void *elem,
+                                     gort_deadline d);
+/* Receive from ch until d: 1 with a value in elem (NULL: discarded), 0
+ * when ch is closed and drained (elem zeroed), -ETIMEDOUT, -ENOMEM as
+ * gort_select_until. */
+GORT_EXTERN int gort_chan_recv_until(gort_chan *ch, void *elem,
+                                     gort_deadline d);
 
 /* ---------------------------------------------------------------------------
  * Time.  Mirrors Go's time.Sleep, time.After, time.NewTimer, time.AfterFunc
@@ -326,6 +388,9 @@ GORT_EXTERN int gort_select(gort_case *cases, int ncases);
 /* Park the calling goroutine for at least ns nanoseconds (ns <= 0: return
  * at once). */
 GORT_EXTERN void gort_sleep(int64_t ns);
+/* Park the calling goroutine until d has passed (gort_no_deadline: return
+ * at once). */
+GORT_EXTERN void gort_sleep_until(gort_deadline d);
 
 /* A channel (cap 1, element int64_t) that receives gort_nanotime() once,
  * ns from now.  The caller owns it: gort_chan_free stops the timer and
@@ -562,6 +627,16 @@ GORT_EXTERN int gort_shutdown(int fd, int how);
  * SetReadDeadline/SetWriteDeadline).  -EBADF for an unregistered fd,
  * -EINVAL for a bad mode or a negative time, -EPERM outside a goroutine. */
 GORT_EXTERN int gort_fd_set_deadline(int fd, int mode, int64_t when);
+/* The directions of gort_fd_deadline, or'ed. */
+enum gort_fd_dir {
+    GORT_FD_READ = 1,
+    GORT_FD_WRITE = 2,
+};
+/* gort_fd_set_deadline with gort.h's deadline type: the deadline of the
+ * reads (GORT_FD_READ), the writes (GORT_FD_WRITE) or both on a
+ * registered fd; gort_no_deadline clears it.  -EINVAL for dirs 0 or
+ * other bits, and as gort_fd_set_deadline. */
+GORT_EXTERN int gort_fd_deadline(int fd, unsigned dirs, gort_deadline d);
 
 /*
  * Asynchronous preemption.  A goroutine that runs 10 ms without calling

@@ -21,6 +21,7 @@
  *     looks at it first.
  */
 #include "atomic.h"
+#include "chan.h"
 #include "defs.h"
 #include "env.h"
 #include "fatal.h"
@@ -105,6 +106,10 @@ static void teardown(void)
         gort__stackcache_flush(&gort__allp[i]->stackcache);
         gort__timers_fini(gort__allp[i]);
     }
+    /* Off the heaps now (timers_fini), pending or not. */
+    for (uint32_t i = 0; i < gort__allglen; i++)
+        if (gort__allgs[i]->dltimer)
+            gort__timer_discard(gort__allgs[i]->dltimer);
     gort__allgs_fini();
     for (int32_t i = 0; i < gort__allp_len; i++)
         gort__free(gort__allp[i]);

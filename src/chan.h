@@ -136,5 +136,8 @@ static inline void gort__chan_bufsend(struct gort_chan *c, const void *ep)
 
 /* gort_chan_free of a gort_after channel (time.c). */
 GORT_HIDDEN int gort__timer_free_chan(struct gort_chan *c);
+/* Free a timer and its channel at teardown, when no thread runs and the
+ * timers' heaps are gone (boot.c: a G's deadline timer). */
+GORT_HIDDEN void gort__timer_discard(struct gort_timer *ut);
 
 #endif /* GORT_CHAN_H */

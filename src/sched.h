@@ -239,6 +239,9 @@ struct g {
     struct sudog *waiting;  /* sudogs of the select/chan op it is parked
                                in, linked by waitlink; owner only */
     struct gort_defer_rec *defers; /* LIFO cleanup handlers; owner only */
+    struct gort_timer *dltimer; /* channel timer of its waits with a
+                               deadline (deadline.c), kept with the G;
+                               owner only */
     struct m *lockedm;      /* M it is wired to (LockOSThread), or NULL;
                                owner writes, schedulers read */
     uint32_t selectdone;    /* atomic: a select case already won */

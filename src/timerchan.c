@@ -189,3 +189,9 @@ int gort__timer_free_chan(struct gort_chan *c)
 {
     return timer_free(c->timer);
 }
+
+void gort__timer_discard(struct gort_timer *ut)
+{
+    gort__free(ut->ch);
+    gort__free(ut);
+}

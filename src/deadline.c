@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * deadline.c - blocking calls with a deadline (gort.h's gort_deadline):
+ * channel send and receive, select, sleep, and the descriptor deadline in
+ * the same type.
+ *
+ * A goroutine that waits with a deadline waits as a select with one case
+ * more: a receive from its own channel timer (timerchan.c), armed for the
+ * deadline before and stopped after.  The timer is made on the G's first
+ * such wait and kept with the G (Gs are never freed; the next goroutine
+ * on the G uses it too), so a wait allocates nothing, where Go's
+ * time.After in a select loop makes a timer and a channel each time.
+ * Stopping a channel timer empties its channel (Go 1.23's semantics):
+ * the next wait never sees a stale firing.  Whichever comes first wins,
+ * by select's own claim (select.c): a value that arrives as the deadline
+ * passes is either taken, and the timer stopped, or left for the next
+ * receiver.
+ */
+#include "defs.h"
+#include "proc.h"
+#include "san.h"
+#include "sched.h"
+
+#include <errno.h>
+#include <string.h>
+
+/* Cases handled with a copy on the goroutine stack; more use malloc. */
+#define STACK_CASES 8
+
+/* Whether d is none: wait as long as it takes. */
+static bool forever(gort_deadline d)
+{
+    return d.at == 0 || d.at == INT64_MAX;
+}
+
+/* The calling G's timer armed for at: its channel, or NULL when the
+ * timer cannot be made. */
+static gort_chan *arm(int64_t at)
+{
+    struct g *gp = gort__getg();
+    int64_t ns = at - gort_nanotime();
+    if (!gp->dltimer) {
+        if (gort_timer_make(&gp->dltimer, ns, NULL, NULL) < 0)
+            return NULL;
+    } else {
+        gort_timer_reset(gp->dltimer, ns);
+    }
+    return gort_timer_chan(gp->dltimer);
+}
+
+/* Stop the calling G's timer: the channel is empty after. */
+static void disarm(void)
+{
+    gort_timer_stop(gort__getg()->dltimer);
+}
+
+int gort_select_until(gort_case *cases, int ncases, gort_deadline d)
+{
+    GORT_SAN_SCOPE();
+    if (ncases < 0 || ncases > 65535 || (!cases && ncases > 0))
+        return -EINVAL;
+    bool dflt = false;
+    for (int i = 0; i < ncases; i++)
+        dflt |= cases[i].dir == GORT_CASE_DEFAULT;
+    if (dflt || forever(d))
+        return gort_select(cases, ncases);
+    gort__need_goroutine("gort_select_until");
+    gort_case small[STACK_CASES + 1], *all = small;
+    if (ncases + 1 > STACK_CASES + 1 &&
+        !(all = gort__malloc((size_t)(ncases + 1) * sizeof *all)))
+        return -ENOMEM;
+    if (ncases > 0)
+        memcpy(all, cases, (size_t)ncases * sizeof *all);
+    /* Passed: the cases that can go on now, else a default. */
+    bool passed = d.at <= gort_nanotime();
+    all[ncases] = (gort_case){.dir = GORT_CASE_DEFAULT};
+    if (!passed) {
+        all[ncases].dir = GORT_CASE_RECV;
+        if (!(all[ncases].ch = arm(d.at))) {
+            if (all != small)
+                gort__free(all);
+            return -ENOMEM;
+        }
+    }
+    int r = gort_select(all, ncases + 1);
+    /* The timer's value was received when its case won: nothing pending. */
+    if (!passed && r != ncases)
+        disarm();
+    if (r >= 0 && r < ncases)
+        cases[r].ok = all[r].ok;
+    if (all != small)
+        gort__free(all);
+    return r == ncases ? -ETIMEDOUT : r;
+}
+
+int gort_chan_send_until(gort_chan *ch, const void *elem, gort_deadline d)
+{
+    GORT_SAN_SCOPE();
+    gort_case c = {.ch = ch, .dir = GORT_CASE_SEND, .elem = (void *)elem};
+    int r = gort_select_until(&c, 1, d);
+    return r < 0 ? r : 0;
+}
+
+int gort_chan_recv_until(gort_chan *ch, void *elem, gort_deadline d)
+{
+    GORT_SAN_SCOPE();
+    gort_case c = {.ch = ch, .dir = GORT_CASE_RECV, .elem = elem};
+    int r = gort_select_until(&c, 1, d);
+    return r < 0 ? r : c.ok;
+}
+
+void gort_sleep_until(gort_deadline d)
+{
+    GORT_SAN_SCOPE();
+    if (!forever(d))
+        gort_sleep(d.at - gort_nanotime());
+}
+
+int gort_fd_deadline(int fd, unsigned dirs, gort_deadline d)
+{
+    GORT_SAN_SCOPE();
+    if (dirs == 0 || (dirs & ~(unsigned)(GORT_FD_READ | GORT_FD_WRITE)))
+        return -EINVAL;
+    int mode = (dirs & GORT_FD_READ ? 'r' : 0) + (dirs & GORT_FD_WRITE ? 'w' : 0);
+    return gort_fd_set_deadline(fd, mode, forever(d) ? 0 : d.at);
+}
+

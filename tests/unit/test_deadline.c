@@ -1,0 +1,405 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_deadline.c - blocking calls with a deadline (gort.h, "Deadlines"):
+ * channel send and receive, select, sleep and the descriptor deadline in
+ * gort_deadline; timeouts, values that come first, passed, zero and huge
+ * deadlines, bad arguments, no stale firing, no allocation per call, and
+ * deadlines racing completion.
+ */
+#include "test_util.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#define SECOND (1000 * MS)
+
+static int64_t now_ns(void)
+{
+    return gort_nanotime();
+}
+
+/* ---------------------------------------------------------------------------
+ * The deadline type.
+ * ------------------------------------------------------------------------- */
+
+TEST(deadline_makers)
+{
+    CHECK_EQ(gort_no_deadline().at, 0);
+    CHECK_EQ(gort_deadline_at(12345).at, 12345);
+    /* An absolute time at or before the clock's start has passed. */
+    CHECK_EQ(gort_deadline_at(0).at, 1);
+    CHECK_EQ(gort_deadline_at(-5).at, 1);
+    int64_t t0 = gort_nanotime();
+    gort_deadline d = gort_deadline_in(MS);
+    CHECK_GE(d.at, t0 + MS);
+    CHECK_LE(d.at, gort_nanotime() + MS);
+    /* Zero and negative: now (passed); too far: saturated (none). */
+    CHECK_LE(gort_deadline_in(0).at, gort_nanotime());
+    CHECK_LE(gort_deadline_in(-MS).at, gort_nanotime());
+    CHECK_EQ(gort_deadline_in(INT64_MAX).at, INT64_MAX);
+}
+
+/* ---------------------------------------------------------------------------
+ * Receive and send.
+ * ------------------------------------------------------------------------- */
+
+static void recv_main(void *arg)
+{
+    (void)arg;
+    gort_chan *ch = make_chan(sizeof(int), 0);
+    int v = -1;
+    /* Nothing comes: -ETIMEDOUT after the deadline, elem untouched. */
+    int64_t t0 = now_ns();
+    CHECK_EQ(gort_chan_recv_until(ch, &v, gort_deadline_in(20 * MS)),
+             -ETIMEDOUT);
+    int64_t took = now_ns() - t0;
+    CHECK_GE(took, 20 * MS);
+    CHECK_LT(took, 2000 * MS);
+    CHECK_EQ(v, -1);
+    /* A buffered value is taken before a passed deadline. */
+    gort_chan *b = make_chan(sizeof(int), 1);
+    int seven = 7;
+    gort_chan_send(b, &seven);
+    CHECK_EQ(gort_chan_recv_until(b, &v, gort_deadline_in(-1)), 1);
+    CHECK_EQ(v, 7);
+    /* A passed deadline on an empty channel: at once, no park. */
+    t0 = now_ns();
+    CHECK_EQ(gort_chan_recv_until(b, &v, gort_deadline_at(1)), -ETIMEDOUT);
+    CHECK_LT(now_ns() - t0, 1000 * MS);
+    /* Closed and drained: 0, elem zeroed. */
+    gort_chan_close(b);
+    v = 9;
+    CHECK_EQ(gort_chan_recv_until(b, &v, gort_deadline_in(SECOND)), 0);
+    CHECK_EQ(v, 0);
+    /* NULL channel: never ready, so the deadline. */
+    CHECK_EQ(gort_chan_recv_until(NULL, &v, gort_deadline_in(MS)),
+             -ETIMEDOUT);
+    free_chan(ch);
+    free_chan(b);
+}
+
+/* A receive with a deadline: -ETIMEDOUT no earlier than the deadline,
+ * a buffered value before a passed deadline, a passed deadline on an empty
+ * channel at once, a closed channel's 0 and zeroed element, and a NULL
+ * channel waiting until the deadline. */
+TEST(recv_until)
+{
+    run_main(recv_main, NULL);
+}
+
+static gort_chan *late_ch;
+
+static void late_sender(void *arg)
+{
+    (void)arg;
+    gort_sleep(10 * MS);
+    int v = 42;
+    gort_chan_send(late_ch, &v);
+}
+
+static void value_first_main(void *arg)
+{
+    (void)arg;
+    late_ch = make_chan(sizeof(int), 0);
+    CHECK_GT(gort_go(late_sender, NULL), 0);
+    int v = 0;
+    int64_t t0 = now_ns();
+    CHECK_EQ(gort_chan_recv_until(late_ch, &v, gort_deadline_in(10 * SECOND)),
+             1);
+    CHECK_EQ(v, 42);
+    CHECK_LT(now_ns() - t0, 5 * SECOND);
+    /* The timer was stopped: a later wait is not cut short by it. */
+    t0 = now_ns();
+    CHECK_EQ(gort_chan_recv_until(late_ch, &v, gort_deadline_in(30 * MS)),
+             -ETIMEDOUT);
+    CHECK_GE(now_ns() - t0, 30 * MS);
+    /* No deadline, and a huge one: both wait for the value. */
+    CHECK_GT(gort_go(late_sender, NULL), 0);
+    CHECK_EQ(gort_chan_recv_until(late_ch, &v, gort_no_deadline()), 1);
+    CHECK_GT(gort_go(late_sender, NULL), 0);
+    CHECK_EQ(gort_chan_recv_until(late_ch, &v, gort_deadline_in(INT64_MAX)),
+             1);
+    free_chan(late_ch);
+}
+
+/* A value that comes before the deadline is received; the deadline then
+ * does not cut a later wait short; no deadline and a huge one wait. */
+TEST(value_before_deadline)
+{
+    run_main(value_first_main, NULL);
+}
+
+static void send_main(void *arg)
+{
+    (void)arg;
+    gort_chan *full = make_chan(sizeof(int), 1);
+    int v = 1;
+    CHECK_EQ(gort_chan_send_until(full, &v, gort_deadline_in(SECOND)), 0);
+    int64_t t0 = now_ns();
+    CHECK_EQ(gort_chan_send_until(full, &v, gort_deadline_in(20 * MS)),
+             -ETIMEDOUT);
+    CHECK_GE(now_ns() - t0, 20 * MS);
+    CHECK_EQ(gort_chan_len(full), 1);
+    /* Room again: the send goes through. */
+    CHECK(gort_chan_recv(full, &v));
+    v = 2;
+    CHECK_EQ(gort_chan_send_until(full, &v, gort_deadline_at(1)), 0);
+    CHECK(gort_chan_recv(full, &v));
+    CHECK_EQ(v, 2);
+    free_chan(full);
+}
+
+/* A send on a full channel times out and leaves it as it was; a send that
+ * has room goes through even with a passed deadline. */
+TEST(send_until)
+{
+    run_main(send_main, NULL);
+}
+
+/* ---------------------------------------------------------------------------
+ * select.
+ * ------------------------------------------------------------------------- */
+
+#define MANY 12
+
+static void select_main(void *arg)
+{
+    (void)arg;
+    gort_chan *a = make_chan(sizeof(int), 0), *b = make_chan(sizeof(int), 1);
+    int va = 0, vb = 0;
+    gort_case cs[2] = {{.ch = a, .dir = GORT_CASE_RECV, .elem = &va},
+                       {.ch = b, .dir = GORT_CASE_RECV, .elem = &vb}};
+    int64_t t0 = now_ns();
+    CHECK_EQ(gort_select_until(cs, 2, gort_deadline_in(20 * MS)),
+             -ETIMEDOUT);
+    CHECK_GE(now_ns() - t0, 20 * MS);
+    int three = 3;
+    gort_chan_send(b, &three);
+    CHECK_EQ(gort_select_until(cs, 2, gort_deadline_in(SECOND)), 1);
+    CHECK_EQ(vb, 3);
+    CHECK(cs[1].ok);
+    gort_chan_close(b);
+    cs[1].ok = true;
+    CHECK_EQ(gort_select_until(cs, 2, gort_deadline_in(SECOND)), 1);
+    CHECK(!cs[1].ok);
+    /* More cases than fit on the stack. */
+    gort_chan *many[MANY];
+    gort_case mc[MANY];
+    int mv[MANY];
+    for (int i = 0; i < MANY; i++) {
+        many[i] = make_chan(sizeof(int), 1);
+        mc[i] = (gort_case){.ch = many[i], .dir = GORT_CASE_RECV,
+                            .elem = &mv[i]};
+    }
+    CHECK_EQ(gort_select_until(mc, MANY, gort_deadline_in(5 * MS)),
+             -ETIMEDOUT);
+    int eleven = 11;
+    gort_chan_send(many[MANY - 1], &eleven);
+    CHECK_EQ(gort_select_until(mc, MANY, gort_deadline_in(SECOND)),
+             MANY - 1);
+    CHECK_EQ(mv[MANY - 1], 11);
+    CHECK(mc[MANY - 1].ok);
+    for (int i = 0; i < MANY; i++)
+        free_chan(many[i]);
+    /* A default case: gort_select, whatever the deadline. */
+    gort_case wd[2] = {{.ch = a, .dir = GORT_CASE_RECV, .elem = &va},
+                       {.dir = GORT_CASE_DEFAULT}};
+    CHECK_EQ(gort_select_until(wd, 2, gort_deadline_in(10 * SECOND)), 1);
+    /* No cases: the deadline. */
+    CHECK_EQ(gort_select_until(NULL, 0, gort_deadline_in(MS)), -ETIMEDOUT);
+    free_chan(a);
+    free_chan(b);
+}
+
+/* select with a deadline: -ETIMEDOUT when no case is ready in time, the
+ * ready case and its ok otherwise (a closed channel's too), more cases
+ * than fit on the stack, a default case making the deadline moot, no
+ * cases waiting until the deadline. */
+TEST(select_until)
+{
+    run_main(select_main, NULL);
+}
+
+static void bad_args_main(void *arg)
+{
+    (void)arg;
+    gort_case c = {.dir = GORT_CASE_RECV};
+    gort_deadline d = gort_deadline_in(SECOND);
+    CHECK_EQ(gort_select_until(&c, -1, d), -EINVAL);
+    CHECK_EQ(gort_select_until(&c, 65536, d), -EINVAL);
+    CHECK_EQ(gort_select_until(NULL, 1, d), -EINVAL);
+    c.dir = 99;
+    CHECK_EQ(gort_select_until(&c, 1, d), -EINVAL);
+    CHECK_EQ(gort_fd_deadline(0, 0, d), -EINVAL);
+    CHECK_EQ(gort_fd_deadline(0, 4, d), -EINVAL);
+    /* An unregistered descriptor. */
+    CHECK_EQ(gort_fd_deadline(999, GORT_FD_READ, d), -EBADF);
+}
+
+/* Bad arguments return -EINVAL (a negative or too large count, NULL cases,
+ * an unknown direction, no or unknown descriptor directions) and an
+ * unregistered descriptor -EBADF. */
+TEST(bad_args)
+{
+    run_main(bad_args_main, NULL);
+}
+
+/* ---------------------------------------------------------------------------
+ * Sleep and descriptors.
+ * ------------------------------------------------------------------------- */
+
+static void sleep_fd_main(void *arg)
+{
+    (void)arg;
+    int64_t t0 = now_ns();
+    gort_sleep_until(gort_deadline_in(20 * MS));
+    CHECK_GE(now_ns() - t0, 20 * MS);
+    t0 = now_ns();
+    gort_sleep_until(gort_no_deadline());
+    gort_sleep_until(gort_deadline_at(1));
+    CHECK_LT(now_ns() - t0, 1000 * MS);
+
+    int p[2];
+    CHECK_EQ(gort_pipe(p), 0);
+    char c;
+    CHECK_EQ(gort_fd_deadline(p[0], GORT_FD_READ, gort_deadline_in(20 * MS)),
+             0);
+    t0 = now_ns();
+    CHECK_EQ(gort_read(p[0], &c, 1), -ETIMEDOUT);
+    CHECK_GE(now_ns() - t0, 20 * MS);
+    /* Cleared: the read waits for the byte. */
+    CHECK_EQ(gort_fd_deadline(p[0], GORT_FD_READ | GORT_FD_WRITE,
+                              gort_no_deadline()),
+             0);
+    CHECK_EQ(gort_write(p[1], "z", 1), 1);
+    CHECK_EQ(gort_read(p[0], &c, 1), 1);
+    CHECK_EQ(c, 'z');
+    /* A passed deadline: at once. */
+    CHECK_EQ(gort_fd_deadline(p[0], GORT_FD_READ, gort_deadline_at(1)), 0);
+    CHECK_EQ(gort_read(p[0], &c, 1), -ETIMEDOUT);
+    CHECK_EQ(gort_close(p[0]), 0);
+    CHECK_EQ(gort_close(p[1]), 0);
+}
+
+/* gort_sleep_until sleeps until the deadline (none and a passed one:
+ * not at all); gort_fd_deadline sets, clears and expires a descriptor's
+ * read deadline as gort_fd_set_deadline. */
+TEST(sleep_and_fd)
+{
+    run_main(sleep_fd_main, NULL);
+}
+
+/* ---------------------------------------------------------------------------
+ * No allocation per call; deadlines racing completion.
+ * ------------------------------------------------------------------------- */
+
+static long rss_kb(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    long pages = 0, rss = 0;
+    CHECK(f != NULL);
+    CHECK_EQ(fscanf(f, "%ld %ld", &pages, &rss), 2);
+    fclose(f);
+    return rss * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+static void loop_main(void *arg)
+{
+    (void)arg;
+    gort_chan *ch = make_chan(sizeof(int), 1);
+    int v = 0, n = SANITIZED ? 20000 : 200000;
+    /* Warm up (the goroutine's timer, the channel). */
+    for (int i = 0; i < 100; i++)
+        CHECK_EQ(gort_chan_recv_until(ch, &v, gort_deadline_in(1)),
+                 -ETIMEDOUT);
+    long before = rss_kb();
+    int timeouts = 0;
+    for (int i = 0; i < n; i++) {
+        /* A value in 99 rounds of 100 (the timer armed, then stopped);
+         * none in the 100th (the timer fires after 50 us). */
+        bool empty = i % 100 == 99;
+        if (!empty)
+            gort_chan_send(ch, &i);
+        int r = gort_chan_recv_until(ch, &v, empty ? gort_deadline_in(50000)
+                                                   : gort_deadline_in(SECOND));
+        timeouts += r == -ETIMEDOUT;
+        if (r == 1)
+            CHECK_EQ(v, i);
+        else
+            CHECK(empty);
+    }
+    CHECK_EQ(timeouts, n / 100);
+    /* gort_after would have kept a timer and a channel a call: 200,000
+     * of them are tens of megabytes.  (ThreadSanitizer's own records of
+     * the synchronisation grow by megabytes here.) */
+    if (!TSAN)
+        CHECK_LT(rss_kb() - before, 2048);
+    free_chan(ch);
+}
+
+/* A receive with a deadline in a loop, as Go code writes a select with
+ * time.After: every value received, every empty round timed out, and the
+ * process's memory does not grow (no timer or channel per call). */
+TEST(loop_no_growth)
+{
+    run_main(loop_main, NULL);
+}
+
+#define RACERS 8
+#define RACE_ROUNDS 2000
+static gort_chan *race_ch;
+static gort_waitgroup race_wg;
+static long race_sent, race_recvd; /* atomic */
+
+static void race_sender(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < RACE_ROUNDS; i++) {
+        int v = i;
+        if (gort_chan_send_until(race_ch, &v,
+                                 gort_deadline_in((i % 5) * 20000)) == 0)
+            __atomic_add_fetch(&race_sent, 1, __ATOMIC_RELAXED);
+    }
+    gort_waitgroup_done(&race_wg);
+}
+
+static void race_receiver(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < RACE_ROUNDS; i++) {
+        int v;
+        int r = gort_chan_recv_until(race_ch, &v,
+                                     gort_deadline_in((i % 7) * 15000));
+        CHECK(r == 1 || r == -ETIMEDOUT);
+        if (r == 1)
+            __atomic_add_fetch(&race_recvd, 1, __ATOMIC_RELAXED);
+    }
+    gort_waitgroup_done(&race_wg);
+}
+
+static void race_main(void *arg)
+{
+    (void)arg;
+    gort_gomaxprocs(4);
+    race_ch = make_chan(sizeof(int), 0);
+    gort_waitgroup_add(&race_wg, 2 * RACERS);
+    for (int i = 0; i < RACERS; i++) {
+        CHECK_GT(gort_go(race_sender, NULL), 0);
+        CHECK_GT(gort_go(race_receiver, NULL), 0);
+    }
+    gort_waitgroup_wait(&race_wg);
+    /* Unbuffered: a send succeeded exactly when a receive did. */
+    CHECK_EQ(ATOMIC_LOAD(&race_sent), ATOMIC_LOAD(&race_recvd));
+    CHECK_GT(ATOMIC_LOAD(&race_sent), 0);
+    free_chan(race_ch);
+}
+
+/* Senders and receivers with deadlines of 0-80 us on one unbuffered
+ * channel, on 4 Ps: every value a send delivered was received once, and
+ * a send that timed out was received by nobody (the counts agree). */
+TEST(deadlines_race_completion)
+{
+    run_main(race_main, NULL);
+}
