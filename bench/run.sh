@@ -48,6 +48,7 @@ SUITE=(
   "spawn 1 2"
   "yield 1"
   "chanpingpong 1 2"
+  "chandeadline 1 2"
   "chanstream 1 2"
   "skynet 1 2"
   "threadring 1"

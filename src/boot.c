@@ -106,10 +106,14 @@ static void teardown(void)
         gort__stackcache_flush(&gort__allp[i]->stackcache);
         gort__timers_fini(gort__allp[i]);
     }
-    /* Off the heaps now (timers_fini), pending or not. */
-    for (uint32_t i = 0; i < gort__allglen; i++)
-        if (gort__allgs[i]->dltimer)
-            gort__timer_discard(gort__allgs[i]->dltimer);
+    /* The Gs' deadline timers: off the heaps now (timers_fini), pending
+     * or not. */
+    for (uint32_t i = 0; i < gort__allglen; i++) {
+        struct g *gp = gort__allgs[i];
+        if (gp->dltimer)
+            gort__timer_discard(gp->dltimer);
+        gort__free(gp->dlt);
+    }
     gort__allgs_fini();
     for (int32_t i = 0; i < gort__allp_len; i++)
         gort__free(gort__allp[i]);

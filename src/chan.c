@@ -33,6 +33,7 @@
 #include "runq.h"
 #include "san.h"
 #include "sched.h"
+#include "timers.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -159,13 +160,100 @@ chan_send_direct(struct m *mp, struct gort_chan *c, struct sudog *sg,
     gort__ready_m(mp, gp, true, GT_CHECK);
 }
 
+/* ---------------------------------------------------------------------------
+ * Waiting with a deadline (gort_chan_send_until, gort_chan_recv_until).
+ *
+ * The G's deadline timer (g->dlt, made on its first such wait) is pushed
+ * to the deadline before the G locks the channel.  gort__gtimer_reset only
+ * records a later time for a pending timer, without heap work, and the
+ * timer is not stopped after the wait: a loop of waits with deadlines a
+ * second ahead costs two lock pairs a wait, and the timer comes due about
+ * once a second, to be re-sifted.  When it fires (dl_fire) it looks for
+ * its G waiting with a passed deadline: it locks the channel the G
+ * recorded (g->dlc, set under that channel's lock), finds the G's sudog
+ * in the channel's queues and takes it out, and readies the G, which
+ * returns -ETIMEDOUT.  Holding the channel's lock orders the firing with
+ * the G's park (the G unlocks only once parked) and with the wakers (who
+ * dequeue under it), so the G is woken once.  g->dlbusy keeps the channel
+ * from being freed under the firing: the G clears dlc after its wait and
+ * waits while a firing that read it is running (a Dekker pair, seq-cst).
+ * ------------------------------------------------------------------------- */
+
+static void dl_fire(struct gtimer *t, int64_t now)
+{
+    struct g *gp = t->arg;
+    store_seqcst(&gp->dlbusy, 1);
+    struct gort_chan *c = load_seqcst(&gp->dlc);
+    if (c) {
+        struct sudog *sg = NULL;
+        struct waitq *q = NULL;
+        gort__spinlock(&c->lock);
+        /* Relaxed: dl_at was stored before the timer was pushed (its
+         * lock orders it); a later deadline of the same G just waits. */
+        if (load_relaxed(&gp->dlc) == c && load_relaxed(&gp->dl_at) <= now)
+            for (int k = 0; k < 2 && !sg; k++) {
+                q = k ? &c->sendq : &c->recvq;
+                for (sg = q->first; sg && !(sg->g == gp && sg->dl);)
+                    sg = sg->next;
+            }
+        if (sg) {
+            gort__waitq_remove(q, sg);
+            sg->timedout = true;
+            sg->success = false;
+            gp->param = sg;
+        }
+        gort__spinunlock(&c->lock);
+        if (sg)
+            gort__ready(gp, false);
+    }
+    /* Release: our reads of the channel before the G's free of it. */
+    store_rel(&gp->dlbusy, 0);
+}
+
+/* The G's wait with a deadline is over: no firing may look at its
+ * channel any more. */
+static void dl_done(struct g *gp)
+{
+    store_seqcst(&gp->dlc, NULL);
+    while (load_seqcst(&gp->dlbusy))
+        gort__cpu_relax();
+}
+
+/* Make the calling G's timer come due at at.  While it is pending at
+ * dl_key or earlier, a deadline at or after dl_key is pushed to it without
+ * locks (gort__gtimer_push): a loop of waits whose deadlines move on costs
+ * no lock for the timer.  Otherwise it is started again.  0 or -ENOMEM. */
+static int dl_arm(struct g *gp, int64_t at)
+{
+    struct gtimer *t = gp->dlt;
+    if (!t) {
+        if (!(t = gort__calloc(1, sizeof *t)))
+            return -ENOMEM;
+        gort__lock_init(&t->mu, LOCKRANK_TIMER);
+        t->idx = -1;
+        t->f = dl_fire;
+        t->arg = gp;
+        t->selfonly = true; /* only its G starts it; nobody stops it */
+        gp->dlt = t;
+    }
+    /* Relaxed: dl_fire reads it after the timer's locks. */
+    store_relaxed(&gp->dl_at, at);
+    if (at < gp->dl_key || !gort__gtimer_push(t, at)) {
+        /* Seq-cst: after a firing's exchange (which then leaves it). */
+        store_seqcst(&t->later, 0);
+        gort__gtimer_reset(t, at);
+    }
+    gp->dl_key = at;
+    return 0;
+}
+
 /* Queue the running G on q (c's sendq or recvq, c locked) with a sudog on
  * this stack pointing at the caller's element, and park; c's lock is
  * released once the G is parked.  Returns whether a value moved (false:
  * the channel was closed).  san: tell ThreadSanitizer (san.c). */
 static inline __attribute__((always_inline)) bool
 chan_block(struct m *mp, struct gort_chan *c, struct waitq *q, void *ep,
-           uint32_t reason, bool san)
+           uint32_t reason, bool san, bool *timedout)
 {
     struct g *gp = mp->curg;
     struct sudog mysg = {0};
@@ -175,11 +263,31 @@ chan_block(struct m *mp, struct gort_chan *c, struct waitq *q, void *ep,
     gp->waiting = &mysg;
     gp->param = NULL;
     gp->waitobj = c;
+    if (timedout) {
+        /* The timer may have fired already, before the G held c's lock
+         * (and found nothing to wake): then the deadline has passed, and
+         * the G does not park.  Later it needs c's lock, held until the G
+         * is parked. */
+        if (gort_nanotime() >= load_relaxed(&gp->dl_at)) {
+            gort__spinunlock_m(mp, &c->lock);
+            gp->waiting = NULL;
+            gp->waitobj = NULL;
+            *timedout = true;
+            return false;
+        }
+        /* Relaxed: read by dl_fire under c's lock, or seen NULL. */
+        mysg.dl = true;
+        store_relaxed(&gp->dlc, c);
+    }
     gort__waitq_enqueue(q, &mysg);
     gort__park(gort__spinunlock_commit, &c->lock, reason);
     gp->waiting = NULL;
     gp->waitobj = NULL;
-    if (san) /* the operation that woke us, or the close */
+    if (timedout) {
+        dl_done(gp);
+        *timedout = mysg.timedout;
+    }
+    if (san) /* the operation that woke us, the close or the deadline */
         gort__san_acquire(c);
     return mysg.success;
 }
@@ -198,8 +306,8 @@ static GORT_NORETURN void block_forever(uint32_t reason)
  * before the later ones (san.c): gort__san_sync under c's lock, and an
  * acquire after a park. */
 static inline __attribute__((always_inline)) bool
-chansend(struct m *mp, struct gort_chan *c, const void *ep, bool block,
-         uint32_t reason, bool san)
+chansend_dl(struct m *mp, struct gort_chan *c, const void *ep, bool block,
+            uint32_t reason, bool san, bool *timedout)
 {
     if (!c) {
         if (!block)
@@ -238,9 +346,19 @@ chansend(struct m *mp, struct gort_chan *c, const void *ep, bool block,
         return false;
     }
 
-    if (!chan_block(mp, c, &c->sendq, (void *)ep, reason, san))
+    if (!chan_block(mp, c, &c->sendq, (void *)ep, reason, san, timedout)) {
+        if (timedout && *timedout)
+            return false;
         gort__fatal("send on closed channel");
+    }
     return true;
+}
+
+static inline __attribute__((always_inline)) bool
+chansend(struct m *mp, struct gort_chan *c, const void *ep, bool block,
+         uint32_t reason, bool san)
+{
+    return chansend_dl(mp, c, ep, block, reason, san, NULL);
 }
 
 /* ---------------------------------------------------------------------------
@@ -274,8 +392,8 @@ chan_recv_direct(struct m *mp, struct gort_chan *c, struct sudog *sg,
 /* Returns whether a receive happened (always, when blocking); *ok says
  * whether it was a value (false: closed and drained). */
 static inline __attribute__((always_inline)) bool
-chanrecv(struct m *mp, struct gort_chan *c, void *ep, bool block, bool *ok,
-         uint32_t reason, bool san)
+chanrecv_dl(struct m *mp, struct gort_chan *c, void *ep, bool block, bool *ok,
+            uint32_t reason, bool san, bool *timedout)
 {
     *ok = false;
     if (!c) {
@@ -330,8 +448,15 @@ chanrecv(struct m *mp, struct gort_chan *c, void *ep, bool block, bool *ok,
         return false;
     }
 
-    *ok = chan_block(mp, c, &c->recvq, ep, reason, san);
-    return true;
+    *ok = chan_block(mp, c, &c->recvq, ep, reason, san, timedout);
+    return !(timedout && *timedout);
+}
+
+static inline __attribute__((always_inline)) bool
+chanrecv(struct m *mp, struct gort_chan *c, void *ep, bool block, bool *ok,
+         uint32_t reason, bool san)
+{
+    return chanrecv_dl(mp, c, ep, block, ok, reason, san, NULL);
 }
 
 /* ---------------------------------------------------------------------------
@@ -393,6 +518,52 @@ bool gort__chanrecv(struct m *mp, struct gort_chan *c, void *ep, bool block,
     if (san)
         return chanrecv(mp, c, ep, block, ok, WAIT_SELECT, true);
     return chanrecv(mp, c, ep, block, ok, WAIT_SELECT, false);
+}
+
+int gort__chansend_until(struct gort_chan *c, const void *ep, int64_t at)
+{
+    struct m *mp = gort__need_goroutine("gort_chan_send_until");
+    bool san = gort__san & GORT_SAN_TSAN, timedout = false;
+    if (san ? chansend(mp, c, ep, false, WAIT_CHAN_SEND, true)
+            : chansend(mp, c, ep, false, WAIT_CHAN_SEND, false))
+        return 1;
+    if (at <= gort_nanotime())
+        return -ETIMEDOUT;
+    if (!c) {
+        gort_sleep(at - gort_nanotime());
+        return -ETIMEDOUT;
+    }
+    if (dl_arm(mp->curg, at) < 0)
+        return -ENOMEM;
+    mp = gort__getm(); /* the timer's locks never move a G; cheap anyway */
+    bool sent = san ? chansend_dl(mp, c, ep, true, WAIT_CHAN_SEND, true,
+                                  &timedout)
+                    : chansend_dl(mp, c, ep, true, WAIT_CHAN_SEND, false,
+                                  &timedout);
+    return sent ? 1 : -ETIMEDOUT;
+}
+
+int gort__chanrecv_until(struct gort_chan *c, void *ep, bool *ok, int64_t at)
+{
+    struct m *mp = gort__need_goroutine("gort_chan_recv_until");
+    bool san = gort__san & GORT_SAN_TSAN, timedout = false;
+    if (san ? chanrecv(mp, c, ep, false, ok, WAIT_CHAN_RECV, true)
+            : chanrecv(mp, c, ep, false, ok, WAIT_CHAN_RECV, false))
+        return 1;
+    if (at <= gort_nanotime())
+        return -ETIMEDOUT;
+    if (!c) {
+        gort_sleep(at - gort_nanotime());
+        return -ETIMEDOUT;
+    }
+    if (dl_arm(mp->curg, at) < 0)
+        return -ENOMEM;
+    mp = gort__getm();
+    bool done = san ? chanrecv_dl(mp, c, ep, true, ok, WAIT_CHAN_RECV, true,
+                                  &timedout)
+                    : chanrecv_dl(mp, c, ep, true, ok, WAIT_CHAN_RECV, false,
+                                  &timedout);
+    return done ? 1 : -ETIMEDOUT;
 }
 
 /* The M of a goroutine, or a fatal error naming the caller. */

@@ -25,6 +25,8 @@ struct sudog {
     int32_t casei;             /* select: the case it stands for */
     bool isselect;             /* dequeue must win g->selectdone */
     bool success;              /* woken by a value (true) or a close */
+    bool dl;                   /* a wait with a deadline (chan.c) */
+    bool timedout;             /* ... that the deadline ended */
 };
 
 struct waitq {
@@ -133,6 +135,14 @@ static inline void gort__chan_bufsend(struct gort_chan *c, const void *ep)
         c->sendx = 0;
     store_relaxed(&c->qcount, c->qcount + 1);
 }
+
+/* A send or receive on c waiting until at (an absolute gort_nanotime(),
+ * not 0): 1 when done (recv: *ok says whether a value came), -ETIMEDOUT,
+ * -ENOMEM (the G's timer could not be made).  deadline.c. */
+GORT_HIDDEN int gort__chansend_until(struct gort_chan *c, const void *ep,
+                                     int64_t at);
+GORT_HIDDEN int gort__chanrecv_until(struct gort_chan *c, void *ep, bool *ok,
+                                     int64_t at);
 
 /* gort_chan_free of a gort_after channel (time.c). */
 GORT_HIDDEN int gort__timer_free_chan(struct gort_chan *c);

@@ -4,8 +4,10 @@
  * channel send and receive, select, sleep, and the descriptor deadline in
  * the same type.
  *
- * A goroutine that waits with a deadline waits as a select with one case
- * more: a receive from its own channel timer (timerchan.c), armed for the
+ * A send or a receive (and a select of one case) waits on its channel
+ * with the G's own deadline timer (chan.c, "Waiting with a deadline").  A
+ * select of several cases waits as a select with one case more: a
+ * receive from the G's channel timer (timerchan.c), armed for the
  * deadline before and stopped after.  The timer is made on the G's first
  * such wait and kept with the G (Gs are never freed; the next goroutine
  * on the G uses it too), so a wait allocates nothing, where Go's
@@ -16,6 +18,7 @@
  * passes is either taken, and the timer stopped, or left for the next
  * receiver.
  */
+#include "chan.h"
 #include "defs.h"
 #include "proc.h"
 #include "san.h"
@@ -65,6 +68,19 @@ int gort_select_until(gort_case *cases, int ncases, gort_deadline d)
     if (dflt || forever(d))
         return gort_select(cases, ncases);
     gort__need_goroutine("gort_select_until");
+    if (ncases == 1 && (cases[0].dir == GORT_CASE_RECV ||
+                        cases[0].dir == GORT_CASE_SEND)) {
+        /* One case: the channel's own wait with a deadline. */
+        bool ok = false;
+        int r = cases[0].dir == GORT_CASE_RECV
+                    ? gort__chanrecv_until(cases[0].ch, cases[0].elem, &ok,
+                                           d.at)
+                    : gort__chansend_until(cases[0].ch, cases[0].elem, d.at);
+        if (r < 0)
+            return r;
+        cases[0].ok = ok;
+        return 0;
+    }
     gort_case small[STACK_CASES + 1], *all = small;
     if (ncases + 1 > STACK_CASES + 1 &&
         !(all = gort__malloc((size_t)(ncases + 1) * sizeof *all)))
@@ -96,17 +112,22 @@ int gort_select_until(gort_case *cases, int ncases, gort_deadline d)
 int gort_chan_send_until(gort_chan *ch, const void *elem, gort_deadline d)
 {
     GORT_SAN_SCOPE();
-    gort_case c = {.ch = ch, .dir = GORT_CASE_SEND, .elem = (void *)elem};
-    int r = gort_select_until(&c, 1, d);
+    if (forever(d)) {
+        gort_chan_send(ch, elem);
+        return 0;
+    }
+    int r = gort__chansend_until(ch, elem, d.at);
     return r < 0 ? r : 0;
 }
 
 int gort_chan_recv_until(gort_chan *ch, void *elem, gort_deadline d)
 {
     GORT_SAN_SCOPE();
-    gort_case c = {.ch = ch, .dir = GORT_CASE_RECV, .elem = elem};
-    int r = gort_select_until(&c, 1, d);
-    return r < 0 ? r : c.ok;
+    if (forever(d))
+        return gort_chan_recv(ch, elem);
+    bool ok = false;
+    int r = gort__chanrecv_until(ch, elem, &ok, d.at);
+    return r < 0 ? r : ok;
 }
 
 void gort_sleep_until(gort_deadline d)

@@ -239,9 +239,17 @@ struct g {
     struct sudog *waiting;  /* sudogs of the select/chan op it is parked
                                in, linked by waitlink; owner only */
     struct gort_defer_rec *defers; /* LIFO cleanup handlers; owner only */
-    struct gort_timer *dltimer; /* channel timer of its waits with a
+    struct gort_timer *dltimer; /* channel timer of its selects with a
                                deadline (deadline.c), kept with the G;
                                owner only */
+    /* Its channel waits with a deadline (chan.c, chan_block_until). */
+    struct gtimer *dlt;     /* their timer, made on the first, kept */
+    int64_t dl_at;          /* atomic: the last wait's deadline */
+    int64_t dl_key;         /* dlt is pending at this time or earlier,
+                               if at all; owner only */
+    struct gort_chan *dlc;  /* atomic: the channel it waits on, or NULL;
+                               set under that channel's lock */
+    uint32_t dlbusy;        /* atomic: the timer's function looks at dlc */
     struct m *lockedm;      /* M it is wired to (LockOSThread), or NULL;
                                owner writes, schedulers read */
     uint32_t selectdone;    /* atomic: a select case already won */
@@ -456,6 +464,11 @@ struct gtimer {
     int64_t when;          /* nanotime to fire; under ts->lock once heaped;
                               may be later than its heap key, never
                               earlier (gort__gtimer_reset) */
+    int64_t later;         /* atomic: a time its G pushed without locks
+                              while it was pending (gort__gtimer_push; a
+                              selfonly timer's), which the run loop takes
+                              for when once it comes due; 0: none;
+                              GTIMER_FIRING once taken to fire */
     void (*f)(struct gtimer *t, int64_t now);
     void *arg;
 };

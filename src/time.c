@@ -204,20 +204,42 @@ int64_t gort__timers_check(struct p *pp, int64_t now)
     int32_t fired = 0;
     while (ts->len > 0 && ts->heap[0].when <= now) {
         struct gtimer *t = ts->heap[0].t;
+        /* Relaxed: a time its G pushed (gort__gtimer_push) is never
+         * GTIMER_FIRING while the timer is on a heap; the firing below
+         * takes it again atomically. */
+        int64_t later = load_relaxed(&t->later);
+        if (later > t->when)
+            t->when = later;
         if (t->when > now) {
-            /* Moved later in place (gort__gtimer_reset): take its new
-             * place in the heap now that it is at the top. */
+            /* Moved later in place (gort__gtimer_reset, gort__gtimer_push):
+             * take its new place in the heap now that it is at the top. */
             ts->heap[0].when = t->when;
             siftdown(ts, 0);
             update_minwhen(ts);
             continue;
         }
+        if (t->selfonly) {
+            /* Claim the firing against its G's pushes: one that comes
+             * after this sees GTIMER_FIRING and starts the timer again
+             * (under its locks, after us); one that came before is seen
+             * here, and when it is later the timer stays.  Seq-cst: the
+             * CAS of gort__gtimer_push. */
+            later = xchg_seqcst(&t->later, GTIMER_FIRING);
+            if (later > now) {
+                /* Unless its G has reset it meanwhile. */
+                cas_seqcst(&t->later, GTIMER_FIRING, later);
+                t->when = later;
+                continue;
+            }
+        }
         heap_delete(ts, 0);
         fired++;
         if (t->selfonly) {
             /* Its G may run and return (freeing t) as soon as f readies
-             * it: forget it first.  Nobody stops such a timer. */
-            store_relaxed(&t->ts, NULL);
+             * it: forget it first.  Nobody stops such a timer; its G may
+             * start it again.  Release: our reads of t before its G's
+             * writes (gort__gtimer_reset's acquire in timer_remove). */
+            store_rel(&t->ts, NULL);
             t->f(t, now);
         } else {
             t->f(t, now);
@@ -288,6 +310,16 @@ void gort__gtimer_reset(struct gtimer *t, int64_t when)
     t->when = when;
     gort__timer_add(pp, t);
     gort__unlock(&t->mu);
+}
+
+bool gort__gtimer_push(struct gtimer *t, int64_t when)
+{
+    /* Relaxed: the CAS decides.  Seq-cst CAS: against the run loop's
+     * exchange (gort__timers_check); a timer that has not fired since it
+     * was started is on a heap (ts, which its G set or saw set). */
+    int64_t old = load_relaxed(&t->later);
+    return old != GTIMER_FIRING && cas_seqcst(&t->later, old, when) &&
+           load_relaxed(&t->ts) != NULL;
 }
 
 bool gort__gtimer_stop(struct gtimer *t)

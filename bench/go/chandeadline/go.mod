@@ -1,0 +1,3 @@
+module gort/bench/chandeadline
+
+go 1.19
