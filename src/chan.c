@@ -520,52 +520,6 @@ bool gort__chanrecv(struct m *mp, struct gort_chan *c, void *ep, bool block,
     return chanrecv(mp, c, ep, block, ok, WAIT_SELECT, false);
 }
 
-int gort__chansend_until(struct gort_chan *c, const void *ep, int64_t at)
-{
-    struct m *mp = gort__need_goroutine("gort_chan_send_until");
-    bool san = gort__san & GORT_SAN_TSAN, timedout = false;
-    if (san ? chansend(mp, c, ep, false, WAIT_CHAN_SEND, true)
-            : chansend(mp, c, ep, false, WAIT_CHAN_SEND, false))
-        return 1;
-    if (at <= gort_nanotime())
-        return -ETIMEDOUT;
-    if (!c) {
-        gort_sleep(at - gort_nanotime());
-        return -ETIMEDOUT;
-    }
-    if (dl_arm(mp->curg, at) < 0)
-        return -ENOMEM;
-    mp = gort__getm(); /* the timer's locks never move a G; cheap anyway */
-    bool sent = san ? chansend_dl(mp, c, ep, true, WAIT_CHAN_SEND, true,
-                                  &timedout)
-                    : chansend_dl(mp, c, ep, true, WAIT_CHAN_SEND, false,
-                                  &timedout);
-    return sent ? 1 : -ETIMEDOUT;
-}
-
-int gort__chanrecv_until(struct gort_chan *c, void *ep, bool *ok, int64_t at)
-{
-    struct m *mp = gort__need_goroutine("gort_chan_recv_until");
-    bool san = gort__san & GORT_SAN_TSAN, timedout = false;
-    if (san ? chanrecv(mp, c, ep, false, ok, WAIT_CHAN_RECV, true)
-            : chanrecv(mp, c, ep, false, ok, WAIT_CHAN_RECV, false))
-        return 1;
-    if (at <= gort_nanotime())
-        return -ETIMEDOUT;
-    if (!c) {
-        gort_sleep(at - gort_nanotime());
-        return -ETIMEDOUT;
-    }
-    if (dl_arm(mp->curg, at) < 0)
-        return -ENOMEM;
-    mp = gort__getm();
-    bool done = san ? chanrecv_dl(mp, c, ep, true, ok, WAIT_CHAN_RECV, true,
-                                  &timedout)
-                    : chanrecv_dl(mp, c, ep, true, ok, WAIT_CHAN_RECV, false,
-                                  &timedout);
-    return done ? 1 : -ETIMEDOUT;
-}
-
 /* The M of a goroutine, or a fatal error naming the caller. */
 static inline struct m *chan_m(const char *who)
 {
@@ -575,6 +529,55 @@ static inline struct m *chan_m(const char *who)
         mp = gort__getm(); /* the yield may have moved us */
     }
     return mp;
+}
+
+/* A try on c failed: -ETIMEDOUT once at has passed (for a NULL channel,
+ * which is never ready, after sleeping until then), -ENOMEM, or 0 to wait
+ * with the G's timer pushed to at.  Neither the timer's locks nor its
+ * push move the G to another M. */
+static int dl_before_wait(struct m *mp, struct gort_chan *c, int64_t at)
+{
+    if (at <= gort_nanotime())
+        return -ETIMEDOUT;
+    if (!c) {
+        gort_sleep(at - gort_nanotime());
+        return -ETIMEDOUT;
+    }
+    return dl_arm(mp->curg, at);
+}
+
+int gort__chansend_until(struct gort_chan *c, const void *ep, int64_t at)
+{
+    struct m *mp = chan_m("gort_chan_send_until");
+    bool san = gort__san & GORT_SAN_TSAN, timedout = false;
+    if (san ? chansend(mp, c, ep, false, WAIT_CHAN_SEND, true)
+            : chansend(mp, c, ep, false, WAIT_CHAN_SEND, false))
+        return 1;
+    int err = dl_before_wait(mp, c, at);
+    if (err)
+        return err;
+    bool sent = san ? chansend_dl(mp, c, ep, true, WAIT_CHAN_SEND, true,
+                                  &timedout)
+                    : chansend_dl(mp, c, ep, true, WAIT_CHAN_SEND, false,
+                                  &timedout);
+    return sent ? 1 : -ETIMEDOUT;
+}
+
+int gort__chanrecv_until(struct gort_chan *c, void *ep, bool *ok, int64_t at)
+{
+    struct m *mp = chan_m("gort_chan_recv_until");
+    bool san = gort__san & GORT_SAN_TSAN, timedout = false;
+    if (san ? chanrecv(mp, c, ep, false, ok, WAIT_CHAN_RECV, true)
+            : chanrecv(mp, c, ep, false, ok, WAIT_CHAN_RECV, false))
+        return 1;
+    int err = dl_before_wait(mp, c, at);
+    if (err)
+        return err;
+    bool done = san ? chanrecv_dl(mp, c, ep, true, ok, WAIT_CHAN_RECV, true,
+                                  &timedout)
+                    : chanrecv_dl(mp, c, ep, true, ok, WAIT_CHAN_RECV, false,
+                                  &timedout);
+    return done ? 1 : -ETIMEDOUT;
 }
 
 /* The public operations, each in two copies: the plain one, and one for
