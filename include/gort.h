@@ -130,13 +130,33 @@ GORT_EXTERN const char *gort_version(void);
 GORT_EXTERN int gort_main(void (*fn)(void *), void *arg);
 
 /* ---------------------------------------------------------------------------
+ * Errors.  Every gort call that fails returns a negative number: -errno,
+ * or for a name resolution (gort_getaddrinfo) GORT_EAI(getaddrinfo's
+ * EAI_* code), a number below -GORT_EAI_BASE that no errno value reaches.
+ * ------------------------------------------------------------------------- */
+
+/* Below every -errno: the name resolution errors start past it. */
+#define GORT_EAI_BASE 10000
+/* The gort error for getaddrinfo's code eai (EAI_NONAME and the rest). */
+#define GORT_EAI(eai) (-GORT_EAI_BASE - ((eai) < 0 ? -(eai) : (eai)))
+
+/* What err, a gort call's negative return (or an errno value), means:
+ * strerror's text for an errno, gai_strerror's for a GORT_EAI code,
+ * "success" for 0, "unknown error" for a number neither knows.  A static
+ * string, safe from any thread. */
+GORT_EXTERN const char *gort_strerror(int err);
+
+/* ---------------------------------------------------------------------------
  * Goroutines
  * ------------------------------------------------------------------------- */
 
 /*
  * Start a goroutine running fn(arg).  The new goroutine goes into the
  * current P's runnext slot, so it usually runs next (Go's behaviour).
- * Returns its goroutine id (> 0), or -ENOMEM when no stack could be had.
+ * Returns its goroutine id (> 0); -EINVAL when fn is NULL; -EPERM when
+ * no gort_main runs (before it starts or after it returns); -ENOMEM when
+ * no stack could be had.  From a thread gort did not make, while
+ * gort_main runs, the goroutine goes to the global queue.
  */
 GORT_EXTERN int64_t gort_go(void (*fn)(void *), void *arg);
 
@@ -560,7 +580,9 @@ GORT_EXTERN void gort_exitsyscall(void);
  * Blocking calls through the syscall path.  Each returns what the libc
  * call returns on success and a negative errno on failure (errno is left
  * as the call set it).  Interrupted calls (EINTR) are retried.
- * gort_getaddrinfo returns getaddrinfo's own codes.
+ * gort_getaddrinfo returns 0, a name resolution error as GORT_EAI(its
+ * EAI_* code), or a negative errno (EAI_SYSTEM's errno, -ENOMEM for
+ * EAI_MEMORY); gort_strerror names each.
  */
 struct timespec;
 struct addrinfo;

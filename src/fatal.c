@@ -129,7 +129,13 @@ void gort__fatal(const char *fmt, ...)
 
 void gort__fatal_no_goroutine(const char *who)
 {
-    gort__fatal("%s: not called from a goroutine", who);
+    /* A plain thread of the program (never a signal handler here, nor
+     * under a runtime lock): what it printed and its stdio still holds
+     * would be lost to the abort. */
+    fflush(NULL);
+    gort__fatal("%s: not called from a goroutine (only a goroutine, run "
+                "by gort_main or gort_go, may wait in gort)",
+                who);
 }
 
 void gort__throw_assert(const char *cond, const char *file, int line)

@@ -1687,7 +1687,8 @@ int gort__hook_clock_nanosleep(clockid_t clk, int flags,
 int gort__hook_getaddrinfo(const char *node, const char *service,
                            const struct addrinfo *hints, struct addrinfo **res)
 {
-    return gort_getaddrinfo(node, service, hints, res);
+    GORT_SAN_SCOPE();
+    return gort__getaddrinfo(node, service, hints, res);
 }
 
 struct gni_args {

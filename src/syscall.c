@@ -56,8 +56,10 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <netdb.h>
 #include <signal.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -456,10 +458,9 @@ static bool numeric_node(const char *node)
            inet_pton(AF_INET6, node, buf) == 1;
 }
 
-int gort_getaddrinfo(const char *node, const char *service,
-                     const struct addrinfo *hints, struct addrinfo **res)
+int gort__getaddrinfo(const char *node, const char *service,
+                      const struct addrinfo *hints, struct addrinfo **res)
 {
-    GORT_SAN_SCOPE();
     struct gai_args a = {node, service, hints, res};
     /* Numbers for both (hiredis and libpq pass "127.0.0.1" this way): no
      * file, no network, no thread.  AI_CANONNAME may look the address up
@@ -468,6 +469,33 @@ int gort_getaddrinfo(const char *node, const char *service,
         !(hints && (hints->ai_flags & AI_CANONNAME)))
         return gai_call(&a);
     return gort__dns_call(gai_call, &a);
+}
+
+int gort_getaddrinfo(const char *node, const char *service,
+                     const struct addrinfo *hints, struct addrinfo **res)
+{
+    GORT_SAN_SCOPE();
+    int r = gort__getaddrinfo(node, service, hints, res);
+    if (r == 0)
+        return 0;
+    /* EAI_SYSTEM means errno's error; EAI_MEMORY is ENOMEM. */
+    if (r == EAI_SYSTEM)
+        return errno ? -errno : -EIO;
+    if (r == EAI_MEMORY)
+        return -ENOMEM;
+    return GORT_EAI(r);
+}
+
+const char *gort_strerror(int err)
+{
+    if (err == 0)
+        return "success";
+    if (err == INT_MIN)
+        return "unknown error";
+    if (err <= -GORT_EAI_BASE - 1)
+        return gai_strerror(-(-err - GORT_EAI_BASE));
+    const char *s = strerrordesc_np(err < 0 ? -err : err);
+    return s ? s : "unknown error";
 }
 
 int gort_waitpid(int pid, int *status, int options)

@@ -28,6 +28,13 @@ GORT_HIDDEN bool gort__syscall_watch(struct m *mp);
  * hand-off; its result, errno as fn left it.  Outside a goroutine, fn(arg)
  * as it is. */
 GORT_HIDDEN int gort__dns_call(int (*fn)(void *), void *arg);
+/* getaddrinfo from a goroutine (the C library's codes), numeric names
+ * answered at once and the rest through gort__dns_call: gort_getaddrinfo
+ * and gort-hook's getaddrinfo. */
+struct addrinfo;
+GORT_HIDDEN int gort__getaddrinfo(const char *node, const char *service,
+                                  const struct addrinfo *hints,
+                                  struct addrinfo **res);
 /* gort_main's teardown: every slot free. */
 GORT_HIDDEN void gort__dns_fini(void);
 

@@ -820,16 +820,22 @@ TEST(no_deadlock_timer)
 TEST_HIDDEN(no_goroutine_sleep_child)
 {
     say("stage\n");
+    /* Buffered (stdout is a pipe): flushed before the abort. */
+    printf("in stdio's buffer\n");
     gort_sleep(1000 * 1000);
     say("after\n"); /* never */
 }
 
-/* gort_sleep before gort_main: "gort_sleep: not called from a goroutine". */
+/* gort_sleep before gort_main: "gort_sleep: not called from a goroutine",
+ * and what the program left in stdio's buffers is written out first. */
 TEST(no_goroutine_sleep)
 {
     struct test_child r;
     expect_fatal("no_goroutine_sleep_child",
-                 "gort_sleep: not called from a goroutine", &r);
+                 "gort_sleep: not called from a goroutine (only a "
+                 "goroutine, run by gort_main or gort_go, may wait in gort)",
+                 &r);
+    CHECK_STR_CONTAINS(r.out, "in stdio's buffer\n");
     test_child_free(&r);
 }
 
@@ -848,7 +854,9 @@ TEST(no_goroutine_send)
 {
     struct test_child r;
     expect_fatal("no_goroutine_send_child",
-                 "gort_chan_send: not called from a goroutine", &r);
+                 "gort_chan_send: not called from a goroutine (only a "
+                 "goroutine, run by gort_main or gort_go, may wait in gort)",
+                 &r);
     test_child_free(&r);
 }
 

@@ -715,10 +715,18 @@ static void wr_getaddrinfo(void)
     CHECK(res != NULL && res->ai_family == AF_INET);
     CHECK_EQ(ntohs(((struct sockaddr_in *)res->ai_addr)->sin_port), 8080);
     freeaddrinfo(res);
-    /* getaddrinfo's own codes. */
-    CHECK_EQ(gort_getaddrinfo(NULL, NULL, &hints, &res), EAI_NONAME);
+    /* getaddrinfo's codes as gort's own, apart from every -errno, each
+     * named by gort_strerror as gai_strerror names it. */
+    int r = gort_getaddrinfo(NULL, NULL, &hints, &res);
+    CHECK_EQ(r, GORT_EAI(EAI_NONAME));
+    CHECK_LT(r, -GORT_EAI_BASE);
+    CHECK(strcmp(gort_strerror(r), gai_strerror(EAI_NONAME)) == 0);
     CHECK_EQ(gort_getaddrinfo("not-a-number", "1", &hints, &res),
-             EAI_NONAME);
+             GORT_EAI(EAI_NONAME));
+    hints.ai_flags = 0x7fff0000; /* no such flag */
+    r = gort_getaddrinfo("127.0.0.1", "1", &hints, &res);
+    CHECK_EQ(r, GORT_EAI(EAI_BADFLAGS));
+    CHECK(strcmp(gort_strerror(r), gai_strerror(EAI_BADFLAGS)) == 0);
 }
 
 static void wr_main(void *arg)
