@@ -128,6 +128,13 @@ GORT_EXTERN const char *gort_version(void);
  * malformed value is reported on stderr and the default is used.
  */
 GORT_EXTERN int gort_main(void (*fn)(void *), void *arg);
+/* gort_main for a main goroutine that returns an exit status (0-255):
+ * returns fn's return value once fn returns and the runtime is down, or
+ * gort_main's negative errno when the runtime could not start (-EINVAL
+ * for fn NULL).  `return gort_run(app, NULL);` from main() is Go's exit
+ * status from a program whose main returned normally or called os.Exit
+ * at its end. */
+GORT_EXTERN int gort_run(int (*fn)(void *), void *arg);
 
 /* ---------------------------------------------------------------------------
  * Errors.  Every gort call that fails returns a negative number: -errno,
@@ -248,6 +255,12 @@ GORT_EXTERN void gort_waitgroup_add(gort_waitgroup *wg, int delta);
 GORT_EXTERN void gort_waitgroup_done(gort_waitgroup *wg);
 /* Park the calling goroutine until the counter is zero. */
 GORT_EXTERN void gort_waitgroup_wait(gort_waitgroup *wg);
+/* Add one to the counter and start fn(arg) in a goroutine that calls
+ * gort_waitgroup_done when fn returns or ends it with gort_goexit (Go's
+ * WaitGroup.Go).  Returns the goroutine's id, or as gort_go (the counter
+ * then unchanged); -EINVAL for wg or fn NULL. */
+GORT_EXTERN int64_t gort_waitgroup_go(gort_waitgroup *wg, void (*fn)(void *),
+                                      void *arg);
 
 /* ---------------------------------------------------------------------------
  * Channels.  Mirrors Go's chan (chan.go).
@@ -429,6 +442,16 @@ typedef struct gort_timer gort_timer;
  */
 GORT_EXTERN int gort_timer_make(gort_timer **tp, int64_t ns,
                                 void (*fn)(void *), void *arg);
+/* Make a ticker (Go's time.NewTicker): a channel timer whose channel
+ * (gort_timer_chan, cap 1) receives gort_nanotime() every ns from now on;
+ * a tick the receiver is not ready for is dropped, as Go's.  Stop it with
+ * gort_timer_stop, free it with gort_timer_free.  Returns 0, -EINVAL for
+ * tp NULL or ns <= 0, -ENOMEM, -EPERM outside a goroutine. */
+GORT_EXTERN int gort_ticker_make(gort_timer **tp, int64_t ns);
+/* Tick every ns from now on (time.Ticker.Reset; a stopped ticker starts
+ * again), the channel emptied.  0, or -EINVAL for t NULL or not a channel
+ * timer, or ns <= 0. */
+GORT_EXTERN int gort_ticker_reset(gort_timer *t, int64_t ns);
 /* The channel of a timer made without fn; NULL for a function timer. */
 GORT_EXTERN gort_chan *gort_timer_chan(gort_timer *t);
 /* Stop the timer.  True when this call stopped it before it fired.  For a

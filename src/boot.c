@@ -226,3 +226,25 @@ int gort_main(void (*fn)(void *), void *arg)
     store_rel(&gort_running, 0);
     return gort__main_status;
 }
+
+/* gort_run's main goroutine: fn's status kept for gort_run. */
+struct run_args {
+    int (*fn)(void *);
+    void *arg;
+    int status;
+};
+
+static void run_main(void *p)
+{
+    struct run_args *a = p;
+    a->status = a->fn(a->arg);
+}
+
+int gort_run(int (*fn)(void *), void *arg)
+{
+    if (!fn)
+        return -EINVAL;
+    struct run_args a = {fn, arg, 0};
+    int r = gort_main(run_main, &a);
+    return r < 0 ? r : a.status;
+}

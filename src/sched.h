@@ -469,6 +469,8 @@ struct gtimer {
                               selfonly timer's), which the run loop takes
                               for when once it comes due; 0: none;
                               GTIMER_FIRING once taken to fire */
+    int64_t period;        /* > 0: fires every period ns (a ticker); set
+                              under mu while off the heap */
     void (*f)(struct gtimer *t, int64_t now);
     void *arg;
 };

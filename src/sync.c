@@ -151,6 +151,53 @@ void gort_waitgroup_done(gort_waitgroup *wg)
     gort_waitgroup_add(wg, -1);
 }
 
+/* gort_waitgroup_go's goroutine: fn, then Done, also when fn ends the
+ * goroutine with gort_goexit (a deferred Done, as Go's WaitGroup.Go). */
+struct wg_go {
+    gort_waitgroup *wg;
+    void (*fn)(void *);
+    void *arg;
+};
+
+static void wg_done(void *wg)
+{
+    gort_waitgroup_done(wg);
+}
+
+static void wg_go_main(void *p)
+{
+    struct wg_go w = *(struct wg_go *)p;
+    gort__free(p);
+    /* Dumps show fn as the goroutine's function. */
+    struct g *gp = gort__getg();
+    gp->fn = w.fn;
+    gp->arg = w.arg;
+    if (gort_defer(wg_done, w.wg) == 0) {
+        w.fn(w.arg);
+    } else {
+        w.fn(w.arg);
+        gort_waitgroup_done(w.wg);
+    }
+}
+
+int64_t gort_waitgroup_go(gort_waitgroup *wg, void (*fn)(void *), void *arg)
+{
+    GORT_SAN_SCOPE();
+    if (!wg || !fn)
+        return -EINVAL;
+    struct wg_go *w = gort__malloc(sizeof *w);
+    if (!w)
+        return -ENOMEM;
+    *w = (struct wg_go){wg, fn, arg};
+    gort_waitgroup_add(wg, 1);
+    int64_t id = gort_go(wg_go_main, w);
+    if (id < 0) {
+        gort_waitgroup_add(wg, -1);
+        gort__free(w);
+    }
+    return id;
+}
+
 static inline __attribute__((always_inline)) void
 waitgroup_wait(gort_waitgroup *wg)
 {

@@ -218,6 +218,19 @@ int64_t gort__timers_check(struct p *pp, int64_t now)
             update_minwhen(ts);
             continue;
         }
+        if (t->period > 0) {
+            /* A ticker stays on the heap at its next time, which skips
+             * the ticks that are past (Go drops them too), and f runs
+             * with it there: a stop waits for f under the heap's lock
+             * and takes it off. */
+            t->when += t->period * (1 + (now - t->when) / t->period);
+            ts->heap[0].when = t->when;
+            siftdown(ts, 0);
+            update_minwhen(ts);
+            fired++;
+            t->f(t, now);
+            continue;
+        }
         if (t->selfonly) {
             /* Claim the firing against its G's pushes: one that comes
              * after this sees GTIMER_FIRING and starts the timer again

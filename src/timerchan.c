@@ -76,10 +76,27 @@ static bool chan_drain(struct gort_timer *ut)
     return had;
 }
 
+static int timer_make(gort_timer **tp, int64_t ns, int64_t period,
+                      void (*fn)(void *), void *arg);
+
 int gort_timer_make(gort_timer **tp, int64_t ns, void (*fn)(void *),
                     void *arg)
 {
     GORT_SAN_SCOPE();
+    return timer_make(tp, ns, 0, fn, arg);
+}
+
+int gort_ticker_make(gort_timer **tp, int64_t ns)
+{
+    GORT_SAN_SCOPE();
+    if (ns <= 0)
+        return -EINVAL;
+    return timer_make(tp, ns, ns, NULL, NULL);
+}
+
+static int timer_make(gort_timer **tp, int64_t ns, int64_t period,
+                      void (*fn)(void *), void *arg)
+{
     if (!tp)
         return -EINVAL;
     struct m *mp = gort__getm();
@@ -104,6 +121,7 @@ int gort_timer_make(gort_timer **tp, int64_t ns, void (*fn)(void *),
         ut->arg = arg;
     }
     ut->t.idx = -1;
+    ut->t.period = period;
     ut->t.when = deadline(ns);
     gort__san_release(ut);
     gort__lock(&ut->t.mu);
@@ -131,17 +149,32 @@ bool gort_timer_stop(gort_timer *ut)
     return pending;
 }
 
+static bool timer_reset(gort_timer *ut, int64_t ns, int64_t period);
+
 bool gort_timer_reset(gort_timer *ut, int64_t ns)
 {
     GORT_SAN_SCOPE();
-    if (!ut)
-        return false;
+    return ut ? timer_reset(ut, ns, ut->t.period) : false;
+}
+
+int gort_ticker_reset(gort_timer *ut, int64_t ns)
+{
+    GORT_SAN_SCOPE();
+    if (!ut || !ut->ch || ns <= 0)
+        return -EINVAL;
+    timer_reset(ut, ns, ns);
+    return 0;
+}
+
+static bool timer_reset(gort_timer *ut, int64_t ns, int64_t period)
+{
     gort__timer_p("gort_timer_reset"); /* fatal outside a goroutine */
     gort__san_release(ut);
     gort__lock(&ut->t.mu);
     bool pending = gort__timer_remove(&ut->t);
     pending |= chan_drain(ut);
     ut->t.when = deadline(ns);
+    ut->t.period = period;
     /* Our P again: taking locks never moves a goroutine. */
     gort__timer_add(gort__timer_p("gort_timer_reset"), &ut->t);
     gort__unlock(&ut->t.mu);

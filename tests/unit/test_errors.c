@@ -53,3 +53,23 @@ TEST(go_returns)
     run_main(go_inside, NULL);
     CHECK_EQ(gort_go(noop, NULL), -EPERM);
 }
+
+/* ---------------------------------------------------------------------------
+ * gort_run: the main goroutine's exit status.
+ * ------------------------------------------------------------------------- */
+
+static int exits_with(void *arg)
+{
+    CHECK_EQ(gort_goid(), 1);
+    return (int)(intptr_t)arg;
+}
+
+/* gort_run returns what the main goroutine returned (0, 3, 255), and
+ * -EINVAL for a NULL main. */
+TEST(run_exit_status)
+{
+    CHECK_EQ(gort_run(exits_with, (void *)(intptr_t)0), 0);
+    CHECK_EQ(gort_run(exits_with, (void *)(intptr_t)3), 3);
+    CHECK_EQ(gort_run(exits_with, (void *)(intptr_t)255), 255);
+    CHECK_EQ(gort_run(NULL, NULL), -EINVAL);
+}

@@ -1054,3 +1054,52 @@ TEST(sema_stress)
 {
     run_main(sema_stress_main, NULL);
 }
+
+/* ---------------------------------------------------------------------------
+ * WaitGroup.Go.
+ * ------------------------------------------------------------------------- */
+
+static int wgo_ran; /* atomic */
+
+static void wgo_work(void *arg)
+{
+    ATOMIC_INC(&wgo_ran);
+    if (arg) /* ends by gort_goexit: Done all the same */
+        gort_goexit();
+}
+
+static void wgo_main(void *arg)
+{
+    (void)arg;
+    gort_waitgroup wg = GORT_WAITGROUP_INIT;
+    for (int i = 0; i < 100; i++)
+        CHECK_GT(gort_waitgroup_go(&wg, wgo_work, (void *)(intptr_t)(i % 2)),
+                 0);
+    gort_waitgroup_wait(&wg);
+    CHECK_EQ(ATOMIC_LOAD(&wgo_ran), 100);
+    CHECK_EQ(gort_waitgroup_go(NULL, wgo_work, NULL), -EINVAL);
+    CHECK_EQ(gort_waitgroup_go(&wg, NULL, NULL), -EINVAL);
+    /* Nothing was added by the failed calls: the wait returns. */
+    gort_waitgroup_wait(&wg);
+}
+
+/* gort_waitgroup_go starts 100 goroutines the wait group waits for, half
+ * of them ending with gort_goexit; NULL arguments return -EINVAL and
+ * leave the counter alone. */
+TEST(waitgroup_go)
+{
+    run_main(wgo_main, NULL);
+}
+
+static void wgo_outside(void *arg)
+{
+    (void)arg;
+}
+
+/* Outside gort_main: gort_go's -EPERM, the counter unchanged. */
+TEST(waitgroup_go_outside)
+{
+    gort_waitgroup wg = GORT_WAITGROUP_INIT;
+    CHECK_EQ(gort_waitgroup_go(&wg, wgo_outside, NULL), -EPERM);
+    CHECK_EQ(wg.state, 0);
+}

@@ -1066,3 +1066,67 @@ TEST_WITH(woken_no_starve, TEST_SERIAL)
      * test runs serially under ctest). */
     CHECK_LT(wns_elapsed, (SANITIZED ? 90 : 4) * 1000000000LL);
 }
+
+/* ---------------------------------------------------------------------------
+ * Tickers.
+ * ------------------------------------------------------------------------- */
+
+static void ticker_noop(void *arg)
+{
+    (void)arg;
+}
+
+static void ticker_main(void *arg)
+{
+    (void)arg;
+    gort_timer *t;
+    CHECK_EQ(gort_ticker_make(&t, 0), -EINVAL);
+    CHECK_EQ(gort_ticker_make(NULL, MS), -EINVAL);
+    /* Tick k comes at k periods after the start, not before (a late one
+     * does not push the later ones back: Go's schedule). */
+    int64_t t0 = gort_nanotime(), prev = 0;
+    CHECK_EQ(gort_ticker_make(&t, 5 * MS), 0);
+    gort_chan *ch = gort_timer_chan(t);
+    CHECK(ch != NULL);
+    for (int i = 0; i < 10; i++) {
+        int64_t v = recv_i64(ch);
+        CHECK_GT(v, prev);
+        prev = v;
+    }
+    int64_t took = gort_nanotime() - t0;
+    CHECK_GE(took, 10 * 5 * MS);
+    CHECK_GE(prev, t0 + 10 * 5 * MS);
+    CHECK_LT(took, 2000 * MS);
+    /* A slow receiver: ticks it missed are dropped, one is kept. */
+    gort_sleep(50 * MS);
+    CHECK_EQ(gort_chan_len(ch), 1);
+    recv_i64(ch);
+    /* Stopped: nothing more comes, and nothing stale is left. */
+    gort_timer_stop(t);
+    CHECK_EQ(gort_chan_len(ch), 0);
+    gort_sleep(20 * MS);
+    CHECK_EQ(gort_chan_len(ch), 0);
+    /* Reset to another period, after the stop: ticking again. */
+    t0 = gort_nanotime();
+    CHECK_EQ(gort_ticker_reset(t, 2 * MS), 0);
+    CHECK_EQ(gort_ticker_reset(t, 0), -EINVAL);
+    CHECK_EQ(gort_ticker_reset(NULL, MS), -EINVAL);
+    for (int i = 0; i < 5; i++)
+        prev = recv_i64(ch);
+    CHECK_GE(prev, t0 + 5 * 2 * MS);
+    CHECK_EQ(gort_timer_free(t), 0);
+    /* A function timer is not a ticker. */
+    gort_timer *f;
+    CHECK_EQ(gort_timer_make(&f, 1000 * MS, ticker_noop, NULL), 0);
+    CHECK_EQ(gort_ticker_reset(f, MS), -EINVAL);
+    CHECK_EQ(gort_timer_free(f), 0);
+}
+
+/* A ticker (time.Ticker): tick k at k periods or later, a slow receiver
+ * finds one tick kept and the rest dropped, stop leaves nothing behind,
+ * reset gives a new period (and restarts a stopped one); bad arguments
+ * -EINVAL. */
+TEST(ticker)
+{
+    run_main(ticker_main, NULL);
+}
