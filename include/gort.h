@@ -364,6 +364,53 @@ static inline gort_deadline gort_deadline_in(int64_t ns)
 }
 
 /* ---------------------------------------------------------------------------
+ * Contexts.  Go's context package: a context is cancelled by its maker,
+ * by its deadline or with its parent, and says so on a channel closed
+ * then (gort_ctx_done) and by its reason (gort_ctx_err).
+ *
+ * Who frees what: making a context gives the caller one reference, which
+ * gort_ctx_cancel_release gives back (Go's cancel function: call it when
+ * the work is done, as Go's `defer cancel()`; it also cancels).  A
+ * goroutine that keeps a context past its maker's cancel takes a
+ * reference of its own (gort_ctx_retain) and gives it back
+ * (gort_ctx_release).  A child keeps its parent.  The last reference
+ * frees the context.  Calls other than gort_ctx_done, gort_ctx_err and
+ * gort_ctx_deadline are for goroutines.
+ * ------------------------------------------------------------------------- */
+
+/* A context (opaque, Go's context.Context). */
+typedef struct gort_ctx gort_ctx;
+/* The root: never cancelled, no deadline, nothing to free (Go's
+ * context.Background). */
+GORT_EXTERN gort_ctx *gort_ctx_background(void);
+/* A child of parent that gort_ctx_cancel cancels (context.WithCancel):
+ * 0 and *ctxp; -EINVAL for parent or ctxp NULL; -ENOMEM.  A child of a
+ * cancelled parent is cancelled at once, with the parent's reason. */
+GORT_EXTERN int gort_ctx_with_cancel(gort_ctx *parent, gort_ctx **ctxp);
+/* A child that is also cancelled, with -ETIMEDOUT, once d passes
+ * (context.WithDeadline; gort_deadline_in for WithTimeout).  Its deadline
+ * is the earlier of d and its parent's.  As gort_ctx_with_cancel;
+ * -ENOMEM also when its timer cannot be made (it is cancelled then, and
+ * still to be released). */
+GORT_EXTERN int gort_ctx_with_deadline(gort_ctx *parent, gort_deadline d,
+                                       gort_ctx **ctxp);
+/* Cancel ctx and its children (reason -ECANCELED), unless done already. */
+GORT_EXTERN void gort_ctx_cancel(gort_ctx *ctx);
+/* Cancel ctx and give back the maker's reference (Go's cancel func). */
+GORT_EXTERN void gort_ctx_cancel_release(gort_ctx *ctx);
+/* Take a reference / give one back (the last frees the context). */
+GORT_EXTERN void gort_ctx_retain(gort_ctx *ctx);
+GORT_EXTERN void gort_ctx_release(gort_ctx *ctx);
+/* A channel closed when ctx is cancelled, for a select's receive case
+ * (Go's Done); NULL, never ready, for the background context. */
+GORT_EXTERN gort_chan *gort_ctx_done(gort_ctx *ctx);
+/* 0 while ctx runs; once cancelled, why: -ECANCELED (Go's Canceled) or
+ * -ETIMEDOUT (DeadlineExceeded).  -EINVAL for NULL. */
+GORT_EXTERN int gort_ctx_err(gort_ctx *ctx);
+/* ctx's deadline (gort_no_deadline: none). */
+GORT_EXTERN gort_deadline gort_ctx_deadline(gort_ctx *ctx);
+
+/* ---------------------------------------------------------------------------
  * select.  Mirrors Go's select statement (select.go).
  * ------------------------------------------------------------------------- */
 
@@ -412,6 +459,16 @@ GORT_EXTERN int gort_chan_send_until(gort_chan *ch, const void *elem,
  * gort_select_until. */
 GORT_EXTERN int gort_chan_recv_until(gort_chan *ch, void *elem,
                                      gort_deadline d);
+/* gort_select until ctx is cancelled: the index of the case taken, or
+ * gort_ctx_err(ctx) (-ECANCELED, -ETIMEDOUT) when ctx was cancelled
+ * first; -EINVAL as gort_select (ncases up to 65535), -ENOMEM. */
+GORT_EXTERN int gort_select_ctx(gort_case *cases, int ncases, gort_ctx *ctx);
+/* Send on ch until ctx is cancelled: 0, or gort_ctx_err(ctx). */
+GORT_EXTERN int gort_chan_send_ctx(gort_chan *ch, const void *elem,
+                                   gort_ctx *ctx);
+/* Receive from ch until ctx is cancelled: 1 (a value), 0 (closed), or
+ * gort_ctx_err(ctx). */
+GORT_EXTERN int gort_chan_recv_ctx(gort_chan *ch, void *elem, gort_ctx *ctx);
 
 /* ---------------------------------------------------------------------------
  * Time.  Mirrors Go's time.Sleep, time.After, time.NewTimer, time.AfterFunc

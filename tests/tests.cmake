@@ -17,6 +17,8 @@ gort_test(test_select TIMEOUT 180)
 gort_test(test_deadline TIMEOUT 120)
 # What failing calls return, and gort_strerror.
 gort_test(test_errors)
+# Contexts (gort.h, "Contexts").
+gort_test(test_context TIMEOUT 120)
 gort_test(test_timer TIMEOUT 180)
 gort_test(test_env_runtime TIMEOUT 120)
 # schedtrace's detail lines against the states they show.

@@ -58,7 +58,8 @@ LAYERS = [
       "netpoll_epoll"]),
     ("objects", "channels, select, sync, timer channels, descriptor I/O, "
                 "the goroutine side of gort-hook",
-     ["chan", "select", "sync", "timerchan", "deadline", "fdio", "hook"]),
+     ["chan", "select", "sync", "timerchan", "deadline", "ctx", "fdio",
+      "hook"]),
     ("observability", "the execution trace, metrics, goroutine dumps",
      ["trace", "trace_impl", "trace_json", "metrics", "traceback"]),
     ("boot", "start and teardown of the whole runtime",

@@ -1,0 +1,269 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_context.c - contexts (gort.h, "Contexts"): cancel, deadlines,
+ * children cancelled with their parent, the done channel in a select,
+ * the reasons, who frees what, and cancellation racing completion.
+ */
+#include "test_util.h"
+
+#include <errno.h>
+
+#define SECOND (1000 * MS)
+
+/* Wait until main is the only goroutine: a deadline's timer runs as a
+ * goroutine of its own, which holds its context until it ends, and one
+ * still alive when main returns would be discarded with it. */
+static void quiesce(void)
+{
+    int64_t end = gort_nanotime() + 10 * SECOND;
+    while (gort_numgoroutine() > 1) {
+        CHECK_LT(gort_nanotime(), end);
+        gort_sleep(MS / 10);
+    }
+}
+
+static bool closed_now(gort_chan *ch)
+{
+    bool ok = true;
+    /* A closed channel gives its zero value at once, ok false. */
+    return gort_chan_tryrecv(ch, NULL, &ok) && !ok;
+}
+
+static void basics_main(void *arg)
+{
+    (void)arg;
+    gort_ctx *bg = gort_ctx_background();
+    CHECK(bg != NULL);
+    CHECK(gort_ctx_done(bg) == NULL);
+    CHECK_EQ(gort_ctx_err(bg), 0);
+    CHECK_EQ(gort_ctx_deadline(bg).at, 0);
+    gort_ctx_cancel(bg); /* nothing happens */
+    CHECK_EQ(gort_ctx_err(bg), 0);
+
+    gort_ctx *c;
+    CHECK_EQ(gort_ctx_with_cancel(NULL, &c), -EINVAL);
+    CHECK_EQ(gort_ctx_with_cancel(bg, NULL), -EINVAL);
+    CHECK_EQ(gort_ctx_err(NULL), -EINVAL);
+    CHECK_EQ(gort_ctx_with_cancel(bg, &c), 0);
+    CHECK_EQ(gort_ctx_err(c), 0);
+    CHECK(!closed_now(gort_ctx_done(c)));
+    gort_ctx_cancel(c);
+    CHECK_EQ(gort_ctx_err(c), -ECANCELED);
+    CHECK(closed_now(gort_ctx_done(c)));
+    gort_ctx_cancel(c); /* twice: nothing more */
+    CHECK_EQ(gort_ctx_err(c), -ECANCELED);
+    gort_ctx_cancel_release(c);
+}
+
+/* Background is never done; a cancel context is done after its cancel
+ * (the channel closed, -ECANCELED), a second cancel changes nothing; bad
+ * arguments -EINVAL. */
+TEST(cancel_basics)
+{
+    run_main(basics_main, NULL);
+}
+
+static void tree_main(void *arg)
+{
+    (void)arg;
+    gort_ctx *root, *a, *b, *a1, *a2;
+    CHECK_EQ(gort_ctx_with_cancel(gort_ctx_background(), &root), 0);
+    CHECK_EQ(gort_ctx_with_cancel(root, &a), 0);
+    CHECK_EQ(gort_ctx_with_cancel(root, &b), 0);
+    CHECK_EQ(gort_ctx_with_cancel(a, &a1), 0);
+    CHECK_EQ(gort_ctx_with_cancel(a, &a2), 0);
+    /* A child's cancel leaves its parent and siblings. */
+    gort_ctx_cancel(a2);
+    CHECK_EQ(gort_ctx_err(a2), -ECANCELED);
+    CHECK_EQ(gort_ctx_err(a), 0);
+    CHECK_EQ(gort_ctx_err(a1), 0);
+    /* A parent's reaches every descendant. */
+    gort_ctx_cancel(root);
+    CHECK_EQ(gort_ctx_err(a), -ECANCELED);
+    CHECK_EQ(gort_ctx_err(b), -ECANCELED);
+    CHECK_EQ(gort_ctx_err(a1), -ECANCELED);
+    CHECK(closed_now(gort_ctx_done(a1)));
+    /* A child of a cancelled context is born cancelled. */
+    gort_ctx *late;
+    CHECK_EQ(gort_ctx_with_cancel(a, &late), 0);
+    CHECK_EQ(gort_ctx_err(late), -ECANCELED);
+    /* Released in any order: a parent lives while its children do. */
+    gort_ctx_cancel_release(root);
+    gort_ctx_cancel_release(a);
+    gort_ctx_cancel_release(late);
+    gort_ctx_cancel_release(a2);
+    gort_ctx_cancel_release(b);
+    gort_ctx_cancel_release(a1);
+}
+
+/* A tree of contexts: a cancel reaches the descendants, never the
+ * ancestors or siblings; a child made under a cancelled parent is
+ * cancelled; releases in any order free everything (AddressSanitizer
+ * checks the leaks). */
+TEST(tree)
+{
+    run_main(tree_main, NULL);
+}
+
+static void deadline_main(void *arg)
+{
+    (void)arg;
+    gort_ctx *c, *child, *later;
+    int64_t t0 = gort_nanotime();
+    CHECK_EQ(gort_ctx_with_deadline(gort_ctx_background(),
+                                    gort_deadline_in(30 * MS), &c),
+             0);
+    CHECK_GE(gort_ctx_deadline(c).at, t0 + 30 * MS);
+    /* A child asking for later keeps its parent's deadline. */
+    CHECK_EQ(gort_ctx_with_deadline(c, gort_deadline_in(10 * SECOND), &later),
+             0);
+    CHECK_EQ(gort_ctx_deadline(later).at, gort_ctx_deadline(c).at);
+    CHECK_EQ(gort_ctx_with_cancel(c, &child), 0);
+    CHECK(!gort_chan_recv(gort_ctx_done(child), NULL)); /* closed */
+    CHECK_GE(gort_nanotime() - t0, 30 * MS);
+    CHECK_EQ(gort_ctx_err(c), -ETIMEDOUT);
+    CHECK_EQ(gort_ctx_err(child), -ETIMEDOUT);
+    /* The children are cancelled one after another (as Go's): wait for
+     * this one's too. */
+    CHECK(!gort_chan_recv(gort_ctx_done(later), NULL));
+    CHECK_EQ(gort_ctx_err(later), -ETIMEDOUT);
+    gort_ctx_cancel_release(child);
+    gort_ctx_cancel_release(later);
+    gort_ctx_cancel_release(c);
+    /* A passed deadline: done at once. */
+    CHECK_EQ(gort_ctx_with_deadline(gort_ctx_background(),
+                                    gort_deadline_at(1), &c),
+             0);
+    CHECK_EQ(gort_ctx_err(c), -ETIMEDOUT);
+    gort_ctx_cancel_release(c);
+    /* Cancelled before its deadline: canceled, and the timer stopped
+     * (the release frees at once). */
+    CHECK_EQ(gort_ctx_with_deadline(gort_ctx_background(),
+                                    gort_deadline_in(SECOND), &c),
+             0);
+    gort_ctx_cancel_release(c);
+    /* No deadline at all. */
+    CHECK_EQ(gort_ctx_with_deadline(gort_ctx_background(),
+                                    gort_no_deadline(), &c),
+             0);
+    CHECK_EQ(gort_ctx_deadline(c).at, 0);
+    gort_ctx_cancel_release(c);
+    quiesce();
+}
+
+/* A deadline context is done with -ETIMEDOUT once its deadline passes,
+ * its children with it (a child asking for a later deadline has its
+ * parent's); a passed deadline is done at once; a cancel before the
+ * deadline frees the timer too. */
+TEST(deadline)
+{
+    run_main(deadline_main, NULL);
+}
+
+static gort_chan *work_ch;
+
+static void worker(void *arg)
+{
+    gort_ctx *c = arg;
+    int v = 0;
+    /* Nothing ever comes: only the cancel ends the wait. */
+    CHECK_EQ(gort_chan_recv_ctx(work_ch, &v, c), -ECANCELED);
+    gort_ctx_release(c);
+}
+
+static void select_main(void *arg)
+{
+    (void)arg;
+    work_ch = make_chan(sizeof(int), 0);
+    gort_ctx *c;
+    CHECK_EQ(gort_ctx_with_cancel(gort_ctx_background(), &c), 0);
+    gort_waitgroup wg = GORT_WAITGROUP_INIT;
+    for (int i = 0; i < 10; i++) {
+        gort_ctx_retain(c); /* each worker's own reference */
+        CHECK_GT(gort_waitgroup_go(&wg, worker, c), 0);
+    }
+    gort_sleep(5 * MS);
+    /* The maker's cancel and release: the workers' references keep it. */
+    gort_ctx_cancel_release(c);
+    gort_waitgroup_wait(&wg);
+    /* A value first: taken. */
+    gort_chan *b = make_chan(sizeof(int), 1);
+    CHECK_EQ(gort_ctx_with_deadline(gort_ctx_background(),
+                                    gort_deadline_in(20 * MS), &c),
+             0);
+    int v = 5, got = 0;
+    CHECK_EQ(gort_chan_send_ctx(b, &v, c), 0);
+    CHECK_EQ(gort_chan_recv_ctx(b, &got, c), 1);
+    CHECK_EQ(got, 5);
+    /* Full: the deadline. */
+    CHECK_EQ(gort_chan_send_ctx(b, &v, c), 0);
+    CHECK_EQ(gort_chan_send_ctx(b, &v, c), -ETIMEDOUT);
+    gort_case cs[1] = {{.ch = b, .dir = GORT_CASE_SEND, .elem = &v}};
+    CHECK_EQ(gort_select_ctx(cs, 1, c), -ETIMEDOUT);
+    CHECK_EQ(gort_select_ctx(cs, -1, c), -EINVAL);
+    gort_ctx_cancel_release(c);
+    /* The background context: a plain select. */
+    CHECK_EQ(gort_chan_recv_ctx(b, &got, gort_ctx_background()), 1);
+    free_chan(b);
+    free_chan(work_ch);
+    quiesce();
+}
+
+/* Ten workers wait on a channel with the context, each holding its own
+ * reference; the maker cancels and releases: every worker returns
+ * -ECANCELED, the last release frees it.  A value that is there is
+ * taken; a full channel waits for the deadline (-ETIMEDOUT). */
+TEST(select_and_ownership)
+{
+    run_main(select_main, NULL);
+}
+
+#define RACES 300
+
+static void racer(void *arg)
+{
+    gort_ctx *c = arg;
+    int v = 1;
+    int r = gort_chan_send_ctx(work_ch, &v, c);
+    CHECK(r == 0 || r == -ECANCELED);
+    gort_ctx_release(c);
+}
+
+static void race_main(void *arg)
+{
+    (void)arg;
+    gort_gomaxprocs(4);
+    work_ch = make_chan(sizeof(int), 0);
+    int sent = 0, got = 0;
+    for (int i = 0; i < RACES; i++) {
+        gort_ctx *c;
+        CHECK_EQ(gort_ctx_with_cancel(gort_ctx_background(), &c), 0);
+        gort_ctx_retain(c);
+        CHECK_GT(gort_go(racer, c), 0);
+        if (i % 2)
+            gort_gosched();
+        /* The receive and the cancel race the send. */
+        int v = 0;
+        if (gort_chan_tryrecv(work_ch, &v, NULL))
+            got++;
+        gort_ctx_cancel_release(c);
+        sent++;
+    }
+    /* Every racer ended (each released its reference); one still
+     * blocked would keep waiting here. */
+    gort_sleep(20 * MS);
+    int v;
+    CHECK(!gort_chan_tryrecv(work_ch, &v, NULL));
+    CHECK_EQ(sent, RACES);
+    CHECK_LE(got, RACES);
+    free_chan(work_ch);
+}
+
+/* A send with a context racing its cancel and a receive, 300 times on 4
+ * Ps: each send either delivers or returns -ECANCELED, no goroutine is
+ * left waiting, every context is freed (AddressSanitizer, and
+ * ThreadSanitizer for the races). */
+TEST(cancel_races_completion)
+{
+    run_main(race_main, NULL);
+}
