@@ -410,6 +410,32 @@ GORT_EXTERN int gort_ctx_err(gort_ctx *ctx);
 /* ctx's deadline (gort_no_deadline: none). */
 GORT_EXTERN gort_deadline gort_ctx_deadline(gort_ctx *ctx);
 
+/* An error group (golang.org/x/sync/errgroup): goroutines started
+ * together and waited for together, the first error one of them returns
+ * cancelling the group's context. */
+typedef struct gort_errgroup gort_errgroup;
+/* Make a group whose context is a child of parent (NULL: the background),
+ * stored in *ctxp unless ctxp is NULL (errgroup.WithContext); the group
+ * owns that context until gort_errgroup_free.  0, -EINVAL for gp NULL,
+ * -ENOMEM. */
+GORT_EXTERN int gort_errgroup_make(gort_errgroup **gp, gort_ctx *parent,
+                                   gort_ctx **ctxp);
+/* At most n goroutines of the group at once, n <= 0: no limit (SetLimit).
+ * 0; -EBUSY while goroutines of the group run; -EINVAL; -ENOMEM. */
+GORT_EXTERN int gort_errgroup_set_limit(gort_errgroup *g, int n);
+/* Start fn(arg) in a goroutine of the group, waiting first while the
+ * limit is reached (Go).  fn returns 0 or a negative error; the first
+ * error cancels the group's context (-ECANCELED).  Returns the
+ * goroutine's id, -EINVAL for g or fn NULL, or as gort_go. */
+GORT_EXTERN int64_t gort_errgroup_go(gort_errgroup *g, int (*fn)(void *),
+                                     void *arg);
+/* Wait for every goroutine of the group, then cancel its context; the
+ * first error (0: none) (Wait).  -EINVAL for NULL. */
+GORT_EXTERN int gort_errgroup_wait(gort_errgroup *g);
+/* Free the group and its context, after its wait: 0, or -EBUSY while
+ * goroutines of the group run (nothing freed). */
+GORT_EXTERN int gort_errgroup_free(gort_errgroup *g);
+
 /* ---------------------------------------------------------------------------
  * select.  Mirrors Go's select statement (select.go).
  * ------------------------------------------------------------------------- */

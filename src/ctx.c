@@ -39,7 +39,8 @@ struct gort_ctx {
     struct gort_ctx *parent;             /* a reference held */
     struct gort_ctx *children;           /* under mu */
     struct gort_ctx *next, **prevp;      /* in parent->children */
-    gort_timer *timer;      /* the deadline's, or NULL */
+    gort_timer *timer;      /* the deadline's, or NULL; atomic: set
+                               while its firing may already run */
 };
 
 /* The background context: never cancelled, never freed. */
@@ -87,7 +88,8 @@ static void cancel(struct gort_ctx *c, int err)
     /* A deadline's timer stopped before it fired gives back its
      * reference (one that fired gives it back in expire); the caller
      * holds one, so this is never the last. */
-    if (c->timer && gort_timer_stop(c->timer))
+    gort_timer *t = load_acq(&c->timer);
+    if (t && gort_timer_stop(t))
         gort_ctx_release(c);
     for (size_t i = 0; i < n; i++) {
         cancel(kids[i], err);
@@ -164,11 +166,16 @@ static int make(gort_ctx *parent, int64_t deadline, gort_ctx **cp,
     if (!perr && c->deadline != 0 && c->deadline != parent->deadline) {
         int64_t in = c->deadline - gort_nanotime();
         gort_ctx_retain(c); /* the timer's */
+        gort_timer *t = NULL;
         if (in <= 0)
             perr = -ETIMEDOUT;
-        else if (gort_timer_make(&c->timer, in, expire, c) < 0)
+        else if (gort_timer_make(&t, in, expire, c) < 0)
             perr = -ENOMEM; /* cancelled below; the caller sees why */
-        if (!c->timer)
+        if (t)
+            /* Release: a firing that comes first (expire's cancel) finds
+             * NULL and needs no stop; a later cancel finds the timer. */
+            store_rel(&c->timer, t);
+        else
             c->refs--; /* no timer: not shared yet */
     }
     if (!c->prevp)
@@ -259,4 +266,119 @@ int gort_chan_send_ctx(gort_chan *ch, const void *elem, gort_ctx *c)
     gort_case cs = {.ch = ch, .dir = GORT_CASE_SEND, .elem = (void *)elem};
     int r = gort_select_ctx(&cs, 1, c);
     return r < 0 ? r : 0;
+}
+
+/* ---------------------------------------------------------------------------
+ * Error groups (golang.org/x/sync/errgroup with WithContext and SetLimit):
+ * goroutines whose first error cancels the group's context.  The limit is
+ * a buffered channel of tokens, as errgroup's.
+ * ------------------------------------------------------------------------- */
+
+struct gort_errgroup {
+    gort_waitgroup wg;
+    gort_ctx *ctx;          /* the group's: a child of the parent */
+    gort_chan *sem;         /* the limit's tokens, or NULL: none */
+    int err;                /* atomic: the first error, 0 until then */
+};
+
+struct eg_go {
+    struct gort_errgroup *g;
+    int (*fn)(void *);
+    void *arg;
+};
+
+int gort_errgroup_make(gort_errgroup **gp, gort_ctx *parent, gort_ctx **ctxp)
+{
+    GORT_SAN_SCOPE();
+    if (!gp)
+        return -EINVAL;
+    struct gort_errgroup *g = gort__calloc(1, sizeof *g);
+    if (!g)
+        return -ENOMEM;
+    int r = gort_ctx_with_cancel(parent ? parent : &background, &g->ctx);
+    if (r < 0) {
+        gort__free(g);
+        return r;
+    }
+    if (ctxp)
+        *ctxp = g->ctx;
+    *gp = g;
+    return 0;
+}
+
+int gort_errgroup_set_limit(gort_errgroup *g, int n)
+{
+    GORT_SAN_SCOPE();
+    if (!g)
+        return -EINVAL;
+    /* Relaxed: the counter's high half; nothing runs in the group. */
+    if (load_relaxed(&g->wg.state) >> 32)
+        return -EBUSY;
+    gort_chan *sem = NULL;
+    if (n > 0 && gort_chan_make(&sem, 0, (size_t)n) < 0)
+        return -ENOMEM;
+    if (g->sem)
+        gort_chan_free(g->sem);
+    g->sem = sem;
+    return 0;
+}
+
+static void eg_main(void *p)
+{
+    struct eg_go e = *(struct eg_go *)p;
+    gort__free(p);
+    int err = e.fn(e.arg);
+    /* Seq-cst: exactly one first error. */
+    if (err < 0 && cas_seqcst(&e.g->err, 0, err))
+        gort_ctx_cancel(e.g->ctx);
+    if (e.g->sem)
+        gort_chan_recv(e.g->sem, NULL);
+    gort_waitgroup_done(&e.g->wg);
+}
+
+int64_t gort_errgroup_go(gort_errgroup *g, int (*fn)(void *), void *arg)
+{
+    GORT_SAN_SCOPE();
+    if (!g || !fn)
+        return -EINVAL;
+    struct eg_go *e = gort__malloc(sizeof *e);
+    if (!e)
+        return -ENOMEM;
+    *e = (struct eg_go){g, fn, arg};
+    if (g->sem)
+        gort_chan_send(g->sem, NULL); /* waits while the limit is reached */
+    gort_waitgroup_add(&g->wg, 1);
+    int64_t id = gort_go(eg_main, e);
+    if (id < 0) {
+        if (g->sem)
+            gort_chan_recv(g->sem, NULL);
+        gort_waitgroup_add(&g->wg, -1);
+        gort__free(e);
+    }
+    return id;
+}
+
+int gort_errgroup_wait(gort_errgroup *g)
+{
+    GORT_SAN_SCOPE();
+    if (!g)
+        return -EINVAL;
+    gort_waitgroup_wait(&g->wg);
+    gort_ctx_cancel(g->ctx);
+    return load_acq(&g->err);
+}
+
+int gort_errgroup_free(gort_errgroup *g)
+{
+    GORT_SAN_SCOPE();
+    if (!g)
+        return 0;
+    /* Relaxed: the caller waited, or frees a group it never started. */
+    if (load_relaxed(&g->wg.state) >> 32)
+        return -EBUSY;
+    gort_ctx_cancel_release(g->ctx);
+    if (g->sem)
+        gort_chan_free(g->sem);
+    gort__free(g);
+    return 0;
 }

@@ -267,3 +267,100 @@ TEST(cancel_races_completion)
 {
     run_main(race_main, NULL);
 }
+
+/* ---------------------------------------------------------------------------
+ * Error groups.
+ * ------------------------------------------------------------------------- */
+
+static int eg_running, eg_most; /* atomic */
+
+/* arg: 0 succeeds after a while; < 0 fails with it; 1 waits for the
+ * group's context to be cancelled. */
+struct eg_task {
+    gort_ctx *ctx;
+    int how;
+};
+
+static int eg_task(void *arg)
+{
+    struct eg_task *t = arg;
+    int now = ATOMIC_INC(&eg_running);
+    int most = ATOMIC_LOAD(&eg_most);
+    while (now > most &&
+           !__atomic_compare_exchange_n(&eg_most, &most, now, false,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        ;
+    int r = 0;
+    if (t->how == 1)
+        r = gort_chan_recv(gort_ctx_done(t->ctx), NULL) ? -EIO
+                                                         : gort_ctx_err(t->ctx);
+    else if (t->how < 0)
+        r = t->how;
+    else
+        gort_sleep(MS);
+    ATOMIC_ADD(&eg_running, -1);
+    return r;
+}
+
+static void errgroup_main(void *arg)
+{
+    (void)arg;
+    gort_gomaxprocs(2);
+    /* All succeed: 0, at most the limit at once. */
+    gort_errgroup *g;
+    gort_ctx *ctx;
+    CHECK_EQ(gort_errgroup_make(NULL, NULL, &ctx), -EINVAL);
+    CHECK_EQ(gort_errgroup_make(&g, NULL, &ctx), 0);
+    CHECK_EQ(gort_errgroup_set_limit(g, 3), 0);
+    struct eg_task ok = {ctx, 0};
+    for (int i = 0; i < 20; i++)
+        CHECK_GT(gort_errgroup_go(g, eg_task, &ok), 0);
+    CHECK_EQ(gort_errgroup_wait(g), 0);
+    CHECK_LE(ATOMIC_LOAD(&eg_most), 3);
+    CHECK_GE(ATOMIC_LOAD(&eg_most), 1);
+    /* Wait cancelled the group's context. */
+    CHECK_EQ(gort_ctx_err(ctx), -ECANCELED);
+    CHECK_EQ(gort_errgroup_go(NULL, eg_task, &ok), -EINVAL);
+    CHECK_EQ(gort_errgroup_go(g, NULL, &ok), -EINVAL);
+    CHECK_EQ(gort_errgroup_free(g), 0);
+
+    /* One fails: its error, and the others waiting on the context are
+     * cancelled (-ECANCELED, which the group keeps out: first error). */
+    gort_ctx *parent;
+    CHECK_EQ(gort_ctx_with_cancel(gort_ctx_background(), &parent), 0);
+    CHECK_EQ(gort_errgroup_make(&g, parent, &ctx), 0);
+    struct eg_task waits = {ctx, 1}, fails = {ctx, -EPIPE};
+    for (int i = 0; i < 5; i++)
+        CHECK_GT(gort_errgroup_go(g, eg_task, &waits), 0);
+    gort_sleep(2 * MS);
+    CHECK_GT(gort_errgroup_go(g, eg_task, &fails), 0);
+    CHECK_EQ(gort_errgroup_wait(g), -EPIPE);
+    CHECK_EQ(gort_ctx_err(ctx), -ECANCELED);
+    /* The parent is not cancelled by its child group. */
+    CHECK_EQ(gort_ctx_err(parent), 0);
+    CHECK_EQ(gort_errgroup_free(g), 0);
+
+    /* The parent's cancel reaches the group's goroutines. */
+    CHECK_EQ(gort_errgroup_make(&g, parent, &ctx), 0);
+    waits.ctx = ctx;
+    for (int i = 0; i < 4; i++)
+        CHECK_GT(gort_errgroup_go(g, eg_task, &waits), 0);
+    gort_sleep(2 * MS);
+    gort_ctx_cancel(parent);
+    CHECK_EQ(gort_errgroup_wait(g), -ECANCELED);
+    CHECK_EQ(gort_errgroup_free(g), 0);
+    gort_ctx_cancel_release(parent);
+    CHECK_EQ(gort_errgroup_free(NULL), 0);
+    CHECK_EQ(gort_errgroup_wait(NULL), -EINVAL);
+    CHECK_EQ(gort_errgroup_set_limit(NULL, 1), -EINVAL);
+}
+
+/* An error group: 20 tasks under a limit of 3 (never more at once) all
+ * succeed (0, the group's context cancelled by the wait); one failing task
+ * makes the wait return its error and cancels the others through the
+ * group's context, not its parent; a parent's cancel reaches the group's
+ * goroutines; bad arguments -EINVAL. */
+TEST(errgroup)
+{
+    run_main(errgroup_main, NULL);
+}
