@@ -436,6 +436,26 @@ GORT_EXTERN int gort_errgroup_wait(gort_errgroup *g);
  * goroutines of the group run (nothing freed). */
 GORT_EXTERN int gort_errgroup_free(gort_errgroup *g);
 
+/* A weighted semaphore (golang.org/x/sync/semaphore): n units, taken and
+ * given back in any amounts, waiters served in arrival order (a large
+ * request is not passed by smaller ones behind it). */
+typedef struct gort_semaphore gort_semaphore;
+/* Make one of n units (n > 0): 0, -EINVAL, -ENOMEM. */
+GORT_EXTERN int gort_semaphore_make(gort_semaphore **sp, int64_t n);
+/* Take n units, waiting until they are free or ctx (NULL: the
+ * background) is cancelled: 0, or gort_ctx_err(ctx) with nothing taken.
+ * More units than the semaphore has wait for ctx alone (Go's).  -EINVAL
+ * for s NULL or n <= 0. */
+GORT_EXTERN int gort_semaphore_acquire(gort_semaphore *s, int64_t n,
+                                       gort_ctx *ctx);
+/* Take n units if they are free and nobody waits: true, else false. */
+GORT_EXTERN bool gort_semaphore_try_acquire(gort_semaphore *s, int64_t n);
+/* Give back n units, serving the waiters that now fit; giving back more
+ * than was taken is fatal. */
+GORT_EXTERN void gort_semaphore_release(gort_semaphore *s, int64_t n);
+/* Free it: 0, or -EBUSY while goroutines wait on it (nothing freed). */
+GORT_EXTERN int gort_semaphore_free(gort_semaphore *s);
+
 /* ---------------------------------------------------------------------------
  * select.  Mirrors Go's select statement (select.go).
  * ------------------------------------------------------------------------- */

@@ -5,6 +5,9 @@
  * Go's Canceled and DeadlineExceeded), a deadline, children cancelled
  * with their parent.
  *
+ * Error groups and weighted semaphores, which wait with contexts, are
+ * here too (below).
+ *
  * Ownership.  Go's garbage collector frees a context when nothing refers
  * to it; here references are counted.  Making a context gives the caller
  * one reference, which gort_ctx_cancel_release gives back (Go's cancel
@@ -24,6 +27,7 @@
  */
 #include "chan.h"
 #include "defs.h"
+#include "fatal.h"
 #include "san.h"
 #include "sched.h"
 
@@ -380,5 +384,146 @@ int gort_errgroup_free(gort_errgroup *g)
     if (g->sem)
         gort_chan_free(g->sem);
     gort__free(g);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------
+ * Weighted semaphores (golang.org/x/sync/semaphore): waiters served in
+ * arrival order, each on a channel of its own that the grant closes.
+ * ------------------------------------------------------------------------- */
+
+struct semwaiter {
+    int64_t n;
+    gort_chan *ready;           /* closed when granted */
+    struct semwaiter *next, **prevp;
+};
+
+struct gort_semaphore {
+    gort_mutex mu;
+    int64_t size, cur;          /* under mu */
+    struct semwaiter *head, **tailp; /* under mu: FIFO */
+};
+
+int gort_semaphore_make(gort_semaphore **sp, int64_t n)
+{
+    if (!sp || n <= 0)
+        return -EINVAL;
+    struct gort_semaphore *s = gort__calloc(1, sizeof *s);
+    if (!s)
+        return -ENOMEM;
+    s->size = n;
+    s->tailp = &s->head;
+    *sp = s;
+    return 0;
+}
+
+static void sem_unlink(struct gort_semaphore *s, struct semwaiter *w)
+{
+    *w->prevp = w->next;
+    if (w->next)
+        w->next->prevp = w->prevp;
+    else
+        s->tailp = w->prevp;
+}
+
+/* Grant the waiters at the head that fit, in order.  Under mu. */
+static void sem_notify(struct gort_semaphore *s)
+{
+    struct semwaiter *w;
+    while ((w = s->head) && s->size - s->cur >= w->n) {
+        s->cur += w->n;
+        sem_unlink(s, w);
+        gort_chan_close(w->ready);
+    }
+}
+
+bool gort_semaphore_try_acquire(gort_semaphore *s, int64_t n)
+{
+    GORT_SAN_SCOPE();
+    if (!s || n <= 0)
+        return false;
+    gort_mutex_lock(&s->mu);
+    bool ok = !s->head && s->size - s->cur >= n;
+    if (ok)
+        s->cur += n;
+    gort_mutex_unlock(&s->mu);
+    return ok;
+}
+
+int gort_semaphore_acquire(gort_semaphore *s, int64_t n, gort_ctx *ctx)
+{
+    GORT_SAN_SCOPE();
+    if (!s || n <= 0)
+        return -EINVAL;
+    if (!ctx)
+        ctx = &background;
+    gort_mutex_lock(&s->mu);
+    if (!s->head && s->size - s->cur >= n) {
+        s->cur += n;
+        gort_mutex_unlock(&s->mu);
+        return 0;
+    }
+    if (n > s->size) {
+        /* Can never be had: wait for the context, as Go's. */
+        gort_mutex_unlock(&s->mu);
+        int r = gort_chan_recv_ctx(NULL, NULL, ctx);
+        return r < 0 ? r : -EINVAL;
+    }
+    struct semwaiter w = {.n = n};
+    if (gort_chan_make(&w.ready, 0, 0) < 0) {
+        gort_mutex_unlock(&s->mu);
+        return -ENOMEM;
+    }
+    w.prevp = s->tailp;
+    *s->tailp = &w;
+    s->tailp = &w.next;
+    gort_mutex_unlock(&s->mu);
+    int r = gort_chan_recv_ctx(w.ready, NULL, ctx);
+    if (r < 0) {
+        gort_mutex_lock(&s->mu);
+        if (load_acq(&w.ready->closed)) {
+            /* Granted as the context ended: keep it (as Go does). */
+            r = 0;
+        } else {
+            bool front = s->head == &w;
+            sem_unlink(s, &w);
+            /* Waiters behind this one may fit now. */
+            if (front)
+                sem_notify(s);
+        }
+        gort_mutex_unlock(&s->mu);
+    } else {
+        r = 0;
+    }
+    gort_chan_free(w.ready);
+    return r;
+}
+
+void gort_semaphore_release(gort_semaphore *s, int64_t n)
+{
+    GORT_SAN_SCOPE();
+    if (!s || n <= 0)
+        return;
+    gort_mutex_lock(&s->mu);
+    s->cur -= n;
+    if (s->cur < 0) {
+        gort_mutex_unlock(&s->mu);
+        gort__fatal("semaphore: released more than held");
+    }
+    sem_notify(s);
+    gort_mutex_unlock(&s->mu);
+}
+
+int gort_semaphore_free(gort_semaphore *s)
+{
+    GORT_SAN_SCOPE();
+    if (!s)
+        return 0;
+    gort_mutex_lock(&s->mu);
+    bool busy = s->head != NULL;
+    gort_mutex_unlock(&s->mu);
+    if (busy)
+        return -EBUSY;
+    gort__free(s);
     return 0;
 }

@@ -364,3 +364,97 @@ TEST(errgroup)
 {
     run_main(errgroup_main, NULL);
 }
+
+/* ---------------------------------------------------------------------------
+ * Weighted semaphores.
+ * ------------------------------------------------------------------------- */
+
+static gort_semaphore *sem;
+static int sem_in, sem_most, sem_order[3], sem_next; /* atomic */
+
+static void sem_user(void *arg)
+{
+    int w = (int)(intptr_t)arg;
+    CHECK_EQ(gort_semaphore_acquire(sem, w, NULL), 0);
+    int now = ATOMIC_ADD(&sem_in, w);
+    int most = ATOMIC_LOAD(&sem_most);
+    while (now > most &&
+           !__atomic_compare_exchange_n(&sem_most, &most, now, false,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        ;
+    gort_sleep(MS / 10);
+    ATOMIC_ADD(&sem_in, -w);
+    gort_semaphore_release(sem, w);
+}
+
+static void sem_ordered(void *arg)
+{
+    int id = (int)(intptr_t)arg;
+    CHECK_EQ(gort_semaphore_acquire(sem, id == 0 ? 4 : 1, NULL), 0);
+    sem_order[ATOMIC_INC(&sem_next) - 1] = id;
+    gort_semaphore_release(sem, id == 0 ? 4 : 1);
+}
+
+static void semaphore_main(void *arg)
+{
+    (void)arg;
+    gort_gomaxprocs(2);
+    CHECK_EQ(gort_semaphore_make(&sem, 0), -EINVAL);
+    CHECK_EQ(gort_semaphore_make(NULL, 1), -EINVAL);
+    CHECK_EQ(gort_semaphore_make(&sem, 4), 0);
+    /* Units in use never exceed 4, with weights 1 to 3. */
+    gort_waitgroup wg = GORT_WAITGROUP_INIT;
+    for (int i = 0; i < 60; i++)
+        CHECK_GT(gort_waitgroup_go(&wg, sem_user, (void *)(intptr_t)(1 + i % 3)),
+                 0);
+    gort_waitgroup_wait(&wg);
+    CHECK_LE(ATOMIC_LOAD(&sem_most), 4);
+    CHECK_GE(ATOMIC_LOAD(&sem_most), 2);
+    /* try_acquire: free units and nobody waiting. */
+    CHECK(gort_semaphore_try_acquire(sem, 3));
+    CHECK(!gort_semaphore_try_acquire(sem, 2));
+    CHECK(gort_semaphore_try_acquire(sem, 1));
+    CHECK(!gort_semaphore_try_acquire(sem, 1));
+    /* Arrival order: the large request (4) queued first is served before
+     * two small ones behind it, though each small one would fit sooner. */
+    CHECK_GT(gort_waitgroup_go(&wg, sem_ordered, (void *)(intptr_t)0), 0);
+    gort_sleep(2 * MS);
+    CHECK_GT(gort_waitgroup_go(&wg, sem_ordered, (void *)(intptr_t)1), 0);
+    CHECK_GT(gort_waitgroup_go(&wg, sem_ordered, (void *)(intptr_t)2), 0);
+    gort_sleep(2 * MS);
+    CHECK_EQ(gort_semaphore_free(sem), -EBUSY); /* waiters */
+    gort_semaphore_release(sem, 1); /* 1 free: the small ones still wait */
+    gort_sleep(2 * MS);
+    CHECK_EQ(ATOMIC_LOAD(&sem_next), 0);
+    gort_semaphore_release(sem, 3);
+    gort_waitgroup_wait(&wg);
+    CHECK_EQ(sem_order[0], 0);
+    /* A context ends a wait with nothing taken. */
+    CHECK(gort_semaphore_try_acquire(sem, 4));
+    gort_ctx *c;
+    CHECK_EQ(gort_ctx_with_deadline(gort_ctx_background(),
+                                    gort_deadline_in(10 * MS), &c),
+             0);
+    CHECK_EQ(gort_semaphore_acquire(sem, 1, c), -ETIMEDOUT);
+    /* More than it has: only the context. */
+    CHECK_EQ(gort_semaphore_acquire(sem, 5, c), -ETIMEDOUT);
+    gort_ctx_cancel_release(c);
+    gort_semaphore_release(sem, 4);
+    CHECK(gort_semaphore_try_acquire(sem, 4));
+    gort_semaphore_release(sem, 4);
+    CHECK_EQ(gort_semaphore_acquire(NULL, 1, NULL), -EINVAL);
+    CHECK_EQ(gort_semaphore_acquire(sem, 0, NULL), -EINVAL);
+    CHECK_EQ(gort_semaphore_free(sem), 0);
+    CHECK_EQ(gort_semaphore_free(NULL), 0);
+    quiesce();
+}
+
+/* A weighted semaphore of 4 units: 60 users of 1-3 units never hold more
+ * than 4 at once; try_acquire takes only free units; a request of 4
+ * queued first is served before two of 1 that came after it; a context's
+ * deadline ends a wait with nothing taken (also for more units than
+ * exist); free refuses while goroutines wait; bad arguments -EINVAL. */
+TEST(semaphore)
+{
+    run_main(semaphore_main, NULL);
+}

@@ -892,3 +892,31 @@ TEST(throw_runtime_frames)
     CHECK_STR_CONTAINS(r.err, "\ntr_fail(");
     test_child_free(&r);
 }
+
+/* ---- semaphore_over_release ---- */
+
+static void over_release_main(void *arg)
+{
+    (void)arg;
+    gort_semaphore *s;
+    CHECK_EQ(gort_semaphore_make(&s, 2), 0);
+    CHECK_EQ(gort_semaphore_acquire(s, 1, NULL), 0);
+    say("stage\n");
+    gort_semaphore_release(s, 2);
+    say("after\n"); /* never */
+}
+
+TEST_HIDDEN(semaphore_over_release_child)
+{
+    gort_main(over_release_main, NULL);
+}
+
+/* Giving back more units than were taken: "semaphore: released more
+ * than held". */
+TEST(semaphore_over_release)
+{
+    struct test_child r;
+    expect_fatal("semaphore_over_release_child",
+                 "semaphore: released more than held", &r);
+    test_child_free(&r);
+}
