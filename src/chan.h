@@ -144,6 +144,13 @@ GORT_HIDDEN int gort__chansend_until(struct gort_chan *c, const void *ep,
 GORT_HIDDEN int gort__chanrecv_until(struct gort_chan *c, void *ep, bool *ok,
                                      int64_t at);
 
+/* gort_select over cases and one case more, extra, as the last (select.c;
+ * the caller has checked cases and ncases): the index of the case taken,
+ * ncases for extra, or -ENOMEM.  The taken case's ok is set in cases.
+ * Deadlines and contexts wait this way. */
+GORT_HIDDEN int gort__select_extra(gort_case *cases, int ncases,
+                                   gort_case extra);
+
 /* gort_chan_free of a gort_after channel (time.c). */
 GORT_HIDDEN int gort__timer_free_chan(struct gort_chan *c);
 /* Free a timer and its channel at teardown, when no thread runs and the

@@ -243,18 +243,8 @@ int gort_select_ctx(gort_case *cases, int ncases, gort_ctx *c)
         return gort_select(cases, ncases);
     if (ncases < 0 || ncases > 65535 || (!cases && ncases > 0))
         return -EINVAL;
-    gort_case small[9], *all = small;
-    if (ncases + 1 > 9 &&
-        !(all = gort__malloc((size_t)(ncases + 1) * sizeof *all)))
-        return -ENOMEM;
-    for (int i = 0; i < ncases; i++)
-        all[i] = cases[i];
-    all[ncases] = (gort_case){.ch = c->done, .dir = GORT_CASE_RECV};
-    int r = gort_select(all, ncases + 1);
-    if (r >= 0 && r < ncases)
-        cases[r].ok = all[r].ok;
-    if (all != small)
-        gort__free(all);
+    gort_case done = {.ch = c->done, .dir = GORT_CASE_RECV};
+    int r = gort__select_extra(cases, ncases, done);
     return r == ncases ? gort_ctx_err(c) : r;
 }
 

@@ -25,10 +25,6 @@
 #include "sched.h"
 
 #include <errno.h>
-#include <string.h>
-
-/* Cases handled with a copy on the goroutine stack; more use malloc. */
-#define STACK_CASES 8
 
 /* Whether d is none: wait as long as it takes. */
 static bool forever(gort_deadline d)
@@ -81,31 +77,18 @@ int gort_select_until(gort_case *cases, int ncases, gort_deadline d)
         cases[0].ok = ok;
         return 0;
     }
-    gort_case small[STACK_CASES + 1], *all = small;
-    if (ncases + 1 > STACK_CASES + 1 &&
-        !(all = gort__malloc((size_t)(ncases + 1) * sizeof *all)))
-        return -ENOMEM;
-    if (ncases > 0)
-        memcpy(all, cases, (size_t)ncases * sizeof *all);
     /* Passed: the cases that can go on now, else a default. */
     bool passed = d.at <= gort_nanotime();
-    all[ncases] = (gort_case){.dir = GORT_CASE_DEFAULT};
+    gort_case extra = {.dir = GORT_CASE_DEFAULT};
     if (!passed) {
-        all[ncases].dir = GORT_CASE_RECV;
-        if (!(all[ncases].ch = arm(d.at))) {
-            if (all != small)
-                gort__free(all);
+        extra.dir = GORT_CASE_RECV;
+        if (!(extra.ch = arm(d.at)))
             return -ENOMEM;
-        }
     }
-    int r = gort_select(all, ncases + 1);
+    int r = gort__select_extra(cases, ncases, extra);
     /* The timer's value was received when its case won: nothing pending. */
     if (!passed && r != ncases)
         disarm();
-    if (r >= 0 && r < ncases)
-        cases[r].ok = all[r].ok;
-    if (all != small)
-        gort__free(all);
     return r == ncases ? -ETIMEDOUT : r;
 }
 

@@ -31,8 +31,8 @@
  * parks on it is found by sysmon, which re-arms the descriptor of a park
  * that lasted from one of its checks to the next (10-40 ms,
  * gort__fd_check_hooked): the number is added again for its present file
- * and its readiness reported.  Re-arming at every park instead cost an
- * epoll_ctl a wait.  A hooked close or dup2 over a watched
+ * and its readiness reported (re-arming at every park would cost an
+ * epoll_ctl a wait).  A hooked close or dup2 over a watched
  * number wakes the goroutines waiting on it (EBADF); the pollDesc's
  * sequence number drops the old file's late events, so a later descriptor
  * with the same number never receives them.

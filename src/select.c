@@ -349,3 +349,20 @@ int gort_select(gort_case *cases, int ncases)
         return select_san(cases, ncases);
     return select_common(cases, ncases, false);
 }
+
+int gort__select_extra(gort_case *cases, int ncases, gort_case extra)
+{
+    gort_case small[SELECT_STACK_CASES + 1], *all = small;
+    if (ncases + 1 > SELECT_STACK_CASES + 1 &&
+        !(all = gort__malloc((size_t)(ncases + 1) * sizeof *all)))
+        return -ENOMEM;
+    if (ncases > 0)
+        memcpy(all, cases, (size_t)ncases * sizeof *all);
+    all[ncases] = extra;
+    int r = gort_select(all, ncases + 1);
+    if (r >= 0 && r < ncases)
+        cases[r].ok = all[r].ok;
+    if (all != small)
+        gort__free(all);
+    return r;
+}
