@@ -264,20 +264,21 @@ chan_block(struct m *mp, struct gort_chan *c, struct waitq *q, void *ep,
     gp->param = NULL;
     gp->waitobj = c;
     if (timedout) {
-        /* The timer may have fired already, before the G held c's lock
-         * (and found nothing to wake): then the deadline has passed, and
-         * the G does not park.  Later it needs c's lock, held until the G
-         * is parked. */
+        /* c first, then the clock.  A firing that reads dlc before this
+         * store found nothing to wake, but it read the clock before, so
+         * the clock read here shows the deadline passed, and the G does
+         * not park.  One that reads c waits for c's lock, held until the
+         * G is parked (or has left).  Seq-cst: dl_fire's load. */
+        store_seqcst(&gp->dlc, c);
         if (gort_nanotime() >= load_relaxed(&gp->dl_at)) {
             gort__spinunlock_m(mp, &c->lock);
             gp->waiting = NULL;
             gp->waitobj = NULL;
+            dl_done(gp);
             *timedout = true;
             return false;
         }
-        /* Relaxed: read by dl_fire under c's lock, or seen NULL. */
         mysg.dl = true;
-        store_relaxed(&gp->dlc, c);
     }
     gort__waitq_enqueue(q, &mysg);
     gort__park(gort__spinunlock_commit, &c->lock, reason);
