@@ -49,6 +49,14 @@ extern "C" {
 #define GORT_EXTERN
 #endif
 
+/* Marks the static inline functions a macro of this header defines in
+ * the caller's file (GORT_CHAN_OF), which may use only some of them. */
+#if defined(__GNUC__)
+#define GORT_MAYBE_UNUSED __attribute__((unused))
+#else
+#define GORT_MAYBE_UNUSED
+#endif
+
 /*
  * This header is C99 and C11, and C++11 and later (tests/header checks
  * each with gcc and clang under -Wpedantic), so it spells what C11 and
@@ -320,6 +328,125 @@ GORT_EXTERN void gort_chan_close(gort_chan *ch);
 /* Buffered elements now, and the capacity (0 for NULL). */
 GORT_EXTERN size_t gort_chan_len(gort_chan *ch);
 GORT_EXTERN size_t gort_chan_cap(gort_chan *ch);
+/* The element size ch was made with (0 for NULL). */
+GORT_EXTERN size_t gort_chan_elemsize(gort_chan *ch);
+
+/* gort_chan_send and gort_chan_recv told the size of the caller's
+ * element, which must be the channel's: on a mismatch they return -EINVAL
+ * and move nothing (a NULL channel, Go's nil one, blocks for ever as the
+ * unchecked calls do, whatever the size).  Send returns 0; receive 1 for a
+ * value, 0 for the closed and drained channel (elem zeroed), and elem may
+ * be NULL to discard the value (the size is then not checked).  Use them
+ * through GORT_CHAN_SEND and GORT_CHAN_RECV, which pass sizeof *ptr. */
+GORT_EXTERN int gort_chan_send_checked(gort_chan *ch, const void *elem,
+                                       size_t size);
+GORT_EXTERN int gort_chan_recv_checked(gort_chan *ch, void *elem,
+                                       size_t size);
+#define GORT_CHAN_SEND(ch, ptr) gort_chan_send_checked((ch), (ptr), sizeof *(ptr))
+#define GORT_CHAN_RECV(ch, ptr) gort_chan_recv_checked((ch), (ptr), sizeof *(ptr))
+
+/*
+ * Typed channels.  GORT_CHAN_OF(name, T), at file scope, declares `name`,
+ * a channel of T (a struct holding one gort_chan pointer; zeroed, it is
+ * Go's nil channel), and functions on it that take and give T, so that
+ * sending or receiving another type is a compile error:
+ *
+ *     GORT_CHAN_OF(job_chan, struct job)
+ *     job_chan jobs;
+ *     job_chan_make(&jobs, 16);
+ *     job_chan_send(jobs, (struct job){.id = 1});
+ *     struct job j;
+ *     while (job_chan_recv(jobs, &j)) ...
+ *
+ * Each function is the untyped call of the same name with sizeof(T) and
+ * the element's address filled in, and returns what that call returns:
+ * name_make (0, -EINVAL, -ENOMEM: gort_chan_make), name_free, name_send,
+ * name_recv (T * may be NULL), name_trysend, name_tryrecv, name_send_until,
+ * name_recv_until, name_send_ctx, name_recv_ctx, name_close, name_len,
+ * name_cap; name_recv_case and name_send_case build a gort_case for
+ * gort_select (the element pointer must stay valid until it returns), and
+ * name_raw gives the gort_chan.  T is any complete object type but an
+ * array (wrap one in a struct); values are passed by value, as in Go.
+ * The functions are static inline: a typed call costs what the untyped
+ * one does.
+ */
+#define GORT_CHAN_OF(name, T)                                                  \
+    typedef struct name {                                                      \
+        gort_chan *ch;                                                         \
+    } name;                                                                    \
+    static inline GORT_MAYBE_UNUSED int name##_make(name *c, size_t cap)       \
+    {                                                                          \
+        return gort_chan_make(&c->ch, sizeof(T), cap);                         \
+    }                                                                          \
+    static inline GORT_MAYBE_UNUSED int name##_free(name c)                    \
+    {                                                                          \
+        return gort_chan_free(c.ch);                                           \
+    }                                                                          \
+    static inline GORT_MAYBE_UNUSED gort_chan *name##_raw(name c)              \
+    {                                                                          \
+        return c.ch;                                                           \
+    }                                                                          \
+    static inline GORT_MAYBE_UNUSED void name##_send(name c, T v)              \
+    {                                                                          \
+        gort_chan_send(c.ch, &v);                                              \
+    }                                                                          \
+    static inline GORT_MAYBE_UNUSED bool name##_recv(name c, T *v)             \
+    {                                                                          \
+        return gort_chan_recv(c.ch, v);                                        \
+    }                                                                          \
+    static inline GORT_MAYBE_UNUSED bool name##_trysend(name c, T v)           \
+    {                                                                          \
+        return gort_chan_trysend(c.ch, &v);                                    \
+    }                                                                          \
+    static inline GORT_MAYBE_UNUSED bool name##_tryrecv(name c, T *v,          \
+                                                        bool *ok)              \
+    {                                                                          \
+        return gort_chan_tryrecv(c.ch, v, ok);                                 \
+    }                                                                          \
+    static inline GORT_MAYBE_UNUSED int name##_send_until(name c, T v,         \
+                                                          gort_deadline d)     \
+    {                                                                          \
+        return gort_chan_send_until(c.ch, &v, d);                              \
+    }                                                                          \
+    static inline GORT_MAYBE_UNUSED int name##_recv_until(name c, T *v,        \
+                                                          gort_deadline d)     \
+    {                                                                          \
+        return gort_chan_recv_until(c.ch, v, d);                               \
+    }                                                                          \
+    static inline GORT_MAYBE_UNUSED int name##_send_ctx(name c, T v,           \
+                                                        gort_ctx *x)           \
+    {                                                                          \
+        return gort_chan_send_ctx(c.ch, &v, x);                                \
+    }                                                                          \
+    static inline GORT_MAYBE_UNUSED int name##_recv_ctx(name c, T *v,          \
+                                                        gort_ctx *x)           \
+    {                                                                          \
+        return gort_chan_recv_ctx(c.ch, v, x);                                 \
+    }                                                                          \
+    static inline GORT_MAYBE_UNUSED void name##_close(name c)                  \
+    {                                                                          \
+        gort_chan_close(c.ch);                                                 \
+    }                                                                          \
+    static inline GORT_MAYBE_UNUSED size_t name##_len(name c)                  \
+    {                                                                          \
+        return gort_chan_len(c.ch);                                            \
+    }                                                                          \
+    static inline GORT_MAYBE_UNUSED size_t name##_cap(name c)                  \
+    {                                                                          \
+        return gort_chan_cap(c.ch);                                            \
+    }                                                                          \
+    static inline GORT_MAYBE_UNUSED gort_case name##_recv_case(name c, T *v)   \
+    {                                                                          \
+        gort_case k = {c.ch, GORT_CASE_RECV, v, false};                        \
+        return k;                                                              \
+    }                                                                          \
+    static inline GORT_MAYBE_UNUSED gort_case name##_send_case(name c,         \
+                                                               const T *v)     \
+    {                                                                          \
+        gort_case k = {c.ch, GORT_CASE_SEND, (void *)v, false};                \
+        return k;                                                              \
+    }                                                                          \
+    struct name
 
 /* ---------------------------------------------------------------------------
  * Deadlines.  Every blocking call that can give up takes one: a point in

@@ -780,3 +780,23 @@ size_t gort_chan_cap(gort_chan *c)
 {
     return c ? c->dataqsiz : 0;
 }
+
+size_t gort_chan_elemsize(gort_chan *c)
+{
+    return c ? c->elemsize : 0;
+}
+
+int gort_chan_send_checked(gort_chan *c, const void *elem, size_t size)
+{
+    if (c && size != c->elemsize)
+        return -EINVAL;
+    gort_chan_send(c, elem);
+    return 0;
+}
+
+int gort_chan_recv_checked(gort_chan *c, void *elem, size_t size)
+{
+    if (c && elem && size != c->elemsize)
+        return -EINVAL;
+    return gort_chan_recv(c, elem);
+}

@@ -8,7 +8,9 @@
 # header_use_hpp.cpp) is compiled under -Wall -Wextra -Wpedantic -Werror,
 # so any warning fails.  layout.c, built and run under each C and C++
 # setting, must print the same struct layout everywhere, equal to
-# layout.expected on LP64 targets: the ABI.  The compilers that are not
+# layout.expected on LP64 targets: the ABI.  typed_misuse.c compiles as
+# it is and fails to compile with each of its -DMISUSE=N: typed channels
+# refuse other element types.  The compilers that are not
 # installed are skipped, each named; with none at all the test exits 77.
 #
 #   header_check.sh <source root>
@@ -78,6 +80,18 @@ for cc in "${ccs[@]}"; do
         compile "gort.h $cc -std=$std" "$cc" -std=$std "${flags[@]}" \
             "$here/header_use.c"
         check_layout "$cc -std=$std" "$cc" -std=$std "${flags[@]}"
+        # A typed channel: the right types compile, each misuse fails.
+        compile "typed channels $cc -std=$std" "$cc" -std=$std "${flags[@]}" \
+            "$here/typed_misuse.c"
+        for n in 1 2 3 4 5 6; do
+            if "$cc" -std=$std "${flags[@]}" -DMISUSE=$n -c -o "$tmp/tu.o" \
+                "$here/typed_misuse.c" 2>/dev/null; then
+                echo "FAIL refuse   typed channel misuse $n $cc -std=$std: compiled"
+                fail=1
+            else
+                echo "ok   refuse   typed channel misuse $n $cc -std=$std"
+            fi
+        done
     done
 done
 

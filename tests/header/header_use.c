@@ -22,6 +22,35 @@ static gort_cond cond = GORT_COND_INIT(&mu);
 static uint32_t ticks[GORT_MAX_PROCS];
 static uint64_t counts[GORT_METRIC_HIST_BUCKETS];
 
+struct pair {
+    int a;
+    double b;
+};
+GORT_CHAN_OF(pair_chan, struct pair);
+
+/* Every function GORT_CHAN_OF declares, compiled under each standard. */
+static int typed(void)
+{
+    pair_chan c;
+    struct pair p = {1, 2.0}, q;
+    bool ok = false;
+    int v = pair_chan_make(&c, 4);
+    pair_chan_send(c, p);
+    v += pair_chan_trysend(c, p);
+    v += pair_chan_send_until(c, p, gort_deadline_in(1000));
+    v += pair_chan_send_ctx(c, p, NULL);
+    v += pair_chan_recv(c, &q) + pair_chan_tryrecv(c, &q, &ok);
+    v += pair_chan_recv_until(c, &q, gort_no_deadline());
+    v += pair_chan_recv_ctx(c, NULL, NULL);
+    gort_case cs[2] = {pair_chan_recv_case(c, &q), pair_chan_send_case(c, &p)};
+    v += gort_select(cs, 2);
+    v += (int)(pair_chan_len(c) + pair_chan_cap(c));
+    v += GORT_CHAN_SEND(pair_chan_raw(c), &p) + GORT_CHAN_RECV(c.ch, &q);
+    v += (int)gort_chan_elemsize(c.ch);
+    pair_chan_close(c);
+    return v + pair_chan_free(c);
+}
+
 static void noop(void *arg)
 {
     (void)arg;
@@ -101,6 +130,7 @@ static void body(void *arg)
 #endif
     if (n < 0 && errno == EINTR)
         errno = 0;
+    v += typed();
     gort_sleep(v);
     gort_go(quit, NULL);
 }

@@ -1157,6 +1157,125 @@ TEST(make_bad_args)
 }
 
 /* ---------------------------------------------------------------------------
+ * typed and checked
+ *
+ * A typed channel (GORT_CHAN_OF) carries its T through every call; the
+ * checked untyped calls refuse an element of another size and move
+ * nothing.  What a typed channel refuses at compile time is
+ * tests/header/typed_misuse.c's (header.check).
+ * ------------------------------------------------------------------------- */
+
+struct point {
+    int32_t x, y;
+    char tag[24];
+};
+GORT_CHAN_OF(point_chan, struct point);
+
+static void typed_sender(void *arg)
+{
+    point_chan *c = arg;
+    for (int i = 0; i < 100; i++)
+        point_chan_send(*c, (struct point){i, -i, "p"});
+    point_chan_close(*c);
+}
+
+static void typed_main(void *arg)
+{
+    (void)arg;
+    point_chan c = {NULL};
+    CHECK_EQ(point_chan_cap(c), 0); /* zeroed: the nil channel */
+    CHECK_EQ(point_chan_make(&c, 2), 0);
+    CHECK_EQ(gort_chan_elemsize(point_chan_raw(c)), sizeof(struct point));
+    CHECK_EQ(point_chan_cap(c), 2);
+    CHECK(gort_go(typed_sender, &c) > 0);
+    struct point p;
+    int n = 0;
+    while (point_chan_recv(c, &p)) {
+        CHECK_EQ(p.x, n);
+        CHECK_EQ(p.y, -n);
+        CHECK(strcmp(p.tag, "p") == 0);
+        n++;
+    }
+    CHECK_EQ(n, 100);
+    CHECK_EQ(point_chan_free(c), 0);
+
+    /* try, deadline, context and select forms on a buffered channel. */
+    CHECK_EQ(point_chan_make(&c, 1), 0);
+    CHECK(point_chan_trysend(c, (struct point){1, 2, "a"}));
+    CHECK(!point_chan_trysend(c, (struct point){3, 4, "b"}));
+    CHECK_EQ(point_chan_len(c), 1);
+    CHECK_EQ(point_chan_send_until(c, (struct point){5, 6, "c"},
+                                   gort_deadline_in(1000 * 1000)),
+             -ETIMEDOUT);
+    bool ok = false;
+    CHECK(point_chan_tryrecv(c, &p, &ok));
+    CHECK(ok && p.x == 1 && p.y == 2);
+    CHECK_EQ(point_chan_recv_until(c, &p, gort_deadline_in(1000 * 1000)),
+             -ETIMEDOUT);
+    CHECK_EQ(point_chan_send_ctx(c, (struct point){7, 8, "d"}, NULL), 0);
+    struct point out = {9, 10, "e"};
+    gort_case cases[2] = {point_chan_recv_case(c, &p),
+                          point_chan_send_case(c, &out)};
+    CHECK_EQ(gort_select(cases, 2), 0); /* full: only the receive is ready */
+    CHECK(cases[0].ok && p.x == 7 && p.y == 8);
+    CHECK_EQ(gort_select(cases, 2), 1); /* empty: only the send is */
+    CHECK_EQ(point_chan_recv_ctx(c, &p, NULL), 1);
+    CHECK(p.x == 9 && strcmp(p.tag, "e") == 0);
+    CHECK_EQ(point_chan_free(c), 0);
+}
+
+TEST(typed)
+{
+    run_main(typed_main, NULL);
+}
+
+static void checked_main(void *arg)
+{
+    (void)arg;
+    gort_chan *ch = new_chan(sizeof(int64_t), 2);
+    CHECK_EQ(gort_chan_elemsize(ch), sizeof(int64_t));
+    CHECK_EQ(gort_chan_elemsize(NULL), 0);
+    int32_t small = 7;
+    int64_t v = 42, got = 0;
+    struct point big = {1, 2, "x"};
+    /* Wrong sizes: -EINVAL, nothing sent. */
+    CHECK_EQ(GORT_CHAN_SEND(ch, &small), -EINVAL);
+    CHECK_EQ(GORT_CHAN_SEND(ch, &big), -EINVAL);
+    CHECK_EQ(gort_chan_len(ch), 0);
+    CHECK_EQ(GORT_CHAN_SEND(ch, &v), 0);
+    CHECK_EQ(gort_chan_len(ch), 1);
+    /* Wrong sizes: -EINVAL, nothing taken. */
+    CHECK_EQ(GORT_CHAN_RECV(ch, &small), -EINVAL);
+    CHECK_EQ(small, 7);
+    CHECK_EQ(GORT_CHAN_RECV(ch, &big), -EINVAL);
+    CHECK_EQ(gort_chan_len(ch), 1);
+    CHECK_EQ(GORT_CHAN_RECV(ch, &got), 1);
+    CHECK_EQ(got, 42);
+    /* NULL discards, whatever the size. */
+    CHECK_EQ(GORT_CHAN_SEND(ch, &v), 0);
+    CHECK_EQ(gort_chan_recv_checked(ch, NULL, 1), 1);
+    CHECK_EQ(gort_chan_len(ch), 0);
+    /* Closed and drained: 0, the element zeroed. */
+    gort_chan_close(ch);
+    got = 5;
+    CHECK_EQ(GORT_CHAN_RECV(ch, &got), 0);
+    CHECK_EQ(got, 0);
+    CHECK_EQ(GORT_CHAN_RECV(ch, &small), -EINVAL); /* checked first */
+    free_chan(ch);
+    /* A signal channel (size 0) takes a size-0 element only. */
+    gort_chan *sig = new_chan(0, 1);
+    CHECK_EQ(gort_chan_send_checked(sig, &v, sizeof v), -EINVAL);
+    CHECK_EQ(gort_chan_send_checked(sig, NULL, 0), 0);
+    CHECK_EQ(gort_chan_recv_checked(sig, &v, 0), 1);
+    free_chan(sig);
+}
+
+TEST(checked_sizes)
+{
+    run_main(checked_main, NULL);
+}
+
+/* ---------------------------------------------------------------------------
  * stress_mpmc
  *
  * Producers send each of their values once, by a blocking send, a
