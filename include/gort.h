@@ -247,6 +247,48 @@ GORT_EXTERN int gort_set_stack_size(size_t size);
 GORT_EXTERN int gort_set_max_threads(int n);
 
 /* ---------------------------------------------------------------------------
+ * Deadlines.  Every blocking call that can give up takes one: a point in
+ * time on gort_nanotime()'s clock after which it returns -ETIMEDOUT.  It
+ * has a type of its own, so that a duration (an int64_t) cannot be passed
+ * where a deadline is meant; make one with gort_deadline_in (ns from now,
+ * Go's time.Now().Add), gort_deadline_at (an absolute gort_nanotime()
+ * value) or gort_no_deadline (wait for ever).  A deadline that has passed
+ * turns the call into a try: it does what it can without waiting.
+ * ------------------------------------------------------------------------- */
+
+/* A deadline: made by the three functions below, read by no one else. */
+typedef struct gort_deadline {
+    int64_t at; /* gort_nanotime() value; 0: none; INT64_MAX: none either */
+} gort_deadline;
+
+/* No deadline: the call waits as long as it takes. */
+static inline gort_deadline gort_no_deadline(void)
+{
+    gort_deadline d;
+    d.at = 0;
+    return d;
+}
+
+/* The deadline at t, an absolute gort_nanotime() value (t <= 0: passed
+ * long ago). */
+static inline gort_deadline gort_deadline_at(int64_t t)
+{
+    gort_deadline d;
+    d.at = t > 0 ? t : 1;
+    return d;
+}
+
+/* The deadline ns nanoseconds from now (ns <= 0: now, already passed;
+ * one too far to represent: none). */
+static inline gort_deadline gort_deadline_in(int64_t ns)
+{
+    int64_t now = gort_nanotime();
+    gort_deadline d;
+    d.at = ns <= 0 ? now : ns > INT64_MAX - now ? INT64_MAX : now + ns;
+    return d;
+}
+
+/* ---------------------------------------------------------------------------
  * Waiting: wait groups
  * ------------------------------------------------------------------------- */
 
@@ -263,6 +305,13 @@ GORT_EXTERN void gort_waitgroup_add(gort_waitgroup *wg, int delta);
 GORT_EXTERN void gort_waitgroup_done(gort_waitgroup *wg);
 /* Park the calling goroutine until the counter is zero. */
 GORT_EXTERN void gort_waitgroup_wait(gort_waitgroup *wg);
+/* gort_waitgroup_wait until d: 0 when the counter reached zero, or
+ * -ETIMEDOUT when d passed first (a passed deadline: at once, unless the
+ * counter is zero); gort_no_deadline waits as gort_waitgroup_wait.
+ * -ENOMEM when the goroutine's deadline timer cannot be made (its first
+ * wait with a deadline). */
+GORT_EXTERN int gort_waitgroup_wait_until(gort_waitgroup *wg,
+                                          gort_deadline d);
 /* Add one to the counter and start fn(arg) in a goroutine that calls
  * gort_waitgroup_done when fn returns or ends it with gort_goexit (Go's
  * WaitGroup.Go).  Returns the goroutine's id, or as gort_go (the counter
@@ -447,48 +496,6 @@ GORT_EXTERN int gort_chan_recv_checked(gort_chan *ch, void *elem,
         return k;                                                              \
     }                                                                          \
     struct name
-
-/* ---------------------------------------------------------------------------
- * Deadlines.  Every blocking call that can give up takes one: a point in
- * time on gort_nanotime()'s clock after which it returns -ETIMEDOUT.  It
- * has a type of its own, so that a duration (an int64_t) cannot be passed
- * where a deadline is meant; make one with gort_deadline_in (ns from now,
- * Go's time.Now().Add), gort_deadline_at (an absolute gort_nanotime()
- * value) or gort_no_deadline (wait for ever).  A deadline that has passed
- * turns the call into a try: it does what it can without waiting.
- * ------------------------------------------------------------------------- */
-
-/* A deadline: made by the three functions below, read by no one else. */
-typedef struct gort_deadline {
-    int64_t at; /* gort_nanotime() value; 0: none; INT64_MAX: none either */
-} gort_deadline;
-
-/* No deadline: the call waits as long as it takes. */
-static inline gort_deadline gort_no_deadline(void)
-{
-    gort_deadline d;
-    d.at = 0;
-    return d;
-}
-
-/* The deadline at t, an absolute gort_nanotime() value (t <= 0: passed
- * long ago). */
-static inline gort_deadline gort_deadline_at(int64_t t)
-{
-    gort_deadline d;
-    d.at = t > 0 ? t : 1;
-    return d;
-}
-
-/* The deadline ns nanoseconds from now (ns <= 0: now, already passed;
- * one too far to represent: none). */
-static inline gort_deadline gort_deadline_in(int64_t ns)
-{
-    int64_t now = gort_nanotime();
-    gort_deadline d;
-    d.at = ns <= 0 ? now : ns > INT64_MAX - now ? INT64_MAX : now + ns;
-    return d;
-}
 
 /* ---------------------------------------------------------------------------
  * Contexts.  Go's context package: a context is cancelled by its maker,
@@ -778,6 +785,14 @@ typedef struct gort_cond {
 
 /* Atomically unlock c->l and park until signalled, then lock c->l again. */
 GORT_EXTERN void gort_cond_wait(gort_cond *c);
+/* gort_cond_wait until d: 0 when signalled, -ETIMEDOUT when d passed
+ * first; either way c->l is held again on return.  A passed deadline
+ * returns -ETIMEDOUT at once, without unlocking.  A waiter that times out
+ * takes no signal: a signal that would have been its goes to the next
+ * waiter.  -ENOMEM (c->l still held, nothing waited) when the
+ * goroutine's deadline timer or the record a timed-out waiter may leave
+ * cannot be made.  gort_no_deadline waits as gort_cond_wait. */
+GORT_EXTERN int gort_cond_wait_until(gort_cond *c, gort_deadline d);
 /* Wake one waiter, the one that has waited longest; none waiting, do
  * nothing.  The caller may hold c->l but need not. */
 GORT_EXTERN void gort_cond_signal(gort_cond *c);

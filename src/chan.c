@@ -33,6 +33,7 @@
 #include "runq.h"
 #include "san.h"
 #include "sched.h"
+#include "sema.h"
 #include "timers.h"
 
 #include <errno.h>
@@ -205,8 +206,16 @@ static void dl_fire(struct gtimer *t, int64_t now)
         gort__spinunlock(&c->lock);
         if (sg)
             gort__ready(gp, false);
+    } else {
+        /* A semaphore or notify-list wait (sema.c): its cancel locks
+         * what the G waits on and checks it is still queued there.
+         * Relaxed dl_at: as above. */
+        struct dlwait *w = load_seqcst(&gp->dlsync);
+        if (w && load_relaxed(&gp->dl_at) <= now)
+            w->cancel(gp, w);
     }
-    /* Release: our reads of the channel before the G's free of it. */
+    /* Release: our reads of the channel or the record before the G
+     * frees or leaves it. */
     store_rel(&gp->dlbusy, 0);
 }
 
@@ -219,11 +228,13 @@ static void dl_done(struct g *gp)
         gort__cpu_relax();
 }
 
-/* Make the calling G's timer come due at at.  While it is pending at
- * dl_key or earlier, a deadline at or after dl_key is pushed to it without
- * locks (gort__gtimer_push): a loop of waits whose deadlines move on costs
- * no lock for the timer.  Otherwise it is started again.  0 or -ENOMEM. */
-static int dl_arm(struct g *gp, int64_t at)
+/* Make the G's deadline timer come due at at (its channel waits here,
+ * its semaphore and notify-list waits in sema.c).  While it is pending
+ * at dl_key or earlier, a deadline at or after dl_key is pushed to it
+ * without locks (gort__gtimer_push): a loop of waits whose deadlines move
+ * on costs no lock for the timer.  Otherwise it is started again.  0 or
+ * -ENOMEM. */
+int gort__dl_arm(struct g *gp, int64_t at)
 {
     struct gtimer *t = gp->dlt;
     if (!t) {
@@ -544,7 +555,7 @@ static int dl_before_wait(struct m *mp, struct gort_chan *c, int64_t at)
         gort_sleep(at - gort_nanotime());
         return -ETIMEDOUT;
     }
-    return dl_arm(mp->curg, at);
+    return gort__dl_arm(mp->curg, at);
 }
 
 int gort__chansend_until(struct gort_chan *c, const void *ep, int64_t at)

@@ -144,6 +144,13 @@ GORT_HIDDEN int gort__chansend_until(struct gort_chan *c, const void *ep,
 GORT_HIDDEN int gort__chanrecv_until(struct gort_chan *c, void *ep, bool *ok,
                                      int64_t at);
 
+/* Push the G's deadline timer to at (an absolute gort_nanotime()): 0, or
+ * -ENOMEM when the timer, made on the G's first wait with a deadline,
+ * cannot be made.  Channel waits (chan.c) and semaphore and notify-list
+ * waits (sema.c, through sync.c) share it; g->dlc or g->dlsync says
+ * which wait it ends. */
+GORT_HIDDEN int gort__dl_arm(struct g *gp, int64_t at);
+
 /* gort_select over cases and one case more, extra, as the last (select.c;
  * the caller has checked cases and ncases): the index of the case taken,
  * ncases for extra, or -ENOMEM.  The taken case's ok is set in cases.

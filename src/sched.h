@@ -249,7 +249,10 @@ struct g {
                                if at all; owner only */
     struct gort_chan *dlc;  /* atomic: the channel it waits on, or NULL;
                                set under that channel's lock */
-    uint32_t dlbusy;        /* atomic: the timer's function looks at dlc */
+    struct dlwait *dlsync;  /* atomic: its semaphore or notify list wait
+                               (sema.c), or NULL; set under that lock */
+    uint32_t dlbusy;        /* atomic: the timer's function looks at dlc
+                               or dlsync */
     struct m *lockedm;      /* M it is wired to (LockOSThread), or NULL;
                                owner writes, schedulers read */
     uint32_t selectdone;    /* atomic: a select case already won */

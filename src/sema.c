@@ -110,6 +110,10 @@ struct semawaiter {
     struct semawaiter *waitlink, *waittail;
     uint32_t ticket; /* 1: the releaser took the unit for us (handoff);
                         written before the ready that wakes us */
+    bool queued;     /* in the root's treap or lists; under the lock */
+    bool timedout;   /* its deadline timer took it out; under the lock,
+                        read by its G after the ready */
+    struct dlwait dl; /* what its deadline timer calls (semacquire_until) */
 };
 
 struct semaroot {
@@ -248,6 +252,7 @@ static void queue_locked(struct semaroot *root, uint32_t *addr,
     s->ticket = 0;
     s->parent = s->left = s->right = NULL;
     s->waitlink = s->waittail = NULL;
+    s->queued = true;
 
     struct semawaiter *last = NULL, **pt = &root->treap;
     for (struct semawaiter *t = *pt; t; t = *pt) {
@@ -313,8 +318,35 @@ static struct semawaiter *dequeue_locked(struct semaroot *root,
     }
     s->parent = s->left = s->right = NULL;
     s->waitlink = s->waittail = NULL;
+    s->queued = false;
     TREAP_CHECK(root);
     return s;
+}
+
+/* Take s, queued for its address, out wherever it is: as the node, the
+ * way dequeue does; in the node's list, by unlinking it. */
+static void remove_locked(struct semaroot *root, struct semawaiter *s)
+{
+    gort__lock_assert_held(&root->lock);
+    struct semawaiter *t = root->treap;
+    while (t && t->addr != s->addr)
+        t = (uintptr_t)s->addr < (uintptr_t)t->addr ? t->left : t->right;
+    if (!t)
+        gort__throw("semaroot: waiter's address not in the tree");
+    if (t == s) {
+        dequeue_locked(root, s->addr);
+        return;
+    }
+    struct semawaiter *prev = t;
+    while (prev->waitlink != s)
+        if (!(prev = prev->waitlink))
+            gort__throw("semaroot: waiter not on its address's list");
+    prev->waitlink = s->waitlink;
+    if (t->waittail == s)
+        t->waittail = prev == t ? NULL : prev;
+    s->waitlink = NULL;
+    s->queued = false;
+    TREAP_CHECK(root);
 }
 
 /* ---------------------------------------------------------------------------
@@ -368,6 +400,84 @@ void gort__semacquire(uint32_t *addr, uint32_t reason)
     gort__semacquire1(addr, false, reason);
 }
 
+/* The deadline timer of s's G: take s out of its queue and wake the G,
+ * unless a release dequeued it first. */
+static void sema_dl_cancel(struct g *gp, struct dlwait *w)
+{
+    struct semawaiter *s =
+        (struct semawaiter *)((char *)w - offsetof(struct semawaiter, dl));
+    struct semaroot *root = semroot(s->addr);
+    gort__lock(&root->lock);
+    bool hit = s->queued;
+    if (hit) {
+        remove_locked(root, s);
+        xadd_acqrel(&root->nwait, -1); /* acq-rel: a count, under lock */
+        s->timedout = true;
+    }
+    gort__unlock(&root->lock);
+    if (hit)
+        gort__ready(gp, false);
+}
+
+/* The G's wait with a deadline is over: its timer's function no longer
+ * looks at the record (the Dekker pair of chan.c's dl_done). */
+static void dlsync_done(struct g *gp)
+{
+    store_seqcst(&gp->dlsync, NULL);
+    while (load_seqcst(&gp->dlbusy))
+        gort__cpu_relax();
+}
+
+bool gort__semacquire_until(uint32_t *addr, bool lifo, uint32_t reason,
+                            int64_t at)
+{
+    if (cansemacquire(addr)) {
+        gort__preempt_check();
+        return true;
+    }
+    struct g *gp = gort__need_goroutine("a wait with a deadline")->curg;
+    struct semawaiter s;
+    s.queued = false;
+    s.dl.cancel = sema_dl_cancel;
+    struct semaroot *root = semroot(addr);
+    bool got = true;
+    for (;;) {
+        gort__lock(&root->lock);
+        xadd_seqcst(&root->nwait, 1); /* seq-cst: see semacquire1 */
+        if (cansemacquire(addr)) {
+            xadd_acqrel(&root->nwait, -1);
+            gort__unlock(&root->lock);
+            break;
+        }
+        queue_locked(root, addr, &s, gp, lifo);
+        s.timedout = false;
+        /* The record first, then the clock: a firing that found no
+         * record read a clock that this read follows, so the deadline
+         * shows passed here; one that finds it waits for the lock.
+         * Seq-cst: against the timer's load (chan.c, dl_fire). */
+        store_seqcst(&gp->dlsync, &s.dl);
+        if (gort_nanotime() >= at) {
+            remove_locked(root, &s);
+            xadd_acqrel(&root->nwait, -1);
+            gort__unlock(&root->lock);
+            got = false;
+            break;
+        }
+        store_relaxed(&gp->waitobj, (const void *)addr); /* dumps only */
+        gort__park(unlock_lock, &root->lock, reason);
+        /* The ready ordered the timer's or the releaser's writes to s. */
+        if (s.timedout) {
+            got = false;
+            break;
+        }
+        if (s.ticket || cansemacquire(addr))
+            break;
+    }
+    dlsync_done(gp);
+    store_relaxed(&gp->waitobj, NULL);
+    return got;
+}
+
 void gort__semrelease(uint32_t *addr, bool handoff)
 {
     struct semaroot *root = semroot(addr);
@@ -418,9 +528,16 @@ void gort__semafini(void)
 
 struct notifywaiter {
     struct g *g;               /* the parked goroutine, on whose stack
-                                  this lives */
+                                  this lives; NULL in a tombstone */
     uint32_t ticket;           /* from notifylistadd */
     struct notifywaiter *next; /* under the list lock */
+    /* Waits with a deadline (notifylistwait_until) only: */
+    bool queued;               /* on the list; under the list lock */
+    bool timedout;             /* its timer took it off; under the lock,
+                                  read by its G after the ready */
+    gort_cond *c;              /* the list it is on */
+    struct notifywaiter *tomb; /* the tombstone it leaves if it must */
+    struct dlwait dl;          /* what its deadline timer calls */
 };
 
 /* The list lock is a spin lock: its holders only queue, unqueue and
@@ -475,7 +592,7 @@ void gort__notifylistwait(gort_cond *c, uint32_t t)
         return;
     }
     struct g *gp = gort__need_goroutine("gort_cond_wait")->curg;
-    struct notifywaiter s = {gp, t, NULL};
+    struct notifywaiter s = {.g = gp, .ticket = t, .queued = true};
     if (c->tail)
         ((struct notifywaiter *)c->tail)->next = &s;
     else
@@ -495,41 +612,85 @@ static bool notify_none(gort_cond *c)
     return load_relaxed(&c->wait) == load_relaxed(&c->notify);
 }
 
+/* Unlink s from c's list; prev is the record before it, or NULL. */
+static void notify_unlink(gort_cond *c, struct notifywaiter *prev,
+                          struct notifywaiter *s)
+{
+    if (prev)
+        prev->next = s->next;
+    else
+        c->head = s->next;
+    if (!s->next)
+        c->tail = prev;
+    s->next = NULL;
+    s->queued = false;
+}
+
+/* Tombstones at the head whose ticket is the next to wake stand for
+ * nobody: move notify past them, onto *dead, to be freed once the list
+ * lock is dropped. */
+static void notify_skip_tombs(gort_cond *c, struct notifywaiter **dead)
+{
+    struct notifywaiter *h;
+    while ((h = c->head) && !h->g && h->ticket == load_relaxed(&c->notify)) {
+        notify_unlink(c, NULL, h);
+        store_relaxed(&c->notify, h->ticket + 1);
+        h->next = *dead;
+        *dead = h;
+    }
+}
+
+static void notify_free(struct notifywaiter *dead)
+{
+    while (dead) {
+        struct notifywaiter *next = dead->next;
+        gort__free(dead);
+        dead = next;
+    }
+}
+
 void gort__notifylistnotifyone(gort_cond *c)
 {
     if (notify_none(c))
         return;
     gort_spinlock *l = notifylock(c);
     notifylock_take(l);
-    uint32_t t = load_relaxed(&c->notify);
-    if (t == load_relaxed(&c->wait)) {
-        gort__spinunlock(l);
-        return;
-    }
-    /* Relaxed: written under the list lock; the fast paths only compare
-     * it with wait. */
-    store_relaxed(&c->notify, t + 1);
-    /* The holder of ticket t is near the head: it has others before it
-     * only to the extent that it lost the race between taking its ticket
-     * and queueing.  If it is not queued yet it will see notify > t and
-     * not park. */
-    struct notifywaiter *prev = NULL;
-    for (struct notifywaiter *s = c->head; s; prev = s, s = s->next) {
-        if (s->ticket != t)
+    struct notifywaiter *woken = NULL, *dead = NULL;
+    for (;;) {
+        uint32_t t = load_relaxed(&c->notify);
+        if (t == load_relaxed(&c->wait))
+            break;
+        /* Relaxed: written under the list lock; the fast paths only
+         * compare it with wait. */
+        store_relaxed(&c->notify, t + 1);
+        /* The holder of ticket t is near the head: it has others before
+         * it only to the extent that it lost the race between taking its
+         * ticket and queueing.  If it is not queued yet it will see
+         * notify > t and not park.  A tombstone in its place (a waiter
+         * whose deadline passed) takes no signal: the next ticket gets
+         * it. */
+        struct notifywaiter *prev = NULL, *s = c->head;
+        while (s && s->ticket != t) {
+            prev = s;
+            s = s->next;
+        }
+        if (s)
+            notify_unlink(c, prev, s);
+        if (s && !s->g) {
+            s->next = dead;
+            dead = s;
             continue;
-        if (prev)
-            prev->next = s->next;
-        else
-            c->head = s->next;
-        if (!s->next)
-            c->tail = prev;
-        gort__spinunlock(l);
-        /* Still parked: the park released the list lock after saving
-         * its context, so s is valid until the ready. */
-        gort__ready(s->g, true);
-        return;
+        }
+        woken = s;
+        break;
     }
+    notify_skip_tombs(c, &dead);
     gort__spinunlock(l);
+    notify_free(dead);
+    /* Still parked: the park released the list lock after saving its
+     * context, so the record is valid until the ready. */
+    if (woken)
+        gort__ready(woken->g, true);
 }
 
 void gort__notifylistnotifyall(gort_cond *c)
@@ -540,6 +701,8 @@ void gort__notifylistnotifyall(gort_cond *c)
     notifylock_take(l);
     struct notifywaiter *s = c->head;
     c->head = c->tail = NULL;
+    for (struct notifywaiter *w = s; w; w = w->next)
+        w->queued = false;
     /* Every ticket handed out so far is notified: those holders are on
      * the list taken above, or will see notify when they try to queue.
      * Relaxed: written under the list lock. */
@@ -548,7 +711,122 @@ void gort__notifylistnotifyall(gort_cond *c)
     while (s) {
         /* Read next before the ready: s dies when its G runs. */
         struct notifywaiter *next = s->next;
-        gort__ready(s->g, true);
+        if (s->g)
+            gort__ready(s->g, true);
+        else
+            gort__free(s); /* a tombstone */
         s = next;
     }
+}
+
+/* ---------------------------------------------------------------------------
+ * Notify-list waits with a deadline (gort_cond_wait_until).
+ *
+ * A waiter whose deadline passes leaves the list with a ticket nobody has
+ * notified.  Were it simply gone, the signal meant for that ticket would
+ * find nobody and be lost while later tickets wait.  So it leaves a
+ * tombstone, a heap record with its ticket and no G, which a signal skips
+ * (handing itself to the next ticket) and a broadcast frees; when its
+ * ticket is the next to wake, notify simply moves past it and no
+ * tombstone is needed (a lone waiter timing out in a loop allocates
+ * nothing that stays).  The waiter allocates its tombstone before it
+ * takes its ticket, so that leaving never fails.
+ * ------------------------------------------------------------------------- */
+
+void *gort__notifytomb_alloc(void)
+{
+    return gort__malloc(sizeof(struct notifywaiter));
+}
+
+/* s, off the list with its ticket not notified, is leaving: skip its
+ * ticket or leave its tombstone where it was (prev, or the head). */
+static void notify_abandon(gort_cond *c, struct notifywaiter *prev,
+                           struct notifywaiter *s, struct notifywaiter **dead)
+{
+    if (s->ticket == load_relaxed(&c->notify)) {
+        store_relaxed(&c->notify, s->ticket + 1);
+        notify_skip_tombs(c, dead);
+        return;
+    }
+    struct notifywaiter *tb = s->tomb;
+    s->tomb = NULL;
+    *tb = (struct notifywaiter){.ticket = s->ticket, .queued = true};
+    tb->next = prev ? prev->next : c->head;
+    if (prev)
+        prev->next = tb;
+    else
+        c->head = tb;
+    if (!tb->next)
+        c->tail = tb;
+}
+
+/* Take s off its list, leaving its ticket (list lock held). */
+static void notify_leave(struct notifywaiter *s, struct notifywaiter **dead)
+{
+    gort_cond *c = s->c;
+    struct notifywaiter *prev = NULL, *w = c->head;
+    while (w != s) {
+        prev = w;
+        if (!(w = w->next))
+            gort__throw("notifylist: waiter not on its list");
+    }
+    notify_unlink(c, prev, s);
+    notify_abandon(c, prev, s, dead);
+}
+
+/* The deadline timer of s's G: take it off the list unless it was
+ * notified first. */
+static void notify_dl_cancel(struct g *gp, struct dlwait *w)
+{
+    struct notifywaiter *s =
+        (struct notifywaiter *)((char *)w - offsetof(struct notifywaiter, dl));
+    gort_spinlock *l = notifylock(s->c);
+    notifylock_take(l);
+    bool hit = s->queued;
+    struct notifywaiter *dead = NULL;
+    if (hit) {
+        notify_leave(s, &dead);
+        s->timedout = true;
+    }
+    gort__spinunlock(l);
+    notify_free(dead);
+    if (hit)
+        gort__ready(gp, false);
+}
+
+bool gort__notifylistwait_until(gort_cond *c, uint32_t t, int64_t at,
+                                void *tomb)
+{
+    struct g *gp = gort__need_goroutine("gort_cond_wait_until")->curg;
+    struct notifywaiter s = {.g = gp, .ticket = t, .c = c, .tomb = tomb};
+    s.dl.cancel = notify_dl_cancel;
+    gort_spinlock *l = notifylock(c);
+    struct notifywaiter *dead = NULL;
+    notifylock_take(l);
+    bool notified = ticket_less(t, load_relaxed(&c->notify));
+    if (!notified) {
+        if (c->tail)
+            ((struct notifywaiter *)c->tail)->next = &s;
+        else
+            c->head = &s;
+        c->tail = &s;
+        s.queued = true;
+        /* The record first, then the clock (as semacquire_until). */
+        store_seqcst(&gp->dlsync, &s.dl);
+        if (gort_nanotime() >= at) {
+            notify_leave(&s, &dead);
+            gort__spinunlock(l);
+        } else {
+            store_relaxed(&gp->waitobj, (const void *)c); /* dumps only */
+            gort__park(gort__spinunlock_commit, l, WAIT_SYNC_COND_WAIT);
+            store_relaxed(&gp->waitobj, NULL);
+            notified = !s.timedout;
+        }
+        dlsync_done(gp);
+    } else {
+        gort__spinunlock(l);
+    }
+    notify_free(dead);
+    gort__free(s.tomb); /* NULL when it was left behind */
+    return notified;
 }

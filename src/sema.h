@@ -19,6 +19,24 @@ GORT_HIDDEN void gort__semacquire1(uint32_t *addr, bool lifo,
 GORT_HIDDEN void gort__semacquire(uint32_t *addr, uint32_t reason);
 GORT_HIDDEN void gort__semrelease(uint32_t *addr, bool handoff);
 GORT_HIDDEN void gort__semafini(void);
+
+/* Waits with a deadline.  The caller has pushed the G's deadline timer
+ * (chan.c's, gort__dl_arm) to at; the wait publishes itself in
+ * g->dlsync, and the timer's function calls its cancel, which takes the
+ * waiter out of its queue and readies it unless a wake-up came first.
+ * semacquire_until returns whether it took a unit (false: at passed
+ * first); notifylistwait_until whether it was notified, and takes the
+ * tombstone a timed-out waiter may leave (made by notifytomb_alloc before
+ * the ticket is taken; freed or kept by the wait, see sema.c). */
+struct g;
+struct dlwait {
+    void (*cancel)(struct g *gp, struct dlwait *w);
+};
+GORT_HIDDEN bool gort__semacquire_until(uint32_t *addr, bool lifo,
+                                        uint32_t reason, int64_t at);
+GORT_HIDDEN void *gort__notifytomb_alloc(void);
+GORT_HIDDEN bool gort__notifylistwait_until(gort_cond *c, uint32_t ticket,
+                                            int64_t at, void *tomb);
 /* Notify lists (sema.c), on the storage of a gort_cond.  Mirrors
  * notifyList: add hands out a ticket (call it before dropping the user's
  * lock), wait parks until that ticket is notified, notifyone wakes the

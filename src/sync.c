@@ -93,6 +93,7 @@
  *     it is 0 whenever a writer announces itself.
  */
 #include "atomic.h"
+#include "chan.h"
 #include "defs.h"
 #include "fatal.h"
 #include "preempt.h"
@@ -232,6 +233,61 @@ void gort_waitgroup_wait(gort_waitgroup *wg)
         return;
     }
     waitgroup_wait(wg);
+}
+
+/* Whether d is no deadline at all (gort_no_deadline, or at 0). */
+static bool forever(gort_deadline d)
+{
+    return d.at == 0 || d.at == INT64_MAX;
+}
+
+int gort_waitgroup_wait_until(gort_waitgroup *wg, gort_deadline d)
+{
+    GORT_SAN_SCOPE();
+    if (forever(d)) {
+        waitgroup_wait(wg);
+        gort__san_acquire(wg);
+        return 0;
+    }
+    struct g *gp = gort__need_goroutine("gort_waitgroup_wait_until")->curg;
+    for (;;) {
+        uint64_t state = load_acq(&wg->state);
+        if ((int32_t)(state >> 32) == 0)
+            break;
+        if (gort_nanotime() >= d.at)
+            return -ETIMEDOUT;
+        int err = gort__dl_arm(gp, d.at);
+        if (err)
+            return err;
+        /* Count ourselves as a waiter; retry if the state moved. */
+        if (!cas_acqrel(&wg->state, state, state + 1))
+            continue;
+        if (gort__semacquire_until(&wg->sema, false,
+                                   WAIT_SYNC_WAITGROUP_WAIT, d.at)) {
+            if (load_acq(&wg->state) != 0)
+                gort__fatal("sync: WaitGroup is reused before previous "
+                            "Wait has returned");
+            break;
+        }
+        /* The deadline passed: uncount ourselves, unless the counter
+         * reached zero meanwhile.  The Add that took it there releases
+         * one unit for every waiter it saw, us included, and resets the
+         * state: take our unit (it is released at once) and return as
+         * a wait that ended. */
+        for (;;) {
+            state = load_acq(&wg->state);
+            if ((int32_t)(state >> 32) == 0) {
+                gort__semacquire(&wg->sema, WAIT_SYNC_WAITGROUP_WAIT);
+                gort__san_acquire(wg);
+                return 0;
+            }
+            if (cas_acqrel(&wg->state, state, state - 1))
+                return -ETIMEDOUT;
+        }
+    }
+    gort__preempt_check();
+    gort__san_acquire(wg);
+    return 0;
 }
 
 /* ---------------------------------------------------------------------------
@@ -645,6 +701,32 @@ void gort_cond_wait(gort_cond *c)
     gort__notifylistwait(c, t);
     gort__san_acquire(c);
     gort_mutex_lock(c->l);
+}
+
+int gort_cond_wait_until(gort_cond *c, gort_deadline d)
+{
+    if (forever(d)) {
+        gort_cond_wait(c);
+        return 0;
+    }
+    GORT_SAN_SCOPE();
+    gort__preempt_check();
+    struct g *gp = gort__need_goroutine("gort_cond_wait_until")->curg;
+    if (gort_nanotime() >= d.at)
+        return -ETIMEDOUT;
+    /* The timer and the tombstone before the ticket: once it is taken,
+     * leaving must not fail. */
+    void *tomb = gort__notifytomb_alloc();
+    if (!tomb || gort__dl_arm(gp, d.at) != 0) {
+        gort__free(tomb);
+        return -ENOMEM;
+    }
+    uint32_t t = gort__notifylistadd(c);
+    gort_mutex_unlock(c->l);
+    bool notified = gort__notifylistwait_until(c, t, d.at, tomb);
+    gort__san_acquire(c);
+    gort_mutex_lock(c->l);
+    return notified ? 0 : -ETIMEDOUT;
 }
 
 void gort_cond_signal(gort_cond *c)

@@ -439,3 +439,269 @@ TEST(deadlines_race_completion)
 {
     run_main(race_main, NULL);
 }
+
+/* ---------------------------------------------------------------------------
+ * Wait groups and condition variables with a deadline.
+ * ------------------------------------------------------------------------- */
+
+static gort_waitgroup wg_wg;
+
+static void wg_done_later(void *arg)
+{
+    gort_sleep((int64_t)(intptr_t)arg);
+    gort_waitgroup_done(&wg_wg);
+}
+
+static void wg_main(void *arg)
+{
+    (void)arg;
+    /* Counter zero: 0 at once, even with a passed deadline. */
+    CHECK_EQ(gort_waitgroup_wait_until(&wg_wg, gort_deadline_in(-1)), 0);
+    gort_waitgroup_add(&wg_wg, 1);
+    /* Passed: at once, nothing counted. */
+    CHECK_EQ(gort_waitgroup_wait_until(&wg_wg, gort_deadline_in(0)),
+             -ETIMEDOUT);
+    CHECK_EQ(wg_wg.state, (uint64_t)1 << 32);
+    /* A wait that times out leaves no waiter counted behind. */
+    int64_t t0 = now_ns();
+    CHECK_EQ(gort_waitgroup_wait_until(&wg_wg, gort_deadline_in(20 * MS)),
+             -ETIMEDOUT);
+    CHECK_GE(now_ns() - t0, 20 * MS);
+    CHECK_EQ(wg_wg.state, (uint64_t)1 << 32);
+    /* Done before the deadline: 0, and the group is reusable. */
+    CHECK_GT(gort_go(wg_done_later, (void *)(intptr_t)(5 * MS)), 0);
+    CHECK_EQ(gort_waitgroup_wait_until(&wg_wg, gort_deadline_in(SECOND)),
+             0);
+    CHECK_EQ(wg_wg.state, 0);
+    /* A huge deadline is none; no deadline waits as the plain call. */
+    gort_waitgroup_add(&wg_wg, 1);
+    CHECK_GT(gort_go(wg_done_later, (void *)(intptr_t)MS), 0);
+    CHECK_EQ(gort_waitgroup_wait_until(&wg_wg, gort_deadline_in(INT64_MAX)),
+             0);
+    gort_waitgroup_add(&wg_wg, 1);
+    CHECK_GT(gort_go(wg_done_later, (void *)(intptr_t)MS), 0);
+    CHECK_EQ(gort_waitgroup_wait_until(&wg_wg, gort_no_deadline()), 0);
+    CHECK_EQ(wg_wg.state, 0);
+}
+
+/* gort_waitgroup_wait_until: zero counter, passed deadline, timeout that
+ * uncounts the waiter, Done before the deadline, huge and no deadline. */
+TEST(waitgroup_wait_until)
+{
+    run_main(wg_main, NULL);
+}
+
+#define WGR_ROUNDS (SANITIZED ? 300 : 2000)
+static gort_waitgroup wgr_wg, wgr_all;
+static long wgr_ok, wgr_timedout; /* atomic */
+
+static void wgr_waiter(void *arg)
+{
+    int64_t ns = (int64_t)(intptr_t)arg;
+    int r = gort_waitgroup_wait_until(&wgr_wg, gort_deadline_in(ns));
+    CHECK(r == 0 || r == -ETIMEDOUT);
+    __atomic_add_fetch(r == 0 ? &wgr_ok : &wgr_timedout, 1,
+                       __ATOMIC_RELAXED);
+    gort_waitgroup_done(&wgr_all);
+}
+
+static void wgr_main(void *arg)
+{
+    (void)arg;
+    gort_gomaxprocs(4);
+    for (int i = 0; i < WGR_ROUNDS; i++) {
+        gort_waitgroup_add(&wgr_wg, 1);
+        gort_waitgroup_add(&wgr_all, 3);
+        for (int k = 0; k < 3; k++)
+            CHECK_GT(gort_go(wgr_waiter, (void *)(intptr_t)((i + k) % 4 *
+                                                             10000)),
+                     0);
+        for (int s = 0; s < i % 5; s++)
+            gort_gosched();
+        gort_waitgroup_done(&wgr_wg);
+        gort_waitgroup_wait(&wgr_all);
+        /* Every waiter gone, every unit taken: the group is as new. */
+        CHECK_EQ(wgr_wg.state, 0);
+        CHECK_EQ(wgr_wg.sema, 0);
+    }
+    CHECK_EQ(ATOMIC_LOAD(&wgr_ok) + ATOMIC_LOAD(&wgr_timedout),
+             3 * WGR_ROUNDS);
+    CHECK_GT(ATOMIC_LOAD(&wgr_ok), 0);
+}
+
+/* Waiters with deadlines of 0-30 us racing the Done that ends the wait,
+ * on 4 Ps: each returns 0 or -ETIMEDOUT, and after each round the group
+ * has no waiter counted and no unit left in its semaphore (a leftover
+ * would end a later wait early, or be fatal as a reuse). */
+TEST(waitgroup_deadline_races_done)
+{
+    run_main(wgr_main, NULL);
+}
+
+static gort_mutex cv_mu;
+static gort_cond cv = GORT_COND_INIT(&cv_mu);
+static int cv_woken; /* under cv_mu */
+
+static void cv_plain_waiter(void *arg)
+{
+    (void)arg;
+    gort_mutex_lock(&cv_mu);
+    gort_cond_wait(&cv);
+    cv_woken++;
+    gort_mutex_unlock(&cv_mu);
+}
+
+static void cv_timed_waiter(void *arg)
+{
+    int *r = arg;
+    gort_mutex_lock(&cv_mu);
+    *r = gort_cond_wait_until(&cv, gort_deadline_in(10 * MS));
+    CHECK(!gort_mutex_trylock(&cv_mu)); /* held again */
+    gort_mutex_unlock(&cv_mu);
+}
+
+static void cv_main(void *arg)
+{
+    (void)arg;
+    gort_mutex_lock(&cv_mu);
+    /* Passed: -ETIMEDOUT at once, the lock still held. */
+    CHECK_EQ(gort_cond_wait_until(&cv, gort_deadline_in(0)), -ETIMEDOUT);
+    CHECK(!gort_mutex_trylock(&cv_mu));
+    /* Nobody signals: -ETIMEDOUT after the deadline, the lock held. */
+    int64_t t0 = now_ns();
+    CHECK_EQ(gort_cond_wait_until(&cv, gort_deadline_in(20 * MS)),
+             -ETIMEDOUT);
+    CHECK_GE(now_ns() - t0, 20 * MS);
+    CHECK(!gort_mutex_trylock(&cv_mu));
+    gort_mutex_unlock(&cv_mu);
+    /* A lone waiter timing out leaves nothing behind. */
+    CHECK(cv.head == NULL && cv.wait == cv.notify);
+
+    /* Signalled before the deadline: 0. */
+    int r = 1;
+    int64_t id = gort_go(cv_timed_waiter, &r);
+    CHECK_GT(id, 0);
+    await_waiting("sync.Cond.Wait", id, 1);
+    gort_cond_signal(&cv);
+    while (ATOMIC_LOAD(&r) == 1)
+        gort_sleep(MS);
+    CHECK_EQ(r, 0);
+
+    /* A timed-out waiter between two plain ones takes no signal: the
+     * first signal wakes the first plain waiter, the second the last. */
+    int64_t a = gort_go(cv_plain_waiter, NULL);
+    await_waiting("sync.Cond.Wait", a, 1);
+    r = 1;
+    int64_t b = gort_go(cv_timed_waiter, &r);
+    await_waiting("sync.Cond.Wait", b, 1);
+    int64_t c = gort_go(cv_plain_waiter, NULL);
+    await_waiting("sync.Cond.Wait", c, 1);
+    while (ATOMIC_LOAD(&r) == 1)
+        gort_sleep(MS);
+    CHECK_EQ(r, -ETIMEDOUT);
+    CHECK(cv.head != NULL); /* b's ticket is not the next: a tombstone */
+    gort_cond_signal(&cv);
+    for (int i = 0; i < 1000 && ATOMIC_LOAD(&cv_woken) < 1; i++)
+        gort_sleep(MS);
+    gort_cond_signal(&cv);
+    for (int i = 0; i < 1000 && ATOMIC_LOAD(&cv_woken) < 2; i++)
+        gort_sleep(MS);
+    gort_mutex_lock(&cv_mu);
+    CHECK_EQ(cv_woken, 2);
+    gort_mutex_unlock(&cv_mu);
+    /* Both woken: the tombstone was skipped and freed. */
+    CHECK(cv.head == NULL && cv.wait == cv.notify);
+
+    /* A tombstone left at the head is skipped by the next signal, which
+     * wakes the waiter after it. */
+    a = gort_go(cv_plain_waiter, NULL);
+    await_waiting("sync.Cond.Wait", a, 1);
+    r = 1;
+    b = gort_go(cv_timed_waiter, &r);
+    await_waiting("sync.Cond.Wait", b, 1);
+    while (ATOMIC_LOAD(&r) == 1)
+        gort_sleep(MS);
+    gort_cond_signal(&cv); /* wakes a; b's tombstone is then the next */
+    for (int i = 0; i < 1000 && ATOMIC_LOAD(&cv_woken) < 3; i++)
+        gort_sleep(MS);
+    CHECK(cv.head == NULL && cv.wait == cv.notify);
+    c = gort_go(cv_plain_waiter, NULL);
+    await_waiting("sync.Cond.Wait", c, 1);
+    gort_cond_broadcast(&cv);
+    for (int i = 0; i < 1000 && ATOMIC_LOAD(&cv_woken) < 4; i++)
+        gort_sleep(MS);
+    CHECK_EQ(ATOMIC_LOAD(&cv_woken), 4);
+}
+
+/* gort_cond_wait_until: passed and plain timeouts with the lock held
+ * again, a signal before the deadline, and the tickets of timed-out
+ * waiters: a signal meant for one goes to the next waiter, and nothing
+ * is left on the list once the waiters are gone. */
+TEST(cond_wait_until)
+{
+    run_main(cv_main, NULL);
+}
+
+#define CVS_ITEMS (SANITIZED ? 2000 : 20000)
+#define CVS_CONSUMERS 6
+static gort_mutex cvs_mu;
+static gort_cond cvs = GORT_COND_INIT(&cvs_mu);
+static int cvs_items, cvs_taken, cvs_produced; /* under cvs_mu */
+static long cvs_timeouts;                      /* atomic */
+static gort_waitgroup cvs_wg;
+
+static void cvs_consumer(void *arg)
+{
+    int64_t ns = (int64_t)(intptr_t)arg;
+    gort_mutex_lock(&cvs_mu);
+    for (;;) {
+        while (cvs_items == 0 && cvs_taken < CVS_ITEMS) {
+            int r = gort_cond_wait_until(&cvs, gort_deadline_in(ns));
+            CHECK(r == 0 || r == -ETIMEDOUT);
+            if (r)
+                __atomic_add_fetch(&cvs_timeouts, 1, __ATOMIC_RELAXED);
+        }
+        if (cvs_taken == CVS_ITEMS)
+            break;
+        cvs_items--;
+        cvs_taken++;
+    }
+    gort_mutex_unlock(&cvs_mu);
+    gort_cond_broadcast(&cvs); /* the others see the end too */
+    gort_waitgroup_done(&cvs_wg);
+}
+
+static void cvs_main(void *arg)
+{
+    (void)arg;
+    gort_gomaxprocs(4);
+    gort_waitgroup_add(&cvs_wg, CVS_CONSUMERS);
+    for (int i = 0; i < CVS_CONSUMERS; i++)
+        CHECK_GT(gort_go(cvs_consumer, (void *)(intptr_t)((i % 3 + 1) *
+                                                           20000)),
+                 0);
+    for (int i = 0; i < CVS_ITEMS; i++) {
+        gort_mutex_lock(&cvs_mu);
+        cvs_items++;
+        cvs_produced++;
+        gort_mutex_unlock(&cvs_mu);
+        gort_cond_signal(&cvs);
+        if (i % 64 == 0)
+            gort_sleep(20000);
+    }
+    gort_waitgroup_wait(&cvs_wg);
+    CHECK_EQ(cvs_taken, CVS_ITEMS);
+    CHECK_EQ(cvs_items, 0);
+    CHECK_GT(ATOMIC_LOAD(&cvs_timeouts), 0);
+    /* Every waiter gone: no tombstone left (ASan would also report one
+     * as a leak). */
+    CHECK(cvs.head == NULL && cvs.tail == NULL && cvs.wait == cvs.notify);
+}
+
+/* Consumers waiting with deadlines of 20-60 us for items a producer
+ * signals one at a time, on 4 Ps: every item is taken once, timeouts
+ * happen, and the list is empty at the end. */
+TEST(cond_deadline_races_signal)
+{
+    run_main(cvs_main, NULL);
+}
