@@ -726,6 +726,14 @@ GORT_EXTERN void gort_mutex_lock(gort_mutex *m);
 /* Lock m if it is free, without waiting: true when the caller now holds
  * it. */
 GORT_EXTERN bool gort_mutex_trylock(gort_mutex *m);
+/* gort_mutex_lock until d: 0 with the mutex held, or -ETIMEDOUT when d
+ * passed first (a passed deadline: a try).  A waiter that gives up leaves
+ * a small record in its place in the queue, which takes the wake-up or
+ * hand-off that was coming to it and passes the mutex on, so giving up
+ * never stalls the other waiters.  -ENOMEM (nothing held) when that
+ * record or the goroutine's deadline timer cannot be made.
+ * gort_no_deadline waits as gort_mutex_lock. */
+GORT_EXTERN int gort_mutex_lock_until(gort_mutex *m, gort_deadline d);
 /* Fatal: "sync: unlock of unlocked mutex". */
 GORT_EXTERN void gort_mutex_unlock(gort_mutex *m);
 

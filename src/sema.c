@@ -114,6 +114,8 @@ struct semawaiter {
     bool timedout;   /* its deadline timer took it out; under the lock,
                         read by its G after the ready */
     struct dlwait dl; /* what its deadline timer calls (semacquire_until) */
+    struct semawaiter *proxy; /* takes its place when its deadline passes,
+                                 or NULL: it leaves */
 };
 
 struct semaroot {
@@ -349,6 +351,41 @@ static void remove_locked(struct semaroot *root, struct semawaiter *s)
     TREAP_CHECK(root);
 }
 
+/* Put px, a proxy (no G), in s's place: the same node or list position. */
+static void replace_locked(struct semaroot *root, struct semawaiter *s,
+                           struct semawaiter *px)
+{
+    gort__lock_assert_held(&root->lock);
+    *px = (struct semawaiter){.addr = s->addr, .queued = true};
+    struct semawaiter *t = root->treap;
+    while (t && t->addr != s->addr)
+        t = (uintptr_t)s->addr < (uintptr_t)t->addr ? t->left : t->right;
+    if (!t)
+        gort__throw("semaroot: waiter's address not in the tree");
+    if (t == s) {
+        take_place(root, s, px);
+        px->waitlink = s->waitlink;
+        px->waittail = s->waittail;
+    } else {
+        struct semawaiter *prev = t;
+        while (prev->waitlink != s)
+            if (!(prev = prev->waitlink))
+                gort__throw("semaroot: waiter not on its address's list");
+        prev->waitlink = px;
+        px->waitlink = s->waitlink;
+        if (t->waittail == s)
+            t->waittail = px;
+    }
+    s->waitlink = s->waittail = NULL;
+    s->queued = false;
+    TREAP_CHECK(root);
+}
+
+void *gort__semproxy_alloc(void)
+{
+    return gort__malloc(sizeof(struct semawaiter));
+}
+
 /* ---------------------------------------------------------------------------
  * Acquire and release.
  * ------------------------------------------------------------------------- */
@@ -400,6 +437,18 @@ void gort__semacquire(uint32_t *addr, uint32_t reason)
     gort__semacquire1(addr, false, reason);
 }
 
+/* s, queued, leaves: its proxy takes its place (and its count in
+ * nwait), or it is taken out. */
+static void sema_leave_locked(struct semaroot *root, struct semawaiter *s)
+{
+    if (s->proxy) {
+        replace_locked(root, s, s->proxy);
+        return;
+    }
+    remove_locked(root, s);
+    xadd_acqrel(&root->nwait, -1); /* acq-rel: a count, under lock */
+}
+
 /* The deadline timer of s's G: take s out of its queue and wake the G,
  * unless a release dequeued it first. */
 static void sema_dl_cancel(struct g *gp, struct dlwait *w)
@@ -410,8 +459,7 @@ static void sema_dl_cancel(struct g *gp, struct dlwait *w)
     gort__lock(&root->lock);
     bool hit = s->queued;
     if (hit) {
-        remove_locked(root, s);
-        xadd_acqrel(&root->nwait, -1); /* acq-rel: a count, under lock */
+        sema_leave_locked(root, s);
         s->timedout = true;
     }
     gort__unlock(&root->lock);
@@ -429,7 +477,7 @@ static void dlsync_done(struct g *gp)
 }
 
 bool gort__semacquire_until(uint32_t *addr, bool lifo, uint32_t reason,
-                            int64_t at)
+                            int64_t at, void *proxy)
 {
     if (cansemacquire(addr)) {
         gort__preempt_check();
@@ -439,6 +487,7 @@ bool gort__semacquire_until(uint32_t *addr, bool lifo, uint32_t reason,
     struct semawaiter s;
     s.queued = false;
     s.dl.cancel = sema_dl_cancel;
+    s.proxy = proxy;
     struct semaroot *root = semroot(addr);
     bool got = true;
     for (;;) {
@@ -457,8 +506,7 @@ bool gort__semacquire_until(uint32_t *addr, bool lifo, uint32_t reason,
          * Seq-cst: against the timer's load (chan.c, dl_fire). */
         store_seqcst(&gp->dlsync, &s.dl);
         if (gort_nanotime() >= at) {
-            remove_locked(root, &s);
-            xadd_acqrel(&root->nwait, -1);
+            sema_leave_locked(root, &s);
             gort__unlock(&root->lock);
             got = false;
             break;
@@ -478,7 +526,7 @@ bool gort__semacquire_until(uint32_t *addr, bool lifo, uint32_t reason,
     return got;
 }
 
-void gort__semrelease(uint32_t *addr, bool handoff)
+void *gort__semrelease(uint32_t *addr, bool handoff)
 {
     struct semaroot *root = semroot(addr);
     /* Seq-cst increment then seq-cst load of nwait: the releaser's side
@@ -487,21 +535,34 @@ void gort__semrelease(uint32_t *addr, bool handoff)
      * unit.  The increment also publishes our writes (release). */
     xadd_seqcst(addr, 1);
     if (load_seqcst(&root->nwait) == 0)
-        return;
+        return NULL;
     gort__lock(&root->lock);
     /* Relaxed under the lock: every change of nwait that matters here was
      * made under it. */
     if (load_relaxed(&root->nwait) == 0) {
         /* Another release woke the waiter our unit was for. */
         gort__unlock(&root->lock);
-        return;
+        return NULL;
     }
     struct semawaiter *s = dequeue_locked(root, addr);
+    if (s && !s->g) {
+        /* A proxy: it takes the unit now, for the caller to act on, or,
+         * when a newcomer took it first, goes back to the front, as a
+         * woken waiter that lost the race queues again. */
+        if (cansemacquire(addr)) {
+            xadd_acqrel(&root->nwait, -1);
+            gort__unlock(&root->lock);
+            return s;
+        }
+        queue_locked(root, addr, s, NULL, true);
+        gort__unlock(&root->lock);
+        return NULL;
+    }
     if (s)
         xadd_acqrel(&root->nwait, -1); /* acq-rel: a count, under lock */
     gort__unlock(&root->lock);
     if (!s)
-        return;
+        return NULL;
     /* The waiter is still parked (its park released the root lock after
      * saving its context), so s stays valid until the ready below. */
     if (s->ticket != 0)
@@ -512,6 +573,7 @@ void gort__semrelease(uint32_t *addr, bool handoff)
     /* Go yields here after a hand-off (goyield); see the file comment for
      * why the new owner waits in runnext instead. */
     gort__preempt_check();
+    return NULL;
 }
 
 void gort__semafini(void)

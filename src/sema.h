@@ -13,11 +13,12 @@
  * take a unit from *addr; lifo queues the caller first among the waiters
  * on addr (a mutex waiter that has waited before).  semrelease adds a unit
  * and wakes the first waiter; with handoff the unit goes straight to that
- * waiter.  Both must run on a goroutine. */
+ * waiter.  Both must run on a goroutine.  semrelease returns NULL, or the
+ * proxy it dequeued (below), which only a mutex's semaphore holds. */
 GORT_HIDDEN void gort__semacquire1(uint32_t *addr, bool lifo,
                                    uint32_t reason);
 GORT_HIDDEN void gort__semacquire(uint32_t *addr, uint32_t reason);
-GORT_HIDDEN void gort__semrelease(uint32_t *addr, bool handoff);
+GORT_HIDDEN void *gort__semrelease(uint32_t *addr, bool handoff);
 GORT_HIDDEN void gort__semafini(void);
 
 /* Waits with a deadline.  The caller has pushed the G's deadline timer
@@ -33,7 +34,15 @@ struct dlwait {
     void (*cancel)(struct g *gp, struct dlwait *w);
 };
 GORT_HIDDEN bool gort__semacquire_until(uint32_t *addr, bool lifo,
-                                        uint32_t reason, int64_t at);
+                                        uint32_t reason, int64_t at,
+                                        void *proxy);
+/* A proxy for semacquire_until (NULL when out of memory).  A waiter whose
+ * deadline passes leaves its proxy queued in its place, keeping its
+ * count; the release that dequeues the proxy takes a unit for it and
+ * returns it to its caller (semrelease's value, otherwise NULL), which
+ * acts on the gone waiter's behalf and frees it (gort_mutex_lock_until).
+ * A wait that ends otherwise leaves the proxy to its caller to free. */
+GORT_HIDDEN void *gort__semproxy_alloc(void);
 GORT_HIDDEN void *gort__notifytomb_alloc(void);
 GORT_HIDDEN bool gort__notifylistwait_until(gort_cond *c, uint32_t ticket,
                                             int64_t at, void *tomb);

@@ -84,9 +84,11 @@
  * Invariants:
  *   - The WaitGroup counter never goes negative (fatal, as Go panics);
  *     waiters are only added while the counter is positive.
- *   - mutex: waiters >= the goroutines parked on sema; starving implies
- *     waiters > 0 or the hand-off in progress (locked is then clear, the
- *     receiving waiter still counted).
+ *   - mutex: waiters >= the goroutines parked on sema plus the proxies
+ *     queued there (a timed-out gort_mutex_lock_until's stand-in, which
+ *     keeps its count); starving implies waiters > 0 or the hand-off in
+ *     progress (locked is then clear, the receiving waiter still
+ *     counted).
  *   - rwmutex: reader_count in [-2^30, 2^30): readers inside or parked,
  *     minus 2^30 while a writer holds or waits; reader_wait >= 0; only
  *     readers whose add made reader_count negative touch reader_sem, and
@@ -263,7 +265,7 @@ int gort_waitgroup_wait_until(gort_waitgroup *wg, gort_deadline d)
         if (!cas_acqrel(&wg->state, state, state + 1))
             continue;
         if (gort__semacquire_until(&wg->sema, false,
-                                   WAIT_SYNC_WAITGROUP_WAIT, d.at)) {
+                                   WAIT_SYNC_WAITGROUP_WAIT, d.at, NULL)) {
             if (load_acq(&wg->state) != 0)
                 gort__fatal("sync: WaitGroup is reused before previous "
                             "Wait has returned");
@@ -338,8 +340,11 @@ static void dospin(void)
         gort__cpu_relax();
 }
 
-/* The contended part of Lock.  Mirrors Mutex.lockSlow (mutex.go). */
-static GORT_NOINLINE void mutex_lock_slow(gort_mutex *m)
+/* The contended part of Lock.  Mirrors Mutex.lockSlow (mutex.go).  With
+ * at (not 0) the waits end at that time: px, the caller's proxy, then
+ * takes the waiter's place, and false is returned. */
+static GORT_NOINLINE bool mutex_lock_slow(gort_mutex *m, int64_t at,
+                                          void *px)
 {
     int64_t wait_start = 0;
     bool waited = false;   /* parked at least once: requeue at the front */
@@ -388,14 +393,15 @@ static GORT_NOINLINE void mutex_lock_slow(gort_mutex *m)
             continue;
         }
         if (!(old & (MUTEX_LOCKED | MUTEX_STARVING)))
-            return; /* locked it */
-        if (!waited) {
-            waited = true;
+            return true; /* locked it */
+        if (!waited)
             wait_start = gort_nanotime();
-            gort__semacquire1(&m->sema, false, WAIT_SYNC_MUTEX_LOCK);
-        } else {
-            gort__semacquire1(&m->sema, true, WAIT_SYNC_MUTEX_LOCK);
-        }
+        if (!at)
+            gort__semacquire1(&m->sema, waited, WAIT_SYNC_MUTEX_LOCK);
+        else if (!gort__semacquire_until(&m->sema, waited,
+                                         WAIT_SYNC_MUTEX_LOCK, at, px))
+            return false; /* px waits in our place, with our count */
+        waited = true;
         starving = starving ||
                    gort_nanotime() - wait_start > STARVATION_THRESHOLD_NS;
         old = load_relaxed(&m->state);
@@ -414,7 +420,7 @@ static GORT_NOINLINE void mutex_lock_slow(gort_mutex *m)
             /* Acq-rel: acquire pairs with the releasing Unlock's add
              * (the semaphore hand-off also ordered it before us). */
             xadd_acqrel(&m->state, delta);
-            return;
+            return true;
         }
         awoke = true;
         iter = 0;
@@ -427,7 +433,7 @@ static inline __attribute__((always_inline)) void mutex_lock(gort_mutex *m)
     /* Acquire: pairs with the release in gort_mutex_unlock. */
     if (GORT_LIKELY(cas_acq(&m->state, 0, MUTEX_LOCKED)))
         return;
-    mutex_lock_slow(m);
+    mutex_lock_slow(m, 0, NULL);
 }
 
 static GORT_NOINLINE void mutex_lock_san(gort_mutex *m)
@@ -474,35 +480,114 @@ bool gort_mutex_trylock(gort_mutex *m)
     return mutex_trylock(m);
 }
 
+int gort_mutex_lock_until(gort_mutex *m, gort_deadline d)
+{
+    if (forever(d)) {
+        gort_mutex_lock(m);
+        return 0;
+    }
+    GORT_SAN_SCOPE();
+    gort__preempt_check();
+    /* Acquire: pairs with the release in gort_mutex_unlock. */
+    if (cas_acq(&m->state, 0, MUTEX_LOCKED) ||
+        (gort_nanotime() >= d.at && mutex_trylock(m))) {
+        gort__san_acquire(m);
+        return 0;
+    }
+    if (gort_nanotime() >= d.at)
+        return -ETIMEDOUT;
+    struct g *gp = gort__need_goroutine("gort_mutex_lock_until")->curg;
+    void *px = gort__semproxy_alloc();
+    if (!px || gort__dl_arm(gp, d.at) != 0) {
+        gort__free(px);
+        return -ENOMEM;
+    }
+    if (!mutex_lock_slow(m, d.at, px))
+        return -ETIMEDOUT; /* px is queued, the mutex's now */
+    gort__free(px);
+    gort__san_acquire(m);
+    return 0;
+}
+
+/* A proxy of a waiter whose deadline passed (gort_mutex_lock_until) got
+ * the unit of a wake-up or a hand-off: do what that waiter would have
+ * done on waking, short of keeping the mutex.  Returns whether it now
+ * holds the mutex, which the caller then unlocks on its behalf. */
+static bool mutex_proxy_woken(gort_mutex *m)
+{
+    /* Relaxed: each value feeds a CAS or an add that checks it. */
+    int32_t old = load_relaxed(&m->state);
+    for (;;) {
+        if (old & MUTEX_STARVING) {
+            /* Handed to it, as in mutex_lock_slow, and it leaves
+             * starvation mode: it did not wait to take the mutex. */
+            if ((old & (MUTEX_LOCKED | MUTEX_WOKEN)) ||
+                (old >> MUTEX_WAITER_SHIFT) == 0)
+                gort__throw("sync: inconsistent mutex state");
+            xadd_acqrel(&m->state,
+                        MUTEX_LOCKED - MUTEX_WAITER - MUTEX_STARVING);
+            return true;
+        }
+        /* Woken in normal mode: the unlock that woke it set woken and
+         * took it off the count.  Take the mutex if it is free (to pass
+         * it on), else only give woken back (its holder's unlock wakes
+         * the next).  Acquire: pairs with that unlock's release. */
+        if (!(old & MUTEX_LOCKED)) {
+            if (cas_acq(&m->state, old, (old | MUTEX_LOCKED) & ~MUTEX_WOKEN))
+                return true;
+        } else if (cas_relaxed(&m->state, old, old & ~MUTEX_WOKEN)) {
+            return false;
+        }
+        old = load_relaxed(&m->state);
+    }
+}
+
 /* Mirrors Mutex.unlockSlow (mutex.go); new_ is the state after the
- * locked bit was dropped. */
+ * locked bit was dropped.  A proxy that a wake-up or hand-off reaches
+ * (semrelease's value) is served here, in a loop rather than by a
+ * nested unlock, since proxies may follow one another in the queue. */
 static GORT_NOINLINE void mutex_unlock_slow(gort_mutex *m, int32_t new_)
 {
     if (((new_ + MUTEX_LOCKED) & MUTEX_LOCKED) == 0)
         gort__fatal("sync: unlock of unlocked mutex");
-    if (new_ & MUTEX_STARVING) {
-        /* Hand the mutex to the first waiter.  locked stays clear until
-         * it sets it, but starving keeps newcomers out meanwhile. */
-        gort__semrelease(&m->sema, true);
-        return;
-    }
-    int32_t old = new_;
     for (;;) {
-        /* Nobody to wake, or someone is already awake or has taken the
-         * lock, or the mutex turned starving after our add (then the
-         * hand-off is the next Unlock's business, not ours). */
-        if ((old >> MUTEX_WAITER_SHIFT) == 0 ||
-            (old & (MUTEX_LOCKED | MUTEX_WOKEN | MUTEX_STARVING)))
-            return;
-        /* Take the right to wake one waiter.  Relaxed: our critical
-         * section was published by the add in gort_mutex_unlock, and the
-         * semaphore orders the wake-up. */
-        if (cas_relaxed(&m->state, old,
-                        (old - MUTEX_WAITER) | MUTEX_WOKEN)) {
-            gort__semrelease(&m->sema, false);
-            return;
+        void *px = NULL;
+        if (new_ & MUTEX_STARVING) {
+            /* Hand the mutex to the first waiter.  locked stays clear
+             * until it sets it, but starving keeps newcomers out
+             * meanwhile. */
+            px = gort__semrelease(&m->sema, true);
+        } else {
+            int32_t old = new_;
+            for (;;) {
+                /* Nobody to wake, or someone is already awake or has
+                 * taken the lock, or the mutex turned starving after our
+                 * add (then the hand-off is the next Unlock's business,
+                 * not ours). */
+                if ((old >> MUTEX_WAITER_SHIFT) == 0 ||
+                    (old & (MUTEX_LOCKED | MUTEX_WOKEN | MUTEX_STARVING)))
+                    return;
+                /* Take the right to wake one waiter.  Relaxed: our
+                 * critical section was published by the add in
+                 * gort_mutex_unlock, and the semaphore orders the
+                 * wake-up. */
+                if (cas_relaxed(&m->state, old,
+                                (old - MUTEX_WAITER) | MUTEX_WOKEN)) {
+                    px = gort__semrelease(&m->sema, false);
+                    break;
+                }
+                old = load_relaxed(&m->state);
+            }
         }
-        old = load_relaxed(&m->state);
+        if (!px)
+            return;
+        gort__free(px);
+        if (!mutex_proxy_woken(m))
+            return;
+        /* Unlock on the proxy's behalf (acq-rel: as gort_mutex_unlock). */
+        new_ = xadd_acqrel(&m->state, -MUTEX_LOCKED);
+        if (new_ == 0)
+            return;
     }
 }
 
