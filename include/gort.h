@@ -848,19 +848,19 @@ GORT_EXTERN int gort_split_host_port(const char *hostport, char *host,
 GORT_EXTERN int gort_join_host_port(const char *host, const char *port,
                                     char *buf, size_t n);
 /*
- * A socket listening on address (Go's net.Listen; for "udp*" and
- * "unixgram", net.ListenPacket): for "tcp*", "unix" and "unixpacket" a
- * listening socket (SO_REUSEADDR, the largest backlog the kernel allows)
- * for gort_accept; for "udp*" and "unixgram" a bound datagram socket for
- * gort_recvfrom and gort_sendto.  An empty host (":8080"), 0.0.0.0 or
- * [::] is every address: for "tcp" and "udp" one IPv6 socket that takes
- * IPv4 too (IPV6_V6ONLY off; an IPv4 socket on 0.0.0.0 where the machine
- * has no IPv6); "tcp4"/"udp4" listen on IPv4 alone, "tcp6"/"udp6" on
- * IPv6 alone (IPV6_V6ONLY on).  Port 0 or empty (an empty address is
- * ":0") picks a free port: getsockname(2) tells which.  A host name
- * listens on one of its addresses, the first IPv4 one if it has any, else
- * the first (Go's).  A Unix path is created by the bind and left behind
- * when the socket is closed: the caller removes it.
+ * A socket listening on address (Go's net.Listen; for "udp*" and "unixgram",
+ * net.ListenPacket): for "tcp*", "unix" and "unixpacket" a listening socket
+ * (SO_REUSEADDR, the largest backlog the kernel allows) for gort_accept; for
+ * "udp*" (SO_BROADCAST on) and "unixgram" a bound datagram socket for
+ * gort_recvfrom and gort_sendto.  An empty host (":8080"), 0.0.0.0 or [::] is
+ * every address: for "tcp" and "udp" one IPv6 socket that takes IPv4 too
+ * (IPV6_V6ONLY off; an IPv4 socket on 0.0.0.0 where the machine has no IPv6);
+ * "tcp4"/"udp4" listen on IPv4 alone, "tcp6"/"udp6" on IPv6 alone
+ * (IPV6_V6ONLY on).  Port 0 or empty (an empty address is ":0") picks a free
+ * port: getsockname(2) tells which.  A host name listens on one of its
+ * addresses, the first IPv4 one if it has any, else the first (Go's).  A Unix
+ * path is created by the bind and left behind when the socket is closed: the
+ * caller removes it.
  *
  * Returns the descriptor; -EINVAL for network or address NULL, an
  * unknown network, a malformed address (gort_split_host_port's cases, a
@@ -874,17 +874,17 @@ GORT_EXTERN int gort_join_host_port(const char *host, const char *port,
  */
 GORT_EXTERN int gort_listen(const char *network, const char *address);
 /*
- * A socket connected to address (Go's net.Dial with a deadline): for
- * "tcp*" a TCP connection with TCP_NODELAY, for "udp*" a connected
- * datagram socket, for the Unix networks a socket connected to the path.
- * The host resolves to a list of addresses (for "tcp4"/"udp4" its IPv4
- * ones, for "tcp6"/"udp6" its IPv6 ones; an empty host is this machine,
- * 127.0.0.1, or ::1 for "tcp6"/"udp6"), which are tried in turn (Go's
- * dialSerial): the first connection is returned.  d (gort_no_deadline:
- * none) bounds the whole call, a name lookup included; each attempt gets
- * an equal share of the time left for the addresses still to try, at
- * least 2 s (all of it when less is left), so that one address that does
- * not answer does not take all the time (Go's partialDeadline).
+ * A socket connected to address (Go's net.Dial with a deadline): for "tcp*" a
+ * TCP connection with TCP_NODELAY, for "udp*" a connected datagram socket
+ * (SO_BROADCAST on, as Go sets it), for the Unix networks a socket connected
+ * to the path.  The host resolves to a list of addresses (for "tcp4"/"udp4"
+ * its IPv4 ones, for "tcp6"/"udp6" its IPv6 ones; an empty host is this
+ * machine, 127.0.0.1, or ::1 for "tcp6"/"udp6"), which are tried in turn
+ * (Go's dialSerial): the first connection is returned.  d (gort_no_deadline:
+ * none) bounds the whole call, a name lookup included; each attempt gets an
+ * equal share of the time left for the addresses still to try, at least 2 s
+ * (all of it when less is left), so that one address that does not answer
+ * does not take all the time (Go's partialDeadline).
  *
  * Returns the descriptor; when every address fails, the first one's
  * error (-ECONNREFUSED, -ENETUNREACH, -ETIMEDOUT when its share of the

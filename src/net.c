@@ -590,7 +590,8 @@ static bool self_connected(int fd)
 
 /* Connect a new socket of nt's type to sa, giving up at until (0: none):
  * the registered fd, or -ETIMEDOUT or the connection's error with nothing
- * left open.  TCP sockets get TCP_NODELAY (Go's default); one connected
+ * left open.  UDP sockets may broadcast, TCP sockets get TCP_NODELAY
+ * (Go's defaults); one connected
  * to itself, or refused a local address, is tried again twice (Go's
  * dialTCP). */
 static int dial_one(const struct net *nt, const struct sockaddr *sa,
@@ -603,7 +604,12 @@ static int dial_one(const struct net *nt, const struct sockaddr *sa,
         int fd = gort_socket(sa->sa_family, nt->socktype, 0);
         if (fd < 0)
             return fd;
-        int r = gort_connect(fd, sa, len, left);
+        /* Go's default for IP datagram sockets, which a connect to a
+         * broadcast address needs. */
+        int r =
+            nt->kind == NET_UDP ? set_int(fd, SOL_SOCKET, SO_BROADCAST, 1) : 0;
+        if (!r)
+            r = gort_connect(fd, sa, len, left);
         if (nt->kind == NET_TCP && retry < 2 &&
             (r == -EADDRNOTAVAIL || (r == 0 && self_connected(fd)))) {
             gort_close(fd);

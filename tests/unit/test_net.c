@@ -520,6 +520,7 @@ static void udp_main(void *arg)
     int c = gort_dial("udp", a, gort_deadline_in(5 * SECOND));
     check_gort_fd(c);
     CHECK_EQ(sockopt(c, SOL_SOCKET, SO_TYPE), SOCK_DGRAM);
+    CHECK_EQ(sockopt(c, SOL_SOCKET, SO_BROADCAST), 1);
     CHECK_EQ(sock_port(c, true, NULL), port); /* connected */
     datagram_round_trip(l, c);
     gort_close(c);
@@ -562,8 +563,8 @@ static void udp_main(void *arg)
     gort_close(l);
 }
 
-/* UDP: a bound datagram socket (SO_BROADCAST on, as Go sets it) and a
- * connected one exchange datagrams both ways on 127.0.0.1, the "udp4"
+/* UDP: a bound datagram socket and a connected one (SO_BROADCAST on both,
+ * as Go sets it) exchange datagrams both ways on 127.0.0.1, the "udp4"
  * wildcard, the dual-stack wildcard from 127.0.0.1 and ::1, and "udp6"
  * (IPV6_V6ONLY on). */
 TEST(udp)
