@@ -1025,8 +1025,10 @@ static void unknown_main(void *arg)
     int r4 = gort_dial("udp", a, gort_deadline_in(30 * SECOND));
     fprintf(stderr, "%s: %s\n", a, gort_strerror(r1));
     CHECK(lookup_failure(r1));
-    /* The lookup through a goroutine (with a deadline) fails alike. */
-    CHECK_EQ(r2, r1);
+    /* The lookup through a goroutine (with a deadline) fails alike (a
+     * resolver may say "no such name" once and "try again" the next
+     * time: any resolver error). */
+    CHECK(lookup_failure(r2));
     CHECK(lookup_failure(r3));
     CHECK(lookup_failure(r4));
     CHECK_EQ(count_fds(), before);
