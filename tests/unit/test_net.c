@@ -926,8 +926,10 @@ static void split_main(void *arg)
     int64_t took = gort_nanotime() - t0;
     check_gort_fd(c);
     CHECK_EQ(sock_family(c), AF_INET);
+    /* Connected at all: the first attempt ended at its share, not at
+     * the deadline (the bound above it is slack for a loaded machine). */
     CHECK_GE(took, 2 * SECOND);
-    CHECK_LT(took, 3 * SECOND);
+    CHECK_LT(took, 5 * SECOND);
     gort_close(c);
     int s = gort_accept(l4, NULL, NULL);
     CHECK_GE(s, 0);
