@@ -120,8 +120,8 @@ struct proto;
 
 static struct config {
     const struct proto *proto;
-    const char *addr_str;      /* -addr as given, for the HTTP Host header */
-    struct sockaddr_in addr;
+    const char *addr_str;      /* -addr as given: dialed, and the HTTP
+                                  Host header */
     int conns;                 /* -conns */
     double rate;               /* -rate, requests a second; 0: saturation */
     double seconds, warmup;    /* -seconds, -warmup */
@@ -169,28 +169,6 @@ static double num_flag(const char *flag, const char *val, double min,
         bad_flag(flag, val, integral ? "an integer in range" :
                  "a number in range");
     return v;
-}
-
-static int parse_addr(const char *s, struct sockaddr_in *sa)
-{
-    const char *colon = strrchr(s, ':');
-    char host[64];
-    if (!colon || (size_t)(colon - s) >= sizeof host)
-        return -1;
-    memcpy(host, s, (size_t)(colon - s));
-    host[colon - s] = 0;
-    char *end;
-    long port = strtol(colon + 1, &end, 10);
-    if (colon[1] == 0 || *end || port <= 0 || port > 65535)
-        return -1;
-    memset(sa, 0, sizeof *sa);
-    sa->sin_family = AF_INET;
-    sa->sin_port = htons((uint16_t)port);
-    if (!strcmp(host, "localhost") || host[0] == 0)
-        sa->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    else if (inet_pton(AF_INET, host, &sa->sin_addr) != 1)
-        return -1;
-    return 0;
 }
 
 static void parse_pids(const char *val)
@@ -247,8 +225,8 @@ static void parse_flags(int argc, char **argv)
                 bad_flag("-proto", val, "resp, http, echo or none");
         } else if (!strcmp(nbuf, "addr")) {
             cfg.addr_str = val;
-            if (parse_addr(val, &cfg.addr) != 0)
-                bad_flag("-addr", val, "IPV4:PORT or localhost:PORT");
+            if (gort_split_host_port(val, NULL, 0, NULL, 0) != 0)
+                bad_flag("-addr", val, "HOST:PORT, [IPV6]:PORT for IPv6");
         } else if (!strcmp(nbuf, "conns")) {
             cfg.conns = (int)num_flag("-conns", val, 1, true);
         } else if (!strcmp(nbuf, "rate")) {
@@ -614,22 +592,15 @@ static int exchange(struct conn *c, uint64_t seq)
 
 static int conn_open(struct conn *c)
 {
-    int one = 1;
-    c->fd = gort_socket(AF_INET, SOCK_STREAM, 0);
+    /* A TCP connection with TCP_NODELAY, as Go's net package and the
+     * servers make them. */
+    c->fd = gort_dial("tcp", cfg.addr_str,
+                      gort_deadline_in((int64_t)(cfg.timeout * 1e9)));
     if (c->fd < 0) {
-        conn_error(c, "socket", strerror(-c->fd));
-        return -1;
-    }
-    int r = gort_connect(c->fd, (struct sockaddr *)&cfg.addr, sizeof cfg.addr,
-                         (int64_t)(cfg.timeout * 1e9));
-    if (r < 0) {
-        conn_error(c, "connect", strerror(-r));
-        gort_close(c->fd);
+        conn_error(c, "dial", gort_strerror(c->fd));
         c->fd = -1;
         return -1;
     }
-    /* As Go's net package and the servers do: no Nagle delay. */
-    setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     return 0;
 }
 

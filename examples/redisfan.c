@@ -113,17 +113,19 @@ int main(int argc, char **argv)
     static char h[256];
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-addr") && i + 1 < argc) {
-            const char *a = argv[++i], *colon = strrchr(a, ':');
-            if (!colon || colon == a || (size_t)(colon - a) >= sizeof h) {
+            /* HOST:PORT as Go reads it ([::1]:6379 for IPv6; an empty
+             * host is this machine); hiredis resolves the host. */
+            const char *a = argv[++i];
+            char p[16];
+            if (gort_split_host_port(a, h, sizeof h, p, sizeof p) != 0) {
                 fprintf(stderr, "redisfan: bad -addr '%s': expected "
-                                "HOST:PORT, e.g. 127.0.0.1:6379\n",
+                                "HOST:PORT, e.g. 127.0.0.1:6379 or "
+                                "[::1]:6379\n",
                         a);
                 return 2;
             }
-            memcpy(h, a, (size_t)(colon - a));
-            h[colon - a] = '\0';
-            host = h;
-            port = intflag("-addr's port", colon + 1, 1);
+            host = h[0] ? h : "127.0.0.1";
+            port = intflag("-addr's port", p, 1);
         } else if (!strcmp(argv[i], "-procs") && i + 1 < argc) {
             procs = intflag("-procs", argv[++i], 1);
         } else if (!strcmp(argv[i], "-clients") && i + 1 < argc) {

@@ -53,44 +53,44 @@ long server_write(int fd, const void *buf, size_t n)
     return gort_write(fd, buf, n);
 }
 
-const char *server_peer(int fd, char *buf, size_t n)
+/* fd's own address (peer false) or its peer's as "HOST:PORT", an IPv6
+ * host in brackets, an IPv4 address that a dual-stack socket shows
+ * mapped into IPv6 as IPv4 (Go's form); "?" when it is not known. */
+static const char *sock_text(int fd, bool peer, char *buf, size_t n)
 {
-    struct sockaddr_in sa;
-    socklen_t len = sizeof sa;
-    char host[INET_ADDRSTRLEN];
-    if (getpeername(fd, (struct sockaddr *)&sa, &len) != 0 ||
-        sa.sin_family != AF_INET ||
-        !inet_ntop(AF_INET, &sa.sin_addr, host, sizeof host))
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    if ((peer ? getpeername(fd, (struct sockaddr *)&ss, &len)
+              : getsockname(fd, (struct sockaddr *)&ss, &len)) != 0)
         return "?";
-    snprintf(buf, n, "%s:%d", host, ntohs(sa.sin_port));
-    return buf;
+    int family = ss.ss_family;
+    const unsigned char *ip;
+    unsigned port;
+    if (family == AF_INET) {
+        struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+        ip = (const unsigned char *)&sin->sin_addr;
+        port = ntohs(sin->sin_port);
+    } else if (family == AF_INET6) {
+        struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+        ip = sin6->sin6_addr.s6_addr;
+        port = ntohs(sin6->sin6_port);
+        if (IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr)) {
+            family = AF_INET;
+            ip += 12;
+        }
+    } else {
+        return "?";
+    }
+    char host[INET6_ADDRSTRLEN], ps[8];
+    if (!inet_ntop(family, ip, host, sizeof host))
+        return "?";
+    snprintf(ps, sizeof ps, "%u", port);
+    return gort_join_host_port(host, ps, buf, n) < 0 ? "?" : buf;
 }
 
-static int parse_addr(const char *s, struct sockaddr_in *sa)
+const char *server_peer(int fd, char *buf, size_t n)
 {
-    const char *colon = strrchr(s, ':');
-    if (!colon)
-        return -1;
-    char host[256];
-    size_t hl = (size_t)(colon - s);
-    if (hl >= sizeof host)
-        return -1;
-    memcpy(host, s, hl);
-    host[hl] = 0;
-    char *end;
-    long port = strtol(colon + 1, &end, 10);
-    if (colon[1] == 0 || *end || port < 0 || port > 65535)
-        return -1;
-    memset(sa, 0, sizeof *sa);
-    sa->sin_family = AF_INET;
-    sa->sin_port = htons((uint16_t)port);
-    if (hl == 0 || !strcmp(host, "0.0.0.0"))
-        sa->sin_addr.s_addr = htonl(INADDR_ANY);
-    else if (!strcmp(host, "localhost"))
-        sa->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    else if (inet_pton(AF_INET, host, &sa->sin_addr) != 1)
-        return -1;
-    return 0;
+    return sock_text(fd, true, buf, n);
 }
 
 /* Add fd to the open set (false when stopping or out of memory), or
@@ -192,30 +192,26 @@ static void server_goroutine(void *arg)
     (void)arg;
     if (procs > 0)
         gort_gomaxprocs(procs);
-    struct sockaddr_in sa;
-    if (parse_addr(addr, &sa) != 0) {
-        fprintf(stderr, "%s: bad -addr '%s': expected HOST:PORT, e.g. %s\n",
+    /* HOST:PORT as Go reads it: [::1]:PORT, :PORT on every address of
+     * both IP versions, a host name. */
+    lfd = gort_listen("tcp", addr);
+    if (lfd == -EINVAL) {
+        fprintf(stderr,
+                "%s: bad -addr '%s': expected HOST:PORT, e.g. %s or "
+                "[::1]:PORT\n",
                 srv->name, addr, srv->default_addr);
         run_status = 2;
         return;
     }
-    lfd = gort_socket(AF_INET, SOCK_STREAM, 0);
-    int one = 1;
-    if (lfd < 0 ||
-        setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
-        bind(lfd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
-        listen(lfd, 4096) < 0) {
+    if (lfd < 0) {
         fprintf(stderr, "%s: cannot listen on %s: %s\n", srv->name, addr,
-                strerror(lfd < 0 ? -lfd : errno));
+                gort_strerror(lfd));
         run_status = 1;
         return;
     }
-    socklen_t len = sizeof sa;
-    getsockname(lfd, (struct sockaddr *)&sa, &len);
-    char host[64];
-    inet_ntop(AF_INET, &sa.sin_addr, host, sizeof host);
-    printf("%s: listening on %s:%d (GOMAXPROCS %d)\n", srv->name, host,
-           ntohs(sa.sin_port), gort_gomaxprocs(0));
+    char where[64];
+    printf("%s: listening on %s (GOMAXPROCS %d)\n", srv->name,
+           sock_text(lfd, false, where, sizeof where), gort_gomaxprocs(0));
     fflush(stdout);
     gort_go(acceptor, NULL);
     int sig = wait_signal();

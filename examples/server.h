@@ -36,9 +36,11 @@ struct server {
 };
 
 /* Parse -addr HOST:PORT, -procs N, -idle SECONDS and the server's own
- * flags; listen; log "<name>: listening on HOST:PORT (GOMAXPROCS N)";
- * serve until SIGINT or SIGTERM; stop everything and return 0 (2 for bad
- * flags, 1 when it cannot listen). */
+ * flags; listen (gort_listen "tcp": [::1]:PORT for IPv6, :PORT on every
+ * address of both IP versions, a host name); log "<name>: listening on
+ * HOST:PORT (GOMAXPROCS N)", an IPv6 host in brackets; serve until SIGINT
+ * or SIGTERM; stop everything and return 0 (2 for bad flags, 1 when it
+ * cannot listen). */
 int server_main(const struct server *s, int argc, char **argv);
 
 /* gort_read with the idle deadline armed first. */

@@ -962,6 +962,93 @@ GORT_EXTERN void gort_preempt_enable(void);
 GORT_EXTERN int gort_preempt_allow_object(const void *addr);
 
 /* ---------------------------------------------------------------------------
+ * Networks: listening and dialing by address.  Mirrors Go's net.Listen,
+ * net.ListenPacket and net.Dial over the descriptor calls above.
+ *
+ * A network is "tcp", "tcp4" (IPv4 only), "tcp6" (IPv6 only), "udp",
+ * "udp4", "udp6", "unix" (a stream socket), "unixpacket" (SOCK_SEQPACKET)
+ * or "unixgram" (SOCK_DGRAM); any other name is -EINVAL.  An address of
+ * the IP networks is "host:port" as gort_split_host_port reads it: the
+ * host a name, an IPv4 address or a bracketed IPv6 one ("[::1]:80",
+ * "[fe80::1%eth0]:80"), the port a number or a service name of
+ * /etc/services ("http").  Names resolve through gort_getaddrinfo, numbers
+ * at once.  An address of the Unix networks is a path, or with a leading
+ * '@' a name in Linux's abstract namespace.  The descriptors are
+ * gort_socket's: non-blocking, close-on-exec, known to the poller (close
+ * them with gort_close).  Call these two from a goroutine.
+ * ------------------------------------------------------------------------- */
+
+/* Split hostport, "host:port", "[host]:port" or "[host%zone]:port", into
+ * its host (brackets removed; empty for ":port") and port (Go's
+ * net.SplitHostPort, the same cases refused), stored NUL-terminated in
+ * host (hostlen bytes) and port (portlen bytes); either may be NULL to
+ * leave that part out.  Returns 0; -EINVAL for hostport NULL or
+ * malformed: no port ("h", "[::1]"), too many colons ("::1:80", an IPv6
+ * address without brackets), a '[' without its ']', or a '[' or ']'
+ * anywhere else; -ERANGE, storing nothing, when a part does not fit its
+ * buffer.  Any thread. */
+GORT_EXTERN int gort_split_host_port(const char *hostport, char *host,
+                                     size_t hostlen, char *port,
+                                     size_t portlen);
+/* Join host and port into "host:port" in buf (n bytes, NUL-terminated),
+ * bracketing a host that contains a colon (an IPv6 address: "[::1]:80";
+ * Go's net.JoinHostPort).  Returns the length written (without the NUL);
+ * -EINVAL for host or port NULL, or buf NULL with n > 0; -ERANGE when it
+ * does not fit (buf is then "" if n > 0).  Any thread. */
+GORT_EXTERN int gort_join_host_port(const char *host, const char *port,
+                                    char *buf, size_t n);
+/*
+ * A socket listening on address (Go's net.Listen; for "udp*" and "unixgram",
+ * net.ListenPacket): for "tcp*", "unix" and "unixpacket" a listening socket
+ * (SO_REUSEADDR, the largest backlog the kernel allows) for gort_accept; for
+ * "udp*" (SO_BROADCAST on) and "unixgram" a bound datagram socket for
+ * gort_recvfrom and gort_sendto.  An empty host (":8080"), 0.0.0.0 or [::] is
+ * every address: for "tcp" and "udp" one IPv6 socket that takes IPv4 too
+ * (IPV6_V6ONLY off; an IPv4 socket on 0.0.0.0 where the machine has no IPv6);
+ * "tcp4"/"udp4" listen on IPv4 alone, "tcp6"/"udp6" on IPv6 alone
+ * (IPV6_V6ONLY on).  Port 0 or empty (an empty address is ":0") picks a free
+ * port: getsockname(2) tells which.  A host name listens on one of its
+ * addresses, the first IPv4 one if it has any, else the first (Go's).  A Unix
+ * path is created by the bind and left behind when the socket is closed: the
+ * caller removes it.
+ *
+ * Returns the descriptor; -EINVAL for network or address NULL, an
+ * unknown network, a malformed address (gort_split_host_port's cases, a
+ * port number over 65535, an empty Unix path); -ENAMETOOLONG for a Unix
+ * path longer than sun_path (108 bytes); a GORT_EAI code when the host or
+ * the service does not resolve, GORT_EAI(EAI_ADDRFAMILY) when the host
+ * has no address of the network's IP version; otherwise the -errno of
+ * socket(2), setsockopt(2), bind(2) or listen(2) (-EADDRINUSE,
+ * -EADDRNOTAVAIL, -EACCES, -EPERM outside gort_main...).  No descriptor
+ * stays open on an error.
+ */
+GORT_EXTERN int gort_listen(const char *network, const char *address);
+/*
+ * A socket connected to address (Go's net.Dial with a deadline): for "tcp*" a
+ * TCP connection with TCP_NODELAY, for "udp*" a connected datagram socket
+ * (SO_BROADCAST on, as Go sets it), for the Unix networks a socket connected
+ * to the path.  The host resolves to a list of addresses (for "tcp4"/"udp4"
+ * its IPv4 ones, for "tcp6"/"udp6" its IPv6 ones; an empty host is this
+ * machine, 127.0.0.1, or ::1 for "tcp6"/"udp6"), which are tried in turn
+ * (Go's dialSerial): the first connection is returned.  d (gort_no_deadline:
+ * none) bounds the whole call, a name lookup included; each attempt gets an
+ * equal share of the time left for the addresses still to try, at least 2 s
+ * (all of it when less is left), so that one address that does not answer
+ * does not take all the time (Go's partialDeadline).
+ *
+ * Returns the descriptor; when every address fails, the first one's
+ * error (-ECONNREFUSED, -ENETUNREACH, -ETIMEDOUT when its share of the
+ * time ran out...); -ETIMEDOUT when d has passed before the first
+ * attempt (nothing is connected) or during the lookup; -EINVAL for
+ * network or address NULL or empty, an unknown network or a malformed
+ * address (as gort_listen); -ENAMETOOLONG, a GORT_EAI code and
+ * GORT_EAI(EAI_ADDRFAMILY) as gort_listen; the -errno of socket(2);
+ * -EPERM outside gort_main.  No descriptor stays open on an error.
+ */
+GORT_EXTERN int gort_dial(const char *network, const char *address,
+                          gort_deadline d);
+
+/* ---------------------------------------------------------------------------
  * Observability
  * ------------------------------------------------------------------------- */
 

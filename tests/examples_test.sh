@@ -27,6 +27,9 @@
 #   http_metrics   curl /metrics: the Prometheus text with Go's metric names,
 #                  GOMAXPROCS as set, a goroutine counted per connection,
 #                  every sample line well formed
+#   http_ipv6      -addr [::1]:0 serves curl over IPv6 and not over IPv4,
+#                  logging the address in brackets; -addr :0 serves both
+#                  (skipped, 77, without the IPv6 loopback address)
 #
 # Each case starts the server on a free port, stops it with SIGTERM at the
 # end, and fails if it did not exit 0.
@@ -40,12 +43,12 @@ cleanup() { [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; [ -f "$tmp/log" ] && { echo "--- server log"; cat "$tmp/log"; }; exit 1; }
 
-start() { # start NAME [FLAG...]: sets pid and port
+start() { # start NAME [FLAG...]: sets pid and port; -addr is $addr
     : > "$tmp/log" # a second start must not read the first one's port
-    "$dir/$1" -addr 127.0.0.1:0 -procs 2 "${@:2}" > "$tmp/log" 2>&1 &
+    "$dir/$1" -addr "${addr:-127.0.0.1:0}" -procs 2 "${@:2}" > "$tmp/log" 2>&1 &
     pid=$!
     for _ in $(seq 100); do
-        port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$tmp/log")
+        port=$(sed -n 's/.*listening on .*:\([0-9]*\) (GOMAXPROCS.*/\1/p' "$tmp/log")
         [ -n "$port" ] && return 0
         sleep 0.05
     done
@@ -426,6 +429,21 @@ out, closed = exchange(b"GET / HTTP/1.0\r\n\r\n")
 check(status_lines(out) == [b"HTTP/1.1 200 OK"] and closed, "HTTP/1.0: %r" % out)
 print("framing: ok")
 PY
+    stop
+    ;;
+http_ipv6)
+    grep -q '^00000000000000000000000000000001 ' /proc/net/if_inet6 2>/dev/null ||
+        { echo "$case: no IPv6 loopback address (::1): skipped"; exit 77; }
+    addr='[::1]:0' start http
+    grep -q "listening on \[::1\]:$port " "$tmp/log" || fail "log line: $(head -1 "$tmp/log")"
+    expect "Hello, World!" curl -sS -g "http://[::1]:$port/"
+    expect 000 curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/"
+    stop
+    # Every address: one dual-stack socket, [::] in the log.
+    addr=':0' start http
+    grep -q "listening on \[::\]:$port " "$tmp/log" || fail "log line: $(head -1 "$tmp/log")"
+    expect "Hello, World!" curl -sS -g "http://[::1]:$port/"
+    expect "Hello, World!" curl -sS "http://127.0.0.1:$port/"
     stop
     ;;
 http_wrk)

@@ -45,6 +45,8 @@ gort_test(test_netpoll TIMEOUT 180)
 # epoll_wait calls.
 target_link_options(test_netpoll PRIVATE -Wl,--wrap=recvmsg
   -Wl,--wrap=epoll_wait)
+# Listening and dialing by address (gort.h, "Networks"), over loopback.
+gort_test(test_net TIMEOUT 120)
 gort_test(test_dump TIMEOUT 120)
 # The same against the shared library: gort's static functions named from
 # libgort.so's symbol table (no white-box cases).
