@@ -582,6 +582,12 @@ GORT_EXTERN int gort_semaphore_make(gort_semaphore **sp, int64_t n);
  * for s NULL or n <= 0. */
 GORT_EXTERN int gort_semaphore_acquire(gort_semaphore *s, int64_t n,
                                        gort_ctx *ctx);
+/* gort_semaphore_acquire until d instead of a context: 0, or -ETIMEDOUT
+ * with nothing taken (units granted as d passes are kept); more units
+ * than the semaphore has wait until d, then -ETIMEDOUT.  -EINVAL for s
+ * NULL or n <= 0; -ENOMEM as gort_select_until. */
+GORT_EXTERN int gort_semaphore_acquire_until(gort_semaphore *s, int64_t n,
+                                             gort_deadline d);
 /* Take n units if they are free and nobody waits: true, else false. */
 GORT_EXTERN bool gort_semaphore_try_acquire(gort_semaphore *s, int64_t n);
 /* Give back n units, serving the waiters that now fit; giving back more

@@ -440,13 +440,25 @@ bool gort_semaphore_try_acquire(gort_semaphore *s, int64_t n)
     return ok;
 }
 
-int gort_semaphore_acquire(gort_semaphore *s, int64_t n, gort_ctx *ctx)
+/* Wait on ch (closed when the units are granted) until ctx is cancelled
+ * or, without ctx, until d: 0 when granted (closed), else the error. */
+static int sem_wait(gort_chan *ch, gort_ctx *ctx, gort_deadline d)
 {
-    GORT_SAN_SCOPE();
+    if (ctx) {
+        int r = gort_chan_recv_ctx(ch, NULL, ctx);
+        return r < 0 ? r : 0;
+    }
+    int r = gort_chan_recv_until(ch, NULL, d);
+    return r < 0 ? r : 0;
+}
+
+/* Acquire n units, waiting until ctx is cancelled or, without ctx,
+ * until d. */
+static int sem_acquire(gort_semaphore *s, int64_t n, gort_ctx *ctx,
+                       gort_deadline d)
+{
     if (!s || n <= 0)
         return -EINVAL;
-    if (!ctx)
-        ctx = &background;
     gort_mutex_lock(&s->mu);
     if (!s->head && s->size - s->cur >= n) {
         s->cur += n;
@@ -454,9 +466,10 @@ int gort_semaphore_acquire(gort_semaphore *s, int64_t n, gort_ctx *ctx)
         return 0;
     }
     if (n > s->size) {
-        /* Can never be had: wait for the context, as Go's. */
+        /* Can never be had: wait for the context or the deadline alone,
+         * as Go's. */
         gort_mutex_unlock(&s->mu);
-        int r = gort_chan_recv_ctx(NULL, NULL, ctx);
+        int r = sem_wait(NULL, ctx, d);
         return r < 0 ? r : -EINVAL;
     }
     struct semwaiter w = {.n = n};
@@ -468,11 +481,11 @@ int gort_semaphore_acquire(gort_semaphore *s, int64_t n, gort_ctx *ctx)
     *s->tailp = &w;
     s->tailp = &w.next;
     gort_mutex_unlock(&s->mu);
-    int r = gort_chan_recv_ctx(w.ready, NULL, ctx);
+    int r = sem_wait(w.ready, ctx, d);
     if (r < 0) {
         gort_mutex_lock(&s->mu);
         if (load_acq(&w.ready->closed)) {
-            /* Granted as the context ended: keep it (as Go does). */
+            /* Granted as the wait ended: keep it (as Go does). */
             r = 0;
         } else {
             bool front = s->head == &w;
@@ -482,11 +495,22 @@ int gort_semaphore_acquire(gort_semaphore *s, int64_t n, gort_ctx *ctx)
                 sem_notify(s);
         }
         gort_mutex_unlock(&s->mu);
-    } else {
-        r = 0;
     }
     gort_chan_free(w.ready);
     return r;
+}
+
+int gort_semaphore_acquire(gort_semaphore *s, int64_t n, gort_ctx *ctx)
+{
+    GORT_SAN_SCOPE();
+    return sem_acquire(s, n, ctx ? ctx : &background, gort_no_deadline());
+}
+
+int gort_semaphore_acquire_until(gort_semaphore *s, int64_t n,
+                                 gort_deadline d)
+{
+    GORT_SAN_SCOPE();
+    return sem_acquire(s, n, NULL, d);
 }
 
 void gort_semaphore_release(gort_semaphore *s, int64_t n)

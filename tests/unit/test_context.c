@@ -395,6 +395,15 @@ static void sem_ordered(void *arg)
     gort_semaphore_release(sem, id == 0 ? 4 : 1);
 }
 
+static void sem_until_user(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(gort_semaphore_acquire_until(sem, 4, gort_deadline_in(10 * SECOND)),
+             0);
+    ATOMIC_INC(&sem_next);
+    gort_semaphore_release(sem, 4);
+}
+
 static void semaphore_main(void *arg)
 {
     (void)arg;
@@ -439,7 +448,35 @@ static void semaphore_main(void *arg)
     /* More than it has: only the context. */
     CHECK_EQ(gort_semaphore_acquire(sem, 5, c), -ETIMEDOUT);
     gort_ctx_cancel_release(c);
+    /* A deadline does as a context does: nothing taken, also for more
+     * than it has; a passed one is a try. */
+    int64_t t0 = gort_nanotime();
+    CHECK_EQ(gort_semaphore_acquire_until(sem, 1, gort_deadline_in(10 * MS)),
+             -ETIMEDOUT);
+    CHECK_GE(gort_nanotime() - t0, 10 * MS);
+    CHECK_EQ(gort_semaphore_acquire_until(sem, 5, gort_deadline_in(MS)),
+             -ETIMEDOUT);
+    CHECK_EQ(gort_semaphore_acquire_until(sem, 1, gort_deadline_in(0)),
+             -ETIMEDOUT);
     gort_semaphore_release(sem, 4);
+    CHECK_EQ(gort_semaphore_acquire_until(sem, 4, gort_deadline_in(0)), 0);
+    gort_semaphore_release(sem, 4);
+    /* Released before the deadline: taken. */
+    CHECK(gort_semaphore_try_acquire(sem, 4));
+    ATOMIC_STORE(&sem_next, 0);
+    CHECK_GT(gort_waitgroup_go(&wg, sem_until_user, NULL), 0);
+    gort_sleep(2 * MS);
+    CHECK_EQ(ATOMIC_LOAD(&sem_next), 0); /* waits */
+    gort_semaphore_release(sem, 4); /* the waiter of 4 gets them */
+    gort_waitgroup_wait(&wg);
+    CHECK_EQ(ATOMIC_LOAD(&sem_next), 1);
+    CHECK_EQ(gort_semaphore_acquire_until(sem, 3, gort_deadline_in(SECOND)),
+             0);
+    gort_semaphore_release(sem, 3);
+    CHECK_EQ(gort_semaphore_acquire_until(NULL, 1, gort_no_deadline()),
+             -EINVAL);
+    CHECK_EQ(gort_semaphore_acquire_until(sem, -1, gort_no_deadline()),
+             -EINVAL);
     CHECK(gort_semaphore_try_acquire(sem, 4));
     gort_semaphore_release(sem, 4);
     CHECK_EQ(gort_semaphore_acquire(NULL, 1, NULL), -EINVAL);
@@ -452,8 +489,9 @@ static void semaphore_main(void *arg)
 /* A weighted semaphore of 4 units: 60 users of 1-3 units never hold more
  * than 4 at once; try_acquire takes only free units; a request of 4
  * queued first is served before two of 1 that came after it; a context's
- * deadline ends a wait with nothing taken (also for more units than
- * exist); free refuses while goroutines wait; bad arguments -EINVAL. */
+ * deadline, or acquire_until's, ends a wait with nothing taken (also for
+ * more units than exist); free refuses while goroutines wait; bad
+ * arguments -EINVAL. */
 TEST(semaphore)
 {
     run_main(semaphore_main, NULL);
