@@ -42,7 +42,7 @@
 #define MS INT64_C(1000000)
 #define NCLIENTS 3
 #define NLINES 10
-#define IDLE_MS 1000          /* the server's read and write deadlines */
+#define IDLE_MS 2000          /* the server's read and write deadlines */
 #define CLIENT_MS (10 * 1000) /* the clients' */
 
 /* Say what failed on stderr; returns err. */

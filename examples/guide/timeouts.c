@@ -2,12 +2,12 @@
 /*
  * timeouts - docs/guide.md's timeouts, the Go idioms in C.
  *
- * A context with a timeout: a producer that needs a second a value, a
- * context that allows DEADLINE_MS; the producer and its consumer both stop
- * with the context's reason, Go's "context deadline exceeded".  It runs
- * first: the deadline's timer gives back its reference to the context in
- * a goroutine of its own, which would be discarded, and the context
- * never freed, if the program ended at once.
+ * A context with a timeout: a producer that needs WORK_MS for each value,
+ * a context that allows DEADLINE_MS; the producer and its consumer both
+ * stop with the context's reason, Go's "context deadline exceeded".  It
+ * runs first: the deadline's timer gives back its reference to the
+ * context in a goroutine of its own, which would be discarded, and the
+ * context never freed, if the program ended at once.
  *
  * A select with a timeout in a loop: two producers send 3 and 2 values,
  * and main receives from both until nothing has come for IDLE_MS
@@ -24,7 +24,7 @@
  *     context: consumer: context deadline exceeded (Connection timed out)
  *     context: producer: context deadline exceeded, after 0 values
  *     context: the deadline held: stopped no sooner than 50 ms
- *     select: 3 values from a, 2 from b, then 200 ms without one: timed out
+ *     select: 3 values from a, 2 from b, then 500 ms without one: timed out
  *     ticker: 5 ticks 10 ms apart, none early
  *
  * and exits 0; on a failure it says what failed on stderr and exits 1.
@@ -37,10 +37,11 @@
 
 /* A millisecond in nanoseconds, 64 bits wide (Go's time.Millisecond). */
 #define MS INT64_C(1000000)
-#define IDLE_MS 200
+#define IDLE_MS 500
 #define NTICKS 5
 #define TICK_MS 10
 #define DEADLINE_MS 50
+#define WORK_MS 10000
 
 /* chan int */
 GORT_CHAN_OF(int_chan, int);
@@ -73,17 +74,17 @@ struct slow {
     int err;  /* why the producer stopped */
 };
 
-/* Sends a value a second, until its context is done. */
+/* Sends a value every WORK_MS, until its context is done. */
 static void slow_producer(void *arg)
 {
     struct slow *s = arg;
     for (;;) {
         /* select {
          * case <-ctx.Done(): return ctx.Err()
-         * case <-time.After(time.Second):  // the work of a value
+         * case <-time.After(work):  // the work of a value
          * } */
         gort_case done = {gort_ctx_done(s->ctx), GORT_CASE_RECV, NULL, false};
-        int r = gort_select_until(&done, 1, gort_deadline_in(1000 * MS));
+        int r = gort_select_until(&done, 1, gort_deadline_in(WORK_MS * MS));
         if (r == 0) {
             s->err = gort_ctx_err(s->ctx);
             break;
