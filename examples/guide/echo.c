@@ -13,9 +13,6 @@
  * acceptor's gort_accept with -EBADF, and a wait group waits for the
  * connections.
  *
- * listen_tcp and dial_tcp stand for gort_listen and gort_dial, with their
- * signatures, for "tcp" and IPv4 addresses only.
- *
  * Prints (always the same; tests/guide_test.sh compares it with
  * echo.expected):
  *
@@ -50,86 +47,6 @@ static int fail(const char *what, int err)
 {
     fprintf(stderr, "echo: %s: %s\n", what, gort_strerror(err));
     return err;
-}
-
-/* ---------------------------------------------------------------------------
- * listen_tcp and dial_tcp: gort_listen and gort_dial, for "tcp" and IPv4.
- * ------------------------------------------------------------------------- */
-
-/* "host:port" into sa: an IPv4 address or nothing (":8080", every
- * address) before the colon, a port 0-65535 after it. */
-static int parse_addr(const char *network, const char *address,
-                      struct sockaddr_in *sa)
-{
-    if (strcmp(network, "tcp") != 0 && strcmp(network, "tcp4") != 0)
-        return -EAFNOSUPPORT;
-    const char *colon = strrchr(address, ':');
-    if (!colon || colon[1] == '\0')
-        return -EINVAL;
-    char host[INET_ADDRSTRLEN];
-    size_t len = (size_t)(colon - address);
-    if (len >= sizeof host)
-        return -EINVAL;
-    memcpy(host, address, len);
-    host[len] = '\0';
-    char *end;
-    long port = strtol(colon + 1, &end, 10);
-    if (*end != '\0' || port < 0 || port > 65535)
-        return -EINVAL;
-    memset(sa, 0, sizeof *sa);
-    sa->sin_family = AF_INET;
-    sa->sin_port = htons((uint16_t)port);
-    if (len == 0)
-        sa->sin_addr.s_addr = htonl(INADDR_ANY);
-    else if (inet_pton(AF_INET, host, &sa->sin_addr) != 1)
-        return -EINVAL;
-    return 0;
-}
-
-/* A listening socket on address, registered with the poller: the fd, or a
- * negative errno. */
-static int listen_tcp(const char *network, const char *address)
-{
-    struct sockaddr_in sa;
-    int err = parse_addr(network, address, &sa);
-    if (err < 0)
-        return err;
-    int fd = gort_socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0)
-        return fd;
-    int one = 1;
-    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
-        bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
-        listen(fd, SOMAXCONN) < 0) {
-        err = -errno;
-        gort_close(fd);
-        return err;
-    }
-    return fd;
-}
-
-/* A connection to address, made by d: the fd, or a negative errno
- * (-ETIMEDOUT when d passed first). */
-static int dial_tcp(const char *network, const char *address, gort_deadline d)
-{
-    struct sockaddr_in sa;
-    int err = parse_addr(network, address, &sa);
-    if (err < 0)
-        return err;
-    int fd = gort_socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0)
-        return fd;
-    /* A connect waits as a write does: the write deadline bounds it. */
-    err = gort_fd_deadline(fd, GORT_FD_WRITE, d);
-    if (err == 0)
-        err = gort_connect(fd, (struct sockaddr *)&sa, sizeof sa, 0);
-    if (err == 0)
-        err = gort_fd_deadline(fd, GORT_FD_WRITE, gort_no_deadline());
-    if (err < 0) {
-        gort_close(fd);
-        return err;
-    }
-    return fd;
 }
 
 /* ---------------------------------------------------------------------------
@@ -262,7 +179,7 @@ struct client {
 static void client(void *arg)
 {
     struct client *cl = arg;
-    int fd = dial_tcp("tcp", cl->addr, gort_deadline_in(CLIENT_MS * MS));
+    int fd = gort_dial("tcp", cl->addr, gort_deadline_in(CLIENT_MS * MS));
     if (fd < 0) {
         cl->err = fd;
         return;
@@ -289,7 +206,7 @@ static void client(void *arg)
 static void idle_client(void *arg)
 {
     struct client *cl = arg;
-    int fd = dial_tcp("tcp", cl->addr, gort_deadline_in(CLIENT_MS * MS));
+    int fd = gort_dial("tcp", cl->addr, gort_deadline_in(CLIENT_MS * MS));
     if (fd < 0) {
         cl->err = fd;
         return;
@@ -312,7 +229,7 @@ static int app(void *arg)
 {
     (void)arg;
     struct server s = {.conns = GORT_WAITGROUP_INIT};
-    s.lfd = listen_tcp("tcp", "127.0.0.1:0");
+    s.lfd = gort_listen("tcp", "127.0.0.1:0");
     if (s.lfd < 0) {
         fail("listen", s.lfd);
         return 1;
