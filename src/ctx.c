@@ -14,8 +14,14 @@
  * function: it also cancels).  A goroutine that keeps a context beyond
  * its maker takes one of its own (gort_ctx_retain) and gives it back
  * (gort_ctx_release).  A child holds one on its parent; the timer of a
- * deadline one on its context until it fires or a cancel stops it.  The
- * last release frees the context, cancelling it first if nobody did.
+ * deadline one on its context until a cancel stops it or, once it has
+ * fired, until the maker's gort_ctx_cancel_release: the firing's
+ * goroutine (expire) only says it is done (tstate), and cancel_release
+ * waits for that, then gives back the timer's reference with its own.  So
+ * the context is freed by the maker's goroutine, not by expire, which a
+ * program's end could discard before it got there (the context would
+ * then be lost, a leak a leak checker reports).  The last release frees
+ * the context, cancelling it first if nobody did.
  * Everything but gort_ctx_done, gort_ctx_err and gort_ctx_deadline is
  * for goroutines (the lock is a gort_mutex).
  *
@@ -45,6 +51,16 @@ struct gort_ctx {
     struct gort_ctx *next, **prevp;      /* in parent->children */
     gort_timer *timer;      /* the deadline's, or NULL; atomic: set
                                while its firing may already run */
+    uint32_t tstate;        /* atomic: the timer's reference, TIMER_* */
+};
+
+/* Where the deadline timer's reference is. */
+enum {
+    TIMER_NONE,    /* no timer, or its reference given back */
+    TIMER_ARMED,   /* held by the timer: pending, or fired and its
+                      expire not finished */
+    TIMER_EXPIRED, /* fired and expire finished: the maker's
+                      cancel_release gives it back */
 };
 
 /* The background context: never cancelled, never freed. */
@@ -93,8 +109,10 @@ static void cancel(struct gort_ctx *c, int err)
      * reference (one that fired gives it back in expire); the caller
      * holds one, so this is never the last. */
     gort_timer *t = load_acq(&c->timer);
-    if (t && gort_timer_stop(t))
+    if (t && gort_timer_stop(t)) {
+        store_rel(&c->tstate, TIMER_NONE); /* release: as refs */
         gort_ctx_release(c);
+    }
     for (size_t i = 0; i < n; i++) {
         cancel(kids[i], err);
         gort_ctx_release(kids[i]);
@@ -127,11 +145,15 @@ void gort_ctx_release(gort_ctx *c)
 }
 
 /* The deadline's timer: a goroutine of its own (a function timer),
- * with the timer's reference. */
+ * with the timer's reference, which it leaves to the maker's
+ * cancel_release (see the top of this file). */
 static void expire(void *arg)
 {
-    cancel(arg, -ETIMEDOUT);
-    gort_ctx_release(arg);
+    struct gort_ctx *c = arg;
+    cancel(c, -ETIMEDOUT);
+    /* Release: cancel's writes before the maker's free.  The last touch
+     * of c here. */
+    store_rel(&c->tstate, TIMER_EXPIRED);
 }
 
 static int make(gort_ctx *parent, int64_t deadline, gort_ctx **cp,
@@ -170,6 +192,7 @@ static int make(gort_ctx *parent, int64_t deadline, gort_ctx **cp,
     if (!perr && c->deadline != 0 && c->deadline != parent->deadline) {
         int64_t in = c->deadline - gort_nanotime();
         gort_ctx_retain(c); /* the timer's */
+        store_relaxed(&c->tstate, TIMER_ARMED); /* before the timer runs */
         gort_timer *t = NULL;
         if (in <= 0)
             perr = -ETIMEDOUT;
@@ -179,8 +202,10 @@ static int make(gort_ctx *parent, int64_t deadline, gort_ctx **cp,
             /* Release: a firing that comes first (expire's cancel) finds
              * NULL and needs no stop; a later cancel finds the timer. */
             store_rel(&c->timer, t);
-        else
+        else {
             c->refs--; /* no timer: not shared yet */
+            store_relaxed(&c->tstate, TIMER_NONE);
+        }
     }
     if (!c->prevp)
         c->prevp = &c->next; /* on no list: unlinking touches only c */
@@ -216,6 +241,16 @@ void gort_ctx_cancel_release(gort_ctx *c)
     if (!c)
         return;
     cancel(c, -ECANCELED);
+    /* Armed after the cancel: the timer fired first, and its expire may
+     * still run; wait for it (it does not block for long: it cancels),
+     * then give back its reference.  Acquire: pairs with expire's
+     * store. */
+    if (c != &background && load_acq(&c->tstate) != TIMER_NONE) {
+        while (load_acq(&c->tstate) != TIMER_EXPIRED)
+            gort_gosched();
+        store_relaxed(&c->tstate, TIMER_NONE);
+        gort_ctx_release(c);
+    }
     gort_ctx_release(c);
 }
 
