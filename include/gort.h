@@ -246,6 +246,15 @@ GORT_EXTERN int gort_set_stack_size(size_t size);
  */
 GORT_EXTERN int gort_set_max_threads(int n);
 
+/* Durations in nanoseconds, 64 bits wide (Go's time.Nanosecond ...
+ * time.Hour): 10 * GORT_SECOND does not overflow an int. */
+#define GORT_NANOSECOND ((int64_t)1)
+#define GORT_MICROSECOND ((int64_t)1000)
+#define GORT_MILLISECOND ((int64_t)1000000)
+#define GORT_SECOND ((int64_t)1000000000)
+#define GORT_MINUTE (60 * GORT_SECOND)
+#define GORT_HOUR (60 * GORT_MINUTE)
+
 /* ---------------------------------------------------------------------------
  * Deadlines.  Every blocking call that can give up takes one: a point in
  * time on gort_nanotime()'s clock after which it returns -ETIMEDOUT.  It
@@ -413,8 +422,10 @@ GORT_EXTERN int gort_chan_recv_checked(gort_chan *ch, void *elem,
  * name_recv (T * may be NULL), name_trysend, name_tryrecv, name_send_until,
  * name_recv_until, name_send_ctx, name_recv_ctx, name_close, name_len,
  * name_cap; name_recv_case and name_send_case build a gort_case for
- * gort_select (the element pointer must stay valid until it returns), and
- * name_raw gives the gort_chan.  T is any complete object type but an
+ * gort_select (the element pointer must stay valid until it returns),
+ * name_raw gives the gort_chan, and name_wrap makes a typed channel of a
+ * gort_chan made elsewhere (a timer's, a context's done channel): 0, or
+ * -EINVAL (nothing stored) when its element size is not sizeof(T).  T is any complete object type but an
  * array (wrap one in a struct); values are passed by value, as in Go.
  * The functions are static inline: a typed call costs what the untyped
  * one does.
@@ -434,6 +445,13 @@ GORT_EXTERN int gort_chan_recv_checked(gort_chan *ch, void *elem,
     static inline GORT_MAYBE_UNUSED gort_chan *name##_raw(name c)              \
     {                                                                          \
         return c.ch;                                                           \
+    }                                                                          \
+    static inline GORT_MAYBE_UNUSED int name##_wrap(name *c, gort_chan *ch)    \
+    {                                                                          \
+        if (ch && gort_chan_elemsize(ch) != sizeof(T))                         \
+            return -EINVAL;                                                    \
+        c->ch = ch;                                                            \
+        return 0;                                                              \
     }                                                                          \
     static inline GORT_MAYBE_UNUSED void name##_send(name c, T v)              \
     {                                                                          \
@@ -530,7 +548,11 @@ GORT_EXTERN int gort_ctx_with_deadline(gort_ctx *parent, gort_deadline d,
                                        gort_ctx **ctxp);
 /* Cancel ctx and its children (reason -ECANCELED), unless done already. */
 GORT_EXTERN void gort_ctx_cancel(gort_ctx *ctx);
-/* Cancel ctx and give back the maker's reference (Go's cancel func). */
+/* Cancel ctx and give back the maker's reference (Go's cancel func).
+ * When ctx's deadline has just fired, it first waits (yielding) for the
+ * firing's cancellation to finish, so that the context is freed here, by
+ * the maker, and not left to a goroutine that a program's end would
+ * discard. */
 GORT_EXTERN void gort_ctx_cancel_release(gort_ctx *ctx);
 /* Take a reference / give one back (the last frees the context). */
 GORT_EXTERN void gort_ctx_retain(gort_ctx *ctx);
@@ -891,7 +913,9 @@ GORT_EXTERN int gort_poll(struct pollfd *fds, unsigned long nfds,
  * A descriptor the poller knows is non-blocking; a goroutine whose call
  * would block parks (wait reason "IO wait") and no thread waits for it.
  * gort_read, gort_write and gort_close above take this path by themselves
- * for such descriptors; gort_write writes all of the buffer.  Errors are
+ * for such descriptors; gort_write writes all of the buffer, or, stopped
+ * part way by an error or a deadline, returns the count it wrote (fewer
+ * than asked), the next call then returning the error.  Errors are
  * negative errnos; a goroutine parked on a descriptor that gort_close
  * closes returns -EBADF, one whose deadline passes -ETIMEDOUT.
  * ------------------------------------------------------------------------- */
@@ -912,6 +936,12 @@ GORT_EXTERN int gort_accept(int fd, struct sockaddr *addr, unsigned *addrlen);
  * connection: 0, -ETIMEDOUT or the connection's error. */
 GORT_EXTERN int gort_connect(int fd, const struct sockaddr *addr,
                              unsigned addrlen, int64_t timeout_ns);
+/* gort_connect with a deadline: 0, -ETIMEDOUT when d passed before the
+ * connection was made (a passed deadline: unless it connects at once),
+ * or the connection's error; gort_no_deadline waits as long as it takes.
+ * The descriptor's write deadline is cleared afterwards when d is set. */
+GORT_EXTERN int gort_connect_until(int fd, const struct sockaddr *addr,
+                                   unsigned addrlen, gort_deadline d);
 /* readv(2), writev(2), sendto(2), recvfrom(2) (fromlen may be NULL with
  * from) and shutdown(2): a goroutine whose call would block parks until
  * the descriptor is ready.  Return the byte count or 0, or -errno;

@@ -445,8 +445,10 @@ int gort_accept(int fd, struct sockaddr *addr, unsigned *addrlen)
     return WITH_PD(fd, int, pd_accept(pd, addr, addrlen));
 }
 
+/* connect(2), waiting for the outcome until at (an absolute
+ * gort_nanotime(); 0: no limit, the descriptor's write deadline only). */
 static int pd_connect(struct polldesc *pd, const struct sockaddr *addr,
-                      unsigned addrlen, int64_t timeout_ns)
+                      unsigned addrlen, int64_t at)
 {
     int fd = pd->fd, r = pd_err(pd);
     if (r)
@@ -458,8 +460,8 @@ static int pd_connect(struct polldesc *pd, const struct sockaddr *addr,
         return 0;
     if (errno != EINPROGRESS)
         return -errno;
-    if (timeout_ns > 0)
-        gort__fd_set_deadline(pd, 'w', gort_nanotime() + timeout_ns);
+    if (at > 0)
+        gort__fd_set_deadline(pd, 'w', at);
     int err;
     for (;;) {
         err = gort__fd_wait(pd, 'w');
@@ -476,7 +478,7 @@ static int pd_connect(struct polldesc *pd, const struct sockaddr *addr,
         err = -soerr;
         break;
     }
-    if (timeout_ns > 0)
+    if (at > 0)
         gort__fd_set_deadline(pd, 'w', 0);
     return err;
 }
@@ -485,7 +487,16 @@ int gort_connect(int fd, const struct sockaddr *addr, unsigned addrlen,
                  int64_t timeout_ns)
 {
     GORT_SAN_SCOPE();
-    return WITH_PD(fd, int, pd_connect(pd, addr, addrlen, timeout_ns));
+    int64_t at = timeout_ns > 0 ? gort_nanotime() + timeout_ns : 0;
+    return WITH_PD(fd, int, pd_connect(pd, addr, addrlen, at));
+}
+
+int gort_connect_until(int fd, const struct sockaddr *addr, unsigned addrlen,
+                       gort_deadline d)
+{
+    GORT_SAN_SCOPE();
+    int64_t at = d.at == INT64_MAX ? 0 : d.at;
+    return WITH_PD(fd, int, pd_connect(pd, addr, addrlen, at));
 }
 
 long gort_sendto(int fd, const void *buf, size_t n, int flags,

@@ -1170,6 +1170,7 @@ struct point {
     char tag[24];
 };
 GORT_CHAN_OF(point_chan, struct point);
+GORT_CHAN_OF(time_chan, int64_t);
 
 static void typed_sender(void *arg)
 {
@@ -1222,6 +1223,23 @@ static void typed_main(void *arg)
     CHECK_EQ(point_chan_recv_ctx(c, &p, NULL), 1);
     CHECK(p.x == 9 && strcmp(p.tag, "e") == 0);
     CHECK_EQ(point_chan_free(c), 0);
+
+    /* A channel made elsewhere, wrapped: its element size must be T's. */
+    gort_chan *after = gort_after(GORT_MILLISECOND);
+    CHECK(after != NULL);
+    time_chan tc;
+    CHECK_EQ(point_chan_wrap(&c, after), -EINVAL);
+    CHECK_EQ(time_chan_wrap(&tc, after), 0);
+    int64_t when = 0;
+    CHECK(time_chan_recv(tc, &when));
+    CHECK_GT(when, 0);
+    CHECK_EQ(time_chan_wrap(&tc, NULL), 0); /* the nil channel */
+    CHECK(time_chan_raw(tc) == NULL);
+    CHECK_EQ(gort_chan_free(after), 0);
+    /* The duration constants are 64 bits wide. */
+    CHECK_EQ(10 * GORT_SECOND, (int64_t)10000000000);
+    CHECK_EQ(GORT_HOUR, 3600 * GORT_SECOND);
+    CHECK_EQ(GORT_MILLISECOND, 1000 * GORT_MICROSECOND);
 }
 
 TEST(typed)

@@ -893,6 +893,76 @@ TEST(deadline_unanswered)
     run_main(blackhole_main, NULL);
 }
 
+static void connect_until_main(void *arg)
+{
+    (void)arg;
+    poller_up();
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    int filler,
+        l = full_listener(AF_INET, (struct sockaddr *)&sa, sizeof sa, &filler);
+    CHECK_GE(l, 0);
+    struct sockaddr_in to = sa;
+    to.sin_port = htons((uint16_t)sock_port(l, false, NULL));
+    /* Unanswered: -ETIMEDOUT at the deadline. */
+    int fd = gort_socket(AF_INET, SOCK_STREAM, 0);
+    CHECK_GE(fd, 0);
+    int64_t t0 = gort_nanotime();
+    CHECK_EQ(gort_connect_until(fd, (struct sockaddr *)&to, sizeof to,
+                                gort_deadline_in(100 * MS)),
+             -ETIMEDOUT);
+    int64_t took = gort_nanotime() - t0;
+    CHECK_GE(took, 100 * MS);
+    CHECK_LT(took, 5 * SECOND);
+    CHECK_EQ(gort_close(fd), 0);
+    /* A passed deadline: -ETIMEDOUT without waiting. */
+    fd = gort_socket(AF_INET, SOCK_STREAM, 0);
+    t0 = gort_nanotime();
+    CHECK_EQ(gort_connect_until(fd, (struct sockaddr *)&to, sizeof to,
+                                gort_deadline_in(0)),
+             -ETIMEDOUT);
+    CHECK_LT(gort_nanotime() - t0, 50 * MS);
+    CHECK_EQ(gort_close(fd), 0);
+    close(filler);
+    close(l);
+    /* Answered: 0, and the write deadline it set is cleared after. */
+    int ln = gort_listen("tcp4", "127.0.0.1:0");
+    check_gort_fd(ln);
+    to.sin_port = htons((uint16_t)sock_port(ln, false, NULL));
+    fd = gort_socket(AF_INET, SOCK_STREAM, 0);
+    CHECK_EQ(gort_connect_until(fd, (struct sockaddr *)&to, sizeof to,
+                                gort_deadline_in(2 * SECOND)),
+             0);
+    int s = gort_accept(ln, NULL, NULL);
+    CHECK_GE(s, 0);
+    gort_sleep(2100 * MS); /* past the connect's deadline */
+    CHECK_EQ(gort_write(fd, "x", 1), 1);
+    char c;
+    CHECK_EQ(gort_read(s, &c, 1), 1);
+    /* No deadline: as gort_connect without a timeout; a bad fd -EBADF. */
+    int fd2 = gort_socket(AF_INET, SOCK_STREAM, 0);
+    CHECK_EQ(gort_connect_until(fd2, (struct sockaddr *)&to, sizeof to,
+                                gort_no_deadline()),
+             0);
+    CHECK_EQ(gort_connect_until(-1, (struct sockaddr *)&to, sizeof to,
+                                gort_no_deadline()),
+             -EBADF);
+    gort_close(fd2);
+    gort_close(s);
+    s = gort_accept(ln, NULL, NULL);
+    gort_close(s);
+    gort_close(fd);
+    gort_close(ln);
+}
+
+/* gort_connect_until: an unanswered connect (a full backlog) returns
+ * -ETIMEDOUT at its deadline, a passed deadline at once; an answered one
+ * 0, with no write deadline left behind; no deadline; a bad fd. */
+TEST(connect_until)
+{
+    run_main(connect_until_main, NULL);
+}
+
 static void split_main(void *arg)
 {
     (void)arg;
