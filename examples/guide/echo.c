@@ -35,8 +35,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
-/* A millisecond in nanoseconds, 64 bits wide (Go's time.Millisecond). */
-#define MS INT64_C(1000000)
+/* Go's time.Millisecond: gort.h's, 64 bits wide. */
+#define MS GORT_MILLISECOND
 #define NCLIENTS 3
 #define NLINES 10
 #define IDLE_MS 2000          /* the server's read and write deadlines */

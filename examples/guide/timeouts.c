@@ -35,8 +35,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* A millisecond in nanoseconds, 64 bits wide (Go's time.Millisecond). */
-#define MS INT64_C(1000000)
+/* Go's time.Millisecond: gort.h's, 64 bits wide. */
+#define MS GORT_MILLISECOND
 #define IDLE_MS 500
 #define NTICKS 5
 #define TICK_MS 10

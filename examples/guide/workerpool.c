@@ -35,8 +35,8 @@
 #define NTASKS 20
 #define LIMIT 3
 #define BAD 5
-/* A millisecond in nanoseconds, 64 bits wide (Go's time.Millisecond). */
-#define MS INT64_C(1000000)
+/* Go's time.Millisecond: gort.h's, 64 bits wide. */
+#define MS GORT_MILLISECOND
 
 /* Say what failed on stderr; returns err. */
 static int fail(const char *what, int err)
