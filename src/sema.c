@@ -325,9 +325,11 @@ static struct semawaiter *dequeue_locked(struct semaroot *root,
     return s;
 }
 
-/* Take s, queued for its address, out wherever it is: as the node, the
- * way dequeue does; in the node's list, by unlinking it. */
-static void remove_locked(struct semaroot *root, struct semawaiter *s)
+/* The node of queued s's address, and in *prevp the record before s on
+ * the node's list (NULL when s is the node). */
+static struct semawaiter *find_locked(struct semaroot *root,
+                                      struct semawaiter *s,
+                                      struct semawaiter **prevp)
 {
     gort__lock_assert_held(&root->lock);
     struct semawaiter *t = root->treap;
@@ -335,14 +337,24 @@ static void remove_locked(struct semaroot *root, struct semawaiter *s)
         t = (uintptr_t)s->addr < (uintptr_t)t->addr ? t->left : t->right;
     if (!t)
         gort__throw("semaroot: waiter's address not in the tree");
+    struct semawaiter *prev = NULL;
+    if (t != s)
+        for (prev = t; prev->waitlink != s;)
+            if (!(prev = prev->waitlink))
+                gort__throw("semaroot: waiter not on its address's list");
+    *prevp = prev;
+    return t;
+}
+
+/* Take s, queued for its address, out wherever it is: as the node, the
+ * way dequeue does; in the node's list, by unlinking it. */
+static void remove_locked(struct semaroot *root, struct semawaiter *s)
+{
+    struct semawaiter *prev, *t = find_locked(root, s, &prev);
     if (t == s) {
         dequeue_locked(root, s->addr);
         return;
     }
-    struct semawaiter *prev = t;
-    while (prev->waitlink != s)
-        if (!(prev = prev->waitlink))
-            gort__throw("semaroot: waiter not on its address's list");
     prev->waitlink = s->waitlink;
     if (t->waittail == s)
         t->waittail = prev == t ? NULL : prev;
@@ -355,22 +367,13 @@ static void remove_locked(struct semaroot *root, struct semawaiter *s)
 static void replace_locked(struct semaroot *root, struct semawaiter *s,
                            struct semawaiter *px)
 {
-    gort__lock_assert_held(&root->lock);
     *px = (struct semawaiter){.addr = s->addr, .queued = true};
-    struct semawaiter *t = root->treap;
-    while (t && t->addr != s->addr)
-        t = (uintptr_t)s->addr < (uintptr_t)t->addr ? t->left : t->right;
-    if (!t)
-        gort__throw("semaroot: waiter's address not in the tree");
+    struct semawaiter *prev, *t = find_locked(root, s, &prev);
     if (t == s) {
         take_place(root, s, px);
         px->waitlink = s->waitlink;
         px->waittail = s->waittail;
     } else {
-        struct semawaiter *prev = t;
-        while (prev->waitlink != s)
-            if (!(prev = prev->waitlink))
-                gort__throw("semaroot: waiter not on its address's list");
         prev->waitlink = px;
         px->waitlink = s->waitlink;
         if (t->waittail == s)

@@ -110,10 +110,10 @@ static inline uint64_t xorshift(uint64_t *s)
     return *s = x;
 }
 
-/* Threads of this process: the entries of /proc/self/task. */
-static inline int count_threads(void)
+/* The entries of directory path, "." and ".." left out. */
+static inline int count_entries(const char *path)
 {
-    DIR *d = opendir("/proc/self/task");
+    DIR *d = opendir(path);
     CHECK(d != NULL);
     int n = 0;
     struct dirent *e;
@@ -121,6 +121,18 @@ static inline int count_threads(void)
         n += e->d_name[0] != '.';
     closedir(d);
     return n;
+}
+
+/* Threads of this process: the entries of /proc/self/task. */
+static inline int count_threads(void)
+{
+    return count_entries("/proc/self/task");
+}
+
+/* Descriptors this process has open: the entries of /proc/self/fd. */
+static inline int count_fds(void)
+{
+    return count_entries("/proc/self/fd");
 }
 
 /* ---------------------------------------------------------------------------

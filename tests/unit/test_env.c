@@ -107,17 +107,6 @@ static void tree_free(char *root)
     free(root);
 }
 
-static int count_fds(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    CHECK(d != NULL);
-    int n = 0;
-    while (readdir(d))
-        n++;
-    closedir(d);
-    return n;
-}
-
 /* The limit, compared with a tolerance (the values are exact in binary
  * floating point or nearly so). */
 #define CHECK_LIMIT(root, want)                                                \

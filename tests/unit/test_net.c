@@ -32,19 +32,6 @@
 
 #define SECOND (1000 * MS)
 
-/* Descriptors this process has open: the entries of /proc/self/fd. */
-static int count_fds(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    CHECK(d != NULL);
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)))
-        n += e->d_name[0] != '.';
-    closedir(d);
-    return n;
-}
-
 /* Make the network poller open its own descriptors (epoll's and its
  * wake-up's, on the first registration), so that counts taken after this
  * see only the test's. */
