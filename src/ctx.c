@@ -154,7 +154,7 @@ static int make(gort_ctx *parent, int64_t deadline, gort_ctx **cp,
     if (deadline > 0 && (c->deadline == 0 || deadline < c->deadline))
         c->deadline = deadline;
     gort_ctx_retain(parent);
-    int perr = 0;
+    int perr = 0, terr = 0;
     if (parent != &background) {
         gort_mutex_lock(&parent->mu);
         perr = parent->err;
@@ -173,8 +173,8 @@ static int make(gort_ctx *parent, int64_t deadline, gort_ctx **cp,
         gort_timer *t = NULL;
         if (in <= 0)
             perr = -ETIMEDOUT;
-        else if (gort_timer_make(&t, in, expire, c) < 0)
-            perr = -ENOMEM; /* cancelled below; the caller sees why */
+        else if ((terr = gort_timer_make(&t, in, expire, c)) < 0)
+            perr = -ECANCELED; /* the caller sees why: terr */
         if (t)
             /* Release: a firing that comes first (expire's cancel) finds
              * NULL and needs no stop; a later cancel finds the timer. */
@@ -186,8 +186,10 @@ static int make(gort_ctx *parent, int64_t deadline, gort_ctx **cp,
         c->prevp = &c->next; /* on no list: unlinking touches only c */
     *cp = c;
     if (perr)
-        cancel(c, perr == -ENOMEM ? -ECANCELED : perr);
-    return perr == -ENOMEM ? -ENOMEM : 0;
+        cancel(c, perr);
+    /* The timer's error: -ENOMEM, or -EPERM on a thread gort did not
+     * create (no P for timers). */
+    return terr;
 }
 
 int gort_ctx_with_cancel(gort_ctx *parent, gort_ctx **cp)
@@ -286,6 +288,7 @@ int gort_errgroup_make(gort_errgroup **gp, gort_ctx *parent, gort_ctx **ctxp)
     GORT_SAN_SCOPE();
     if (!gp)
         return -EINVAL;
+    gort__need_goroutine("gort_errgroup_make"); /* as its context's maker */
     struct gort_errgroup *g = gort__calloc(1, sizeof *g);
     if (!g)
         return -ENOMEM;

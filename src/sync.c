@@ -256,7 +256,7 @@ int gort_waitgroup_wait_until(gort_waitgroup *wg, gort_deadline d)
             break;
         if (gort_nanotime() >= d.at)
             return -ETIMEDOUT;
-        int err = gort__dl_arm(gp, d.at);
+        int err = gort__dl_arm(gp, d.at, "gort_waitgroup_wait_until");
         if (err)
             return err;
         /* Count ourselves as a waiter; retry if the state moved. */
@@ -717,7 +717,7 @@ int gort_cond_wait_until(gort_cond *c, gort_deadline d)
     /* The timer and the tombstone before the ticket: once it is taken,
      * leaving must not fail. */
     void *tomb = gort__notifytomb_alloc();
-    if (!tomb || gort__dl_arm(gp, d.at) != 0) {
+    if (!tomb || gort__dl_arm(gp, d.at, "gort_cond_wait_until") != 0) {
         gort__free(tomb);
         return -ENOMEM;
     }

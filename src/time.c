@@ -457,7 +457,12 @@ static inline __attribute__((always_inline)) void sleep_common(int64_t ns)
     gort__preempt_check();
     if (ns <= 0)
         return;
-    struct g *gp = gort__need_goroutine("gort_sleep")->curg;
+    /* The sleeper's timer goes on its P: a thread gort did not create,
+     * which never holds one, cannot sleep here. */
+    struct m *mp = gort__need_goroutine("gort_sleep");
+    if (!mp->p)
+        gort__fatal_no_goroutine("gort_sleep");
+    struct g *gp = mp->curg;
     struct gtimer t;
     memset(&t, 0, sizeof t);
     gort__lock_init(&t.mu, LOCKRANK_TIMER);
