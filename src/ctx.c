@@ -241,10 +241,12 @@ gort_deadline gort_ctx_deadline(gort_ctx *c)
 int gort_select_ctx(gort_case *cases, int ncases, gort_ctx *c)
 {
     GORT_SAN_SCOPE();
-    if (!c || c == &background)
-        return gort_select(cases, ncases);
+    /* Room for the done case, also when there is none to add: the limit
+     * does not depend on the context. */
     if (ncases < 0 || ncases > 65535 || (!cases && ncases > 0))
         return -EINVAL;
+    if (!c || c == &background)
+        return gort_select(cases, ncases);
     gort_case done = {.ch = c->done, .dir = GORT_CASE_RECV};
     int r = gort__select_extra(cases, ncases, done);
     return r == ncases ? gort_ctx_err(c) : r;

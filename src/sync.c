@@ -244,6 +244,8 @@ static bool forever(gort_deadline d)
 int gort_waitgroup_wait_until(gort_waitgroup *wg, gort_deadline d)
 {
     GORT_SAN_SCOPE();
+    if (!wg)
+        return -EINVAL;
     if (forever(d)) {
         waitgroup_wait(wg);
         gort__san_acquire(wg);
@@ -705,6 +707,8 @@ void gort_cond_wait(gort_cond *c)
 
 int gort_cond_wait_until(gort_cond *c, gort_deadline d)
 {
+    if (!c || !c->l)
+        return -EINVAL;
     if (forever(d)) {
         gort_cond_wait(c);
         return 0;
