@@ -123,9 +123,17 @@ static int timer_make(gort_timer **tp, int64_t ns, int64_t period,
     ut->t.idx = -1;
     ut->t.period = period;
     ut->t.when = deadline(ns);
+    /* The P's heap may have to grow for it: -ENOMEM here, not the throw
+     * of a heap that cannot grow. */
+    struct p *pp = gort__timer_p("gort_timer_make");
+    if (gort__timer_reserve(pp) != 0) {
+        gort__free(ut->ch);
+        gort__free(ut);
+        return -ENOMEM;
+    }
     gort__san_release(ut);
     gort__lock(&ut->t.mu);
-    gort__timer_add(gort__timer_p("gort_timer_make"), &ut->t);
+    gort__timer_add(pp, &ut->t);
     gort__unlock(&ut->t.mu);
     *tp = ut;
     return 0;
