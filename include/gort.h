@@ -16,7 +16,15 @@
  *     counter) is a fatal error: "gort: fatal error: <what>" on stderr, a
  *     dump of every goroutine, then abort().
  *   - Unless stated otherwise a function must be called from a goroutine,
- *     that is from code running under gort_main().
+ *     that is from code running under gort_main().  While it runs, a
+ *     thread gort did not make counts as a goroutine but holds no
+ *     processor, so it cannot sleep or wait with a deadline.  Outside a
+ *     goroutine, a channel send or receive (the try forms too), a select,
+ *     a sleep, a wait, a lock that is held, and the calls marked "Fatal
+ *     outside a goroutine" are the fatal error "<function>: not called
+ *     from a goroutine", naming the call or the one it is made of (what
+ *     stdio still buffers is written out first); the other calls say
+ *     what they do there, or work there.
  *
  * Migration: a goroutine may resume on another OS thread after any call
  * into gort (and, through preemption, anywhere in its own code).  errno
@@ -128,9 +136,10 @@ GORT_EXTERN const char *gort_version(void);
  * thread the runtime started and freeing everything it allocated.  Other
  * goroutines still alive when main returns are discarded, as in Go.
  *
- * Returns 0, or a negative errno when the runtime could not start (-EBUSY if
- * called while a gort_main is already running, -ENOMEM, -EAGAIN).  May be
- * called again after it returns.
+ * Returns 0, or a negative errno when the runtime could not start (-EINVAL
+ * for fn NULL, -EBUSY if called while a gort_main is already running,
+ * also from its goroutines, -ENOMEM, -EAGAIN).  May be called again after
+ * it returns.
  *
  * Reads GORTMAXPROCS, GORTDEBUG and GORTSTACKSIZE from the environment; a
  * malformed value is reported on stderr and the default is used.
@@ -178,17 +187,20 @@ GORT_EXTERN int64_t gort_go(void (*fn)(void *), void *arg);
 /* Yield the processor: the caller goes to the global run queue and another
  * goroutine runs.  Mirrors runtime.Gosched.  With GOMAXPROCS 1 the global
  * queue's first goroutine runs next and the caller goes to the tail of the
- * P's own queue instead (docs/design.md says why). */
+ * P's own queue instead (docs/design.md says why).  Outside a goroutine
+ * (or on a thread gort did not make) it yields the thread (sched_yield). */
 GORT_EXTERN void gort_gosched(void);
 
-/* The calling goroutine's id (main is 1), or 0 when called outside a
- * goroutine. */
+/* The calling goroutine's id (main is 1), or 0 when called outside
+ * gort_main.  A thread gort did not make gets, while gort_main runs, the
+ * id of the goroutine that stands for it. */
 GORT_EXTERN int64_t gort_goid(void);
 
 /*
  * Register fn(arg) to run when the calling goroutine ends, by returning or
  * by gort_goexit().  Handlers run last-registered first, like Go's defer.
- * Returns 0 or -ENOMEM.
+ * Returns 0; -EINVAL for fn NULL; -EPERM outside a goroutine (on a thread
+ * gort did not make too, which never ends as one); -ENOMEM.
  */
 GORT_EXTERN int gort_defer(void (*fn)(void *), void *arg);
 
@@ -196,7 +208,8 @@ GORT_EXTERN int gort_defer(void (*fn)(void *), void *arg);
  * End the calling goroutine after running its deferred handlers.  In the
  * main goroutine the program goes on with the other goroutines; when none is
  * left this is the fatal error "no goroutines (main called runtime.Goexit) -
- * deadlock!", as in Go.  Mirrors runtime.Goexit.
+ * deadlock!", as in Go.  Mirrors runtime.Goexit.  Fatal outside a
+ * goroutine, on a thread gort did not make too.
  */
 GORT_NORETURN GORT_EXTERN void gort_goexit(void);
 
@@ -205,8 +218,9 @@ GORT_NORETURN GORT_EXTERN void gort_goexit(void);
  * sets it (capped at GORT_MAX_PROCS) under stop-the-world and returns the
  * previous value.  Goroutines queued on removed processors move to the
  * global run queue.  Only a goroutine can set it: called from any other
- * thread it sets nothing and returns the current value (0 before
- * gort_main; GORTMAXPROCS in the environment sets the starting value).
+ * thread (one gort did not make too) it sets nothing and returns the
+ * current value (0 outside gort_main; GORTMAXPROCS in the environment
+ * sets the starting value).
  * Left to its default, GOMAXPROCS follows the CPUs available (affinity
  * mask, cgroup CPU limit), re-read once a second, as in Go 1.25; once
  * GORTMAXPROCS or a call with n > 0 set it, it no longer does.
@@ -214,7 +228,9 @@ GORT_NORETURN GORT_EXTERN void gort_goexit(void);
 #define GORT_MAX_PROCS 1024
 GORT_EXTERN int gort_gomaxprocs(int n);
 
-/* Number of goroutines that exist now (runnable, running or waiting). */
+/* Number of goroutines that exist now (runnable, running or waiting; the
+ * goroutines that stand for threads gort did not make too); 0 outside
+ * gort_main.  Any thread. */
 GORT_EXTERN int64_t gort_numgoroutine(void);
 
 /* Monotonic clock in nanoseconds.  Callable from any thread. */
@@ -241,8 +257,10 @@ GORT_EXTERN int gort_set_stack_size(size_t size);
 
 /*
  * Upper bound on OS threads the runtime may create (default 10000, as Go's
- * debug.SetMaxThreads).  Going past it is a fatal error.  Returns the
- * previous limit, or -EINVAL for n < 1.
+ * debug.SetMaxThreads).  Going past it is a fatal error ("thread
+ * exhaustion"; at once when n is below the threads gort_main runs now).
+ * Returns the previous limit, or -EINVAL for n < 1 (the limit unchanged).
+ * Any thread, also outside gort_main.
  */
 GORT_EXTERN int gort_set_max_threads(int n);
 
@@ -308,23 +326,28 @@ typedef struct gort_waitgroup {
 } gort_waitgroup;
 #define GORT_WAITGROUP_INIT {0, 0}
 
-/* Add delta to the counter; a negative result is a fatal error. */
+/* Add delta to the counter.  Fatal: a negative result ("sync: negative
+ * WaitGroup counter"), and an Add from zero that races a Wait being
+ * released ("sync: WaitGroup misuse: Add called concurrently with
+ * Wait"). */
 GORT_EXTERN void gort_waitgroup_add(gort_waitgroup *wg, int delta);
 /* Decrement the counter by one: gort_waitgroup_add(wg, -1). */
 GORT_EXTERN void gort_waitgroup_done(gort_waitgroup *wg);
-/* Park the calling goroutine until the counter is zero. */
+/* Park the calling goroutine until the counter is zero (at once when it
+ * is).  Fatal: the counter raised again before this Wait returned ("sync:
+ * WaitGroup is reused before previous Wait has returned"). */
 GORT_EXTERN void gort_waitgroup_wait(gort_waitgroup *wg);
 /* gort_waitgroup_wait until d: 0 when the counter reached zero, or
  * -ETIMEDOUT when d passed first (a passed deadline: at once, unless the
  * counter is zero); gort_no_deadline waits as gort_waitgroup_wait.
- * -ENOMEM when the goroutine's deadline timer cannot be made (its first
- * wait with a deadline). */
+ * -EINVAL for wg NULL.  -ENOMEM when the goroutine's deadline timer
+ * cannot be made (its first wait with a deadline). */
 GORT_EXTERN int gort_waitgroup_wait_until(gort_waitgroup *wg,
                                           gort_deadline d);
 /* Add one to the counter and start fn(arg) in a goroutine that calls
  * gort_waitgroup_done when fn returns or ends it with gort_goexit (Go's
  * WaitGroup.Go).  Returns the goroutine's id, or as gort_go (the counter
- * then unchanged); -EINVAL for wg or fn NULL. */
+ * then unchanged); -EINVAL for wg or fn NULL; -ENOMEM. */
 GORT_EXTERN int64_t gort_waitgroup_go(gort_waitgroup *wg, void (*fn)(void *),
                                       void *arg);
 
@@ -347,9 +370,9 @@ typedef struct gort_chan gort_chan;
 /*
  * Make a channel of elements of elemsize bytes (0 is allowed: a signal
  * channel) with cap buffered slots.  Returns 0 and stores it in *chp;
- * -EINVAL when chp is NULL, elemsize > GORT_CHAN_MAX_ELEM or
- * elemsize * cap does not fit in memory; -ENOMEM.  May be called from any
- * thread.
+ * -EINVAL when chp is NULL, elemsize > GORT_CHAN_MAX_ELEM, cap >
+ * UINT32_MAX or elemsize * cap does not fit in memory (*chp untouched);
+ * -ENOMEM.  May be called from any thread.
  */
 GORT_EXTERN int gort_chan_make(gort_chan **chp, size_t elemsize, size_t cap);
 
@@ -358,7 +381,7 @@ GORT_EXTERN int gort_chan_make(gort_chan **chp, size_t elemsize, size_t cap);
  * are blocked on it in send, receive or select.  A channel made by
  * gort_after() stops its timer and frees it too.  The channel of a timer
  * made with gort_timer_make belongs to the timer: -EPERM here, free the
- * timer instead.  NULL is a no-op.
+ * timer instead.  NULL: 0.
  */
 GORT_EXTERN int gort_chan_free(gort_chan *ch);
 
@@ -373,9 +396,11 @@ GORT_EXTERN void gort_chan_send(gort_chan *ch, const void *elem);
 GORT_EXTERN bool gort_chan_recv(gort_chan *ch, void *elem);
 
 /* Non-blocking forms (a select with a default case).  trysend returns
- * true when the value was sent; tryrecv returns true when a receive
- * happened and then stores in *ok (may be NULL) whether it was a value
- * (true) or the closed, drained channel (false). */
+ * true when the value was sent (false for a NULL channel); on a closed
+ * channel it is fatal, as gort_chan_send.  tryrecv returns true when a
+ * receive happened and then stores in *ok (may be NULL) whether it was a
+ * value (true) or the closed, drained channel (false); false for a NULL
+ * channel. */
 GORT_EXTERN bool gort_chan_trysend(gort_chan *ch, const void *elem);
 GORT_EXTERN bool gort_chan_tryrecv(gort_chan *ch, void *elem, bool *ok);
 
@@ -383,10 +408,10 @@ GORT_EXTERN bool gort_chan_tryrecv(gort_chan *ch, void *elem, bool *ok);
  * senders fail fatally.  Fatal: close of a nil or closed channel. */
 GORT_EXTERN void gort_chan_close(gort_chan *ch);
 
-/* Buffered elements now, and the capacity (0 for NULL). */
+/* Buffered elements now, and the capacity (0 for NULL).  Any thread. */
 GORT_EXTERN size_t gort_chan_len(gort_chan *ch);
 GORT_EXTERN size_t gort_chan_cap(gort_chan *ch);
-/* The element size ch was made with (0 for NULL). */
+/* The element size ch was made with (0 for NULL).  Any thread. */
 GORT_EXTERN size_t gort_chan_elemsize(gort_chan *ch);
 
 /* gort_chan_send and gort_chan_recv told the size of the caller's
@@ -537,33 +562,39 @@ typedef struct gort_ctx gort_ctx;
 GORT_EXTERN gort_ctx *gort_ctx_background(void);
 /* A child of parent that gort_ctx_cancel cancels (context.WithCancel):
  * 0 and *ctxp; -EINVAL for parent or ctxp NULL; -ENOMEM.  A child of a
- * cancelled parent is cancelled at once, with the parent's reason. */
+ * cancelled parent is cancelled at once, with the parent's reason.
+ * Fatal outside a goroutine. */
 GORT_EXTERN int gort_ctx_with_cancel(gort_ctx *parent, gort_ctx **ctxp);
 /* A child that is also cancelled, with -ETIMEDOUT, once d passes
- * (context.WithDeadline; gort_deadline_in for WithTimeout).  Its deadline
- * is the earlier of d and its parent's.  As gort_ctx_with_cancel;
- * -ENOMEM also when its timer cannot be made (it is cancelled then, and
- * still to be released). */
+ * (context.WithDeadline; gort_deadline_in for WithTimeout; d passed
+ * already: cancelled at once, and 0).  Its deadline is the earlier of d
+ * and its parent's.  As gort_ctx_with_cancel; when its timer cannot be
+ * made, -ENOMEM, or -EPERM on a thread gort did not make, which has no
+ * timers (*ctxp is then cancelled, with -ECANCELED, and still to be
+ * released). */
 GORT_EXTERN int gort_ctx_with_deadline(gort_ctx *parent, gort_deadline d,
                                        gort_ctx **ctxp);
-/* Cancel ctx and its children (reason -ECANCELED), unless done already. */
+/* Cancel ctx and its children (reason -ECANCELED), unless done already
+ * (NULL: nothing). */
 GORT_EXTERN void gort_ctx_cancel(gort_ctx *ctx);
-/* Cancel ctx and give back the maker's reference (Go's cancel func).
- * When ctx's deadline has just fired, it first waits (yielding) for the
- * firing's cancellation to finish, so that the context is freed here, by
- * the maker, and not left to a goroutine that a program's end would
- * discard. */
+/* Cancel ctx and give back the maker's reference (Go's cancel func;
+ * NULL: nothing).  When ctx's deadline has just fired, it first waits
+ * (yielding) for the firing's cancellation to finish, so that the context
+ * is freed here, by the maker, and not left to a goroutine that a
+ * program's end would discard. */
 GORT_EXTERN void gort_ctx_cancel_release(gort_ctx *ctx);
-/* Take a reference / give one back (the last frees the context). */
+/* Take a reference / give one back (the last frees the context; NULL
+ * and the background: nothing). */
 GORT_EXTERN void gort_ctx_retain(gort_ctx *ctx);
 GORT_EXTERN void gort_ctx_release(gort_ctx *ctx);
 /* A channel closed when ctx is cancelled, for a select's receive case
- * (Go's Done); NULL, never ready, for the background context. */
+ * (Go's Done); NULL, never ready, for the background context (and for
+ * ctx NULL). */
 GORT_EXTERN gort_chan *gort_ctx_done(gort_ctx *ctx);
 /* 0 while ctx runs; once cancelled, why: -ECANCELED (Go's Canceled) or
  * -ETIMEDOUT (DeadlineExceeded).  -EINVAL for NULL. */
 GORT_EXTERN int gort_ctx_err(gort_ctx *ctx);
-/* ctx's deadline (gort_no_deadline: none). */
+/* ctx's deadline (gort_no_deadline: none, and for ctx NULL). */
 GORT_EXTERN gort_deadline gort_ctx_deadline(gort_ctx *ctx);
 
 /* An error group (golang.org/x/sync/errgroup): goroutines started
@@ -573,49 +604,54 @@ typedef struct gort_errgroup gort_errgroup;
 /* Make a group whose context is a child of parent (NULL: the background),
  * stored in *ctxp unless ctxp is NULL (errgroup.WithContext); the group
  * owns that context until gort_errgroup_free.  0, -EINVAL for gp NULL,
- * -ENOMEM. */
+ * -ENOMEM.  Fatal outside a goroutine. */
 GORT_EXTERN int gort_errgroup_make(gort_errgroup **gp, gort_ctx *parent,
                                    gort_ctx **ctxp);
 /* At most n goroutines of the group at once, n <= 0: no limit (SetLimit).
- * 0; -EBUSY while goroutines of the group run; -EINVAL; -ENOMEM. */
+ * 0; -EBUSY while goroutines of the group run; -EINVAL for g NULL;
+ * -ENOMEM (the limit unchanged). */
 GORT_EXTERN int gort_errgroup_set_limit(gort_errgroup *g, int n);
 /* Start fn(arg) in a goroutine of the group, waiting first while the
  * limit is reached (Go).  fn returns 0 or a negative error; the first
  * error cancels the group's context (-ECANCELED).  Returns the
- * goroutine's id, -EINVAL for g or fn NULL, or as gort_go. */
+ * goroutine's id, -EINVAL for g or fn NULL, -ENOMEM, or as gort_go. */
 GORT_EXTERN int64_t gort_errgroup_go(gort_errgroup *g, int (*fn)(void *),
                                      void *arg);
 /* Wait for every goroutine of the group, then cancel its context; the
  * first error (0: none) (Wait).  -EINVAL for NULL. */
 GORT_EXTERN int gort_errgroup_wait(gort_errgroup *g);
 /* Free the group and its context, after its wait: 0, or -EBUSY while
- * goroutines of the group run (nothing freed). */
+ * goroutines of the group run (nothing freed).  NULL: 0. */
 GORT_EXTERN int gort_errgroup_free(gort_errgroup *g);
 
 /* A weighted semaphore (golang.org/x/sync/semaphore): n units, taken and
  * given back in any amounts, waiters served in arrival order (a large
  * request is not passed by smaller ones behind it). */
 typedef struct gort_semaphore gort_semaphore;
-/* Make one of n units (n > 0): 0, -EINVAL, -ENOMEM. */
+/* Make one of n units: 0, -EINVAL for sp NULL or n <= 0, -ENOMEM.  Any
+ * thread. */
 GORT_EXTERN int gort_semaphore_make(gort_semaphore **sp, int64_t n);
 /* Take n units, waiting until they are free or ctx (NULL: the
  * background) is cancelled: 0, or gort_ctx_err(ctx) with nothing taken.
  * More units than the semaphore has wait for ctx alone (Go's).  -EINVAL
- * for s NULL or n <= 0. */
+ * for s NULL or n <= 0; -ENOMEM when it would wait (nothing taken). */
 GORT_EXTERN int gort_semaphore_acquire(gort_semaphore *s, int64_t n,
                                        gort_ctx *ctx);
 /* gort_semaphore_acquire until d instead of a context: 0, or -ETIMEDOUT
  * with nothing taken (units granted as d passes are kept); more units
  * than the semaphore has wait until d, then -ETIMEDOUT.  -EINVAL for s
- * NULL or n <= 0; -ENOMEM as gort_select_until. */
+ * NULL or n <= 0; -ENOMEM when it would wait (nothing taken). */
 GORT_EXTERN int gort_semaphore_acquire_until(gort_semaphore *s, int64_t n,
                                              gort_deadline d);
-/* Take n units if they are free and nobody waits: true, else false. */
+/* Take n units if they are free and nobody waits: true, else false
+ * (also for s NULL or n <= 0). */
 GORT_EXTERN bool gort_semaphore_try_acquire(gort_semaphore *s, int64_t n);
-/* Give back n units, serving the waiters that now fit; giving back more
- * than was taken is fatal. */
+/* Give back n units, serving the waiters that now fit (s NULL or n <= 0:
+ * nothing).  Fatal: giving back more than was taken ("semaphore:
+ * released more than held"). */
 GORT_EXTERN void gort_semaphore_release(gort_semaphore *s, int64_t n);
-/* Free it: 0, or -EBUSY while goroutines wait on it (nothing freed). */
+/* Free it: 0, or -EBUSY while goroutines wait on it (nothing freed).
+ * NULL: 0. */
 GORT_EXTERN int gort_semaphore_free(gort_semaphore *s);
 
 /* ---------------------------------------------------------------------------
@@ -645,7 +681,9 @@ typedef struct gort_case {
  * index at once when no other case is ready.  No cases at all (or only
  * NULL channels and no default) blocks forever, as Go's `select {}`.
  * Returns -EINVAL (touching nothing) when ncases < 0 or > 65536, cases is
- * NULL with ncases > 0, a dir is unknown, or there are two defaults. */
+ * NULL with ncases > 0, a dir is unknown, or there are two defaults;
+ * -ENOMEM (more than 8 cases need memory).  Fatal: a send case taken on
+ * a closed channel ("send on closed channel"). */
 GORT_EXTERN int gort_select(gort_case *cases, int ncases);
 /* gort_select until d: the index of the case taken, or -ETIMEDOUT when
  * none could proceed by then (a passed deadline: none could at once).
@@ -654,7 +692,8 @@ GORT_EXTERN int gort_select(gort_case *cases, int ncases);
  * deadline (the goroutine keeps one timer for all its waits), so it is
  * the way to write Go's select with `case <-time.After(...)` in a loop.
  * -EINVAL as gort_select (ncases up to 65535); -ENOMEM when the
- * goroutine's timer cannot be made, on its first wait with a deadline. */
+ * goroutine's timer cannot be made, on its first wait with a deadline,
+ * or as gort_select. */
 GORT_EXTERN int gort_select_until(gort_case *cases, int ncases,
                                   gort_deadline d);
 /* Send on ch until d: 0 when sent, -ETIMEDOUT, -ENOMEM as
@@ -667,11 +706,13 @@ GORT_EXTERN int gort_chan_send_until(gort_chan *ch, const void *elem,
  * gort_select_until. */
 GORT_EXTERN int gort_chan_recv_until(gort_chan *ch, void *elem,
                                      gort_deadline d);
-/* gort_select until ctx is cancelled: the index of the case taken, or
- * gort_ctx_err(ctx) (-ECANCELED, -ETIMEDOUT) when ctx was cancelled
- * first; -EINVAL as gort_select (ncases up to 65535), -ENOMEM. */
+/* gort_select until ctx (NULL: the background) is cancelled: the index of
+ * the case taken, or gort_ctx_err(ctx) (-ECANCELED, -ETIMEDOUT) when ctx
+ * was cancelled first; -EINVAL as gort_select (ncases up to 65535),
+ * -ENOMEM. */
 GORT_EXTERN int gort_select_ctx(gort_case *cases, int ncases, gort_ctx *ctx);
-/* Send on ch until ctx is cancelled: 0, or gort_ctx_err(ctx). */
+/* Send on ch until ctx is cancelled: 0, or gort_ctx_err(ctx).  Sending
+ * on a closed channel is fatal, as gort_chan_send. */
 GORT_EXTERN int gort_chan_send_ctx(gort_chan *ch, const void *elem,
                                    gort_ctx *ctx);
 /* Receive from ch until ctx is cancelled: 1 (a value), 0 (closed), or
@@ -684,15 +725,17 @@ GORT_EXTERN int gort_chan_recv_ctx(gort_chan *ch, void *elem, gort_ctx *ctx);
  * ------------------------------------------------------------------------- */
 
 /* Park the calling goroutine for at least ns nanoseconds (ns <= 0: return
- * at once). */
+ * at once, from any thread). */
 GORT_EXTERN void gort_sleep(int64_t ns);
 /* Park the calling goroutine until d has passed (gort_no_deadline: return
- * at once). */
+ * at once): gort_sleep, whose name the fatal error outside a goroutine
+ * gives. */
 GORT_EXTERN void gort_sleep_until(gort_deadline d);
 
 /* A channel (cap 1, element int64_t) that receives gort_nanotime() once,
  * ns from now.  The caller owns it: gort_chan_free stops the timer and
- * frees both.  NULL when out of memory. */
+ * frees both.  NULL when out of memory, or outside a goroutine (on a
+ * thread gort did not make too: no timers there). */
 GORT_EXTERN gort_chan *gort_after(int64_t ns);
 
 /* A timer (opaque, Go's *time.Timer): made by gort_timer_make, freed by
@@ -703,7 +746,8 @@ typedef struct gort_timer gort_timer;
  * Make a timer that fires ns from now.  With fn, firing starts a goroutine
  * running fn(arg) (time.AfterFunc); with fn NULL, firing sends
  * gort_nanotime() on the timer's channel (time.NewTimer), cap 1.
- * Returns 0 and stores the timer in *tp, -EINVAL for tp NULL, -ENOMEM.
+ * Returns 0 and stores the timer in *tp, -EINVAL for tp NULL, -EPERM
+ * outside a goroutine (on a thread gort did not make too), -ENOMEM.
  */
 GORT_EXTERN int gort_timer_make(gort_timer **tp, int64_t ns,
                                 void (*fn)(void *), void *arg);
@@ -711,25 +755,30 @@ GORT_EXTERN int gort_timer_make(gort_timer **tp, int64_t ns,
  * (gort_timer_chan, cap 1) receives gort_nanotime() every ns from now on;
  * a tick the receiver is not ready for is dropped, as Go's.  Stop it with
  * gort_timer_stop, free it with gort_timer_free.  Returns 0, -EINVAL for
- * tp NULL or ns <= 0, -ENOMEM, -EPERM outside a goroutine. */
+ * tp NULL or ns <= 0, -ENOMEM, -EPERM outside a goroutine (on a thread
+ * gort did not make too). */
 GORT_EXTERN int gort_ticker_make(gort_timer **tp, int64_t ns);
 /* Tick every ns from now on (time.Ticker.Reset; a stopped ticker starts
  * again), the channel emptied.  0, or -EINVAL for t NULL or not a channel
- * timer, or ns <= 0. */
+ * timer, or ns <= 0.  Fatal outside a goroutine (on a thread gort did not
+ * make too). */
 GORT_EXTERN int gort_ticker_reset(gort_timer *t, int64_t ns);
-/* The channel of a timer made without fn; NULL for a function timer. */
+/* The channel of a timer made without fn; NULL for a function timer (and
+ * for t NULL). */
 GORT_EXTERN gort_chan *gort_timer_chan(gort_timer *t);
 /* Stop the timer.  True when this call stopped it before it fired.  For a
  * channel timer no stale value can be received afterwards, and a value
  * sent but not yet received is discarded and counts as not fired: true
- * (Go 1.23's synchronous timer channels). */
+ * (Go 1.23's synchronous timer channels).  False for t NULL. */
 GORT_EXTERN bool gort_timer_stop(gort_timer *t);
 /* Make it fire ns from now.  True when it was still pending (for a
- * channel timer: or fired and not received; that value is discarded). */
+ * channel timer: or fired and not received; that value is discarded);
+ * false for t NULL.  Fatal outside a goroutine (on a thread gort did not
+ * make too). */
 GORT_EXTERN bool gort_timer_reset(gort_timer *t, int64_t ns);
 /* Stop and free the timer (and its channel).  A function already started
  * keeps running.  Returns 0, or -EBUSY when goroutines are still blocked on
- * its channel (nothing is freed then). */
+ * its channel (nothing is freed then).  NULL: 0. */
 GORT_EXTERN int gort_timer_free(gort_timer *t);
 
 /* ---------------------------------------------------------------------------
@@ -749,7 +798,9 @@ typedef struct gort_mutex {
 
 /* Lock: spin briefly when that can pay, then park.  A waiter that has
  * waited over 1 ms switches the mutex to starvation mode, in which the
- * lock is handed to waiters in FIFO order (sync/mutex.go). */
+ * lock is handed to waiters in FIFO order (sync/mutex.go).  A free mutex
+ * is taken from any thread; one that must be waited for needs a
+ * goroutine (the fatal error names gort_mutex_lock). */
 GORT_EXTERN void gort_mutex_lock(gort_mutex *m);
 /* Lock m if it is free, without waiting: true when the caller now holds
  * it. */
@@ -759,8 +810,8 @@ GORT_EXTERN bool gort_mutex_trylock(gort_mutex *m);
  * a small record in its place in the queue, which takes the wake-up or
  * hand-off that was coming to it and passes the mutex on, so giving up
  * never stalls the other waiters.  -ENOMEM (nothing held) when that
- * record or the goroutine's deadline timer cannot be made.
- * gort_no_deadline waits as gort_mutex_lock. */
+ * record or the goroutine's deadline timer cannot be made; -EINVAL for m
+ * NULL.  gort_no_deadline waits as gort_mutex_lock. */
 GORT_EXTERN int gort_mutex_lock_until(gort_mutex *m, gort_deadline d);
 /* Fatal: "sync: unlock of unlocked mutex". */
 GORT_EXTERN void gort_mutex_unlock(gort_mutex *m);
@@ -827,7 +878,8 @@ GORT_EXTERN void gort_cond_wait(gort_cond *c);
  * takes no signal: a signal that would have been its goes to the next
  * waiter.  -ENOMEM (c->l still held, nothing waited) when the
  * goroutine's deadline timer or the record a timed-out waiter may leave
- * cannot be made.  gort_no_deadline waits as gort_cond_wait. */
+ * cannot be made.  -EINVAL for c NULL or a cond without its mutex.
+ * gort_no_deadline waits as gort_cond_wait. */
 GORT_EXTERN int gort_cond_wait_until(gort_cond *c, gort_deadline d);
 /* Wake one waiter, the one that has waited longest; none waiting, do
  * nothing.  The caller may hold c->l but need not. */
@@ -844,7 +896,9 @@ GORT_EXTERN void gort_cond_broadcast(gort_cond *c);
  * gort_unlock_os_thread() calls, it runs only on this thread and no other
  * goroutine runs there.  Calls nest (Go's LockOSThread).  A goroutine that
  * exits while locked takes its thread with it.  The main goroutine, locked,
- * runs on the thread that called gort_main().
+ * runs on the thread that called gort_main().  Outside a goroutine, and
+ * on a thread gort did not make (its own thread already), it does
+ * nothing.
  */
 GORT_EXTERN void gort_lock_os_thread(void);
 /* Undo one gort_lock_os_thread(); no-op when the goroutine is not locked. */
@@ -886,7 +940,11 @@ GORT_EXTERN void gort_exitsyscall(void);
  * as the call set it).  Interrupted calls (EINTR) are retried.
  * gort_getaddrinfo returns 0, a name resolution error as GORT_EAI(its
  * EAI_* code), or a negative errno (EAI_SYSTEM's errno, -ENOMEM for
- * EAI_MEMORY); gort_strerror names each.
+ * EAI_MEMORY); gort_strerror names each.  gort_nanosleep sleeps on the
+ * monotonic clock, all of req however often a signal comes (*rem, when
+ * rem is not NULL, is then zeroed): 0, -EFAULT for req NULL, -EINVAL for
+ * a negative or unnormalised req.  Any thread: outside a goroutine they
+ * are the plain calls.
  */
 struct timespec;
 struct addrinfo;
@@ -924,16 +982,22 @@ struct sockaddr;
 struct iovec;
 
 /* Hand fd (a socket, pipe, eventfd, tty...) to the poller; it is made
- * non-blocking.  -EEXIST if it already is, -EPERM outside gort_main. */
+ * non-blocking.  0; -EEXIST if it already is; -EPERM outside gort_main;
+ * -EBADF for a negative or closed fd; -ENOMEM; the poller's error for a
+ * descriptor it cannot watch (epoll_ctl's -EPERM for a regular file). */
 GORT_EXTERN int gort_fd_register(int fd);
-/* socket(2) / pipe2(2), registered.  Return the fd / 0, or -errno. */
+/* socket(2) / pipe2(2), registered.  Return the fd / 0, or -errno:
+ * the call's, or gort_fd_register's (-EPERM outside gort_main; nothing
+ * is left open). */
 GORT_EXTERN int gort_socket(int domain, int type, int protocol);
 GORT_EXTERN int gort_pipe(int fds[2]);
 /* accept4(2) on a registered listening socket; the new fd is registered.
- * addrlen may be NULL with addr. */
+ * addrlen may be NULL with addr.  The fd, or -errno: -EBADF for an fd
+ * not registered. */
 GORT_EXTERN int gort_accept(int fd, struct sockaddr *addr, unsigned *addrlen);
 /* connect(2), waiting at most timeout_ns (<= 0: no limit) for the
- * connection: 0, -ETIMEDOUT or the connection's error. */
+ * connection: 0, -ETIMEDOUT or the connection's error; -EBADF for an fd
+ * not registered. */
 GORT_EXTERN int gort_connect(int fd, const struct sockaddr *addr,
                              unsigned addrlen, int64_t timeout_ns);
 /* gort_connect with a deadline: 0, -ETIMEDOUT when d passed before the
@@ -958,8 +1022,9 @@ GORT_EXTERN int gort_shutdown(int fd, int how);
  * registered fd: an absolute gort_nanotime() value, or 0 for none.  Calls
  * in that direction that are still waiting when it passes (or that start
  * after it) return -ETIMEDOUT; a later deadline re-arms them (Go's
- * SetReadDeadline/SetWriteDeadline).  -EBADF for an unregistered fd,
- * -EINVAL for a bad mode or a negative time, -EPERM outside a goroutine. */
+ * SetReadDeadline/SetWriteDeadline).  0; -EBADF for an unregistered (or
+ * closed) fd, -EINVAL for a bad mode or a negative time, -EPERM outside
+ * a goroutine (on a thread gort did not make too: no timers there). */
 GORT_EXTERN int gort_fd_set_deadline(int fd, int mode, int64_t when);
 /* The directions of gort_fd_deadline, or'ed. */
 enum gort_fd_dir {
@@ -984,7 +1049,8 @@ GORT_EXTERN int gort_fd_deadline(int fd, unsigned dirs, gort_deadline d);
  * gort_preempt_disable/enable nest; between them the goroutine is never
  * preempted asynchronously and keeps its P even in an unwrapped blocking
  * call (it still yields at gort calls, and gives the P up in wrapped
- * ones).
+ * ones).  Outside a goroutine they do nothing; an enable without a
+ * disable does nothing.
  */
 GORT_EXTERN void gort_preempt_disable(void);
 GORT_EXTERN void gort_preempt_enable(void);
@@ -1089,11 +1155,13 @@ GORT_EXTERN int gort_dial(const char *network, const char *address,
  * ------------------------------------------------------------------------- */
 
 /* Print one schedtrace line (and with detail, scheddetail's P, M and G
- * lines) to stderr now, in Go's formats. */
+ * lines) to stderr now, in Go's formats.  Outside gort_main: nothing.
+ * Any thread. */
 GORT_EXTERN void gort_schedtrace(int detail);
 
 /* Per-P schedule counts, for experiments and tests: fills up to n entries
- * of ticks with each P's schedtick and returns the number of Ps. */
+ * of ticks (none when ticks is NULL or n <= 0) with each P's schedtick
+ * and returns the number of Ps; 0 outside gort_main.  Any thread. */
 GORT_EXTERN int gort_sched_ticks(uint32_t *ticks, int n);
 
 /* Write every goroutine to fd in Go's traceback format: the header
@@ -1198,8 +1266,8 @@ typedef struct gort_metric_sample {
 GORT_EXTERN int gort_metrics_read(gort_metric_sample *samples, size_t n);
 
 /* One metric: fills *s for `name` (s->hist's counts and cap are used as
- * given).  Returns 0, -ENOENT for an unknown name (s->kind is then
- * GORT_METRIC_BAD), -EINVAL for s NULL, -EPERM outside gort_main. */
+ * given).  Returns 0, -ENOENT for an unknown (or NULL) name (s->kind is
+ * then GORT_METRIC_BAD), -EINVAL for s NULL, -EPERM outside gort_main. */
 GORT_EXTERN int gort_metric_read(const char *name, gort_metric_sample *s);
 
 /*
@@ -1218,7 +1286,8 @@ GORT_EXTERN int gort_metric_read(const char *name, gort_metric_sample *s);
  * 0, -EINVAL for text NULL, -ENOMEM, or -EPERM outside gort_main.
  * gort_metrics_write_prometheus writes it all to fd (with gort_write, so a
  * goroutine writing to a socket parks rather than blocks); returns the
- * bytes written or a negative errno.
+ * bytes written, -EPERM outside gort_main, -ENOMEM, or the negative errno
+ * of a failed write (-EIO for a write of 0 bytes).
  */
 GORT_EXTERN int gort_metrics_prometheus(char **text, size_t *len);
 GORT_EXTERN long gort_metrics_write_prometheus(int fd);
@@ -1242,8 +1311,9 @@ GORT_EXTERN long gort_metrics_write_prometheus(int fd);
  * Environment: GORTDEBUG=trace=path traces a whole gort_main.
  *
  * Call from a goroutine.  Returns 0; -EINVAL when path is NULL or empty;
- * -EPERM when not called from a goroutine; -EBUSY when a trace is already
- * running (path is left alone); the -errno of open(2) (-ENOENT, -EISDIR,
+ * -EPERM when not called from a goroutine (on a thread gort did not make
+ * too); -EBUSY when a trace is already running, or being started or
+ * stopped (path is left alone); the -errno of open(2) (-ENOENT, -EISDIR,
  * -EACCES...: nothing is created); -ENOMEM or -EAGAIN.
  */
 GORT_EXTERN int gort_trace_start(const char *path);
@@ -1252,9 +1322,10 @@ GORT_EXTERN int gort_trace_start(const char *path);
  * Stop the trace: every event recorded so far is written, goroutines
  * still running end their slices at the stop time, and the file is
  * closed.  A trace still running when gort_main returns is stopped then.
- * Returns 0; -EINVAL when no trace is running; -EPERM when not called
- * from a goroutine; the -errno of a failed write (the trace is stopped
- * all the same, the file incomplete).
+ * Returns 0; -EINVAL when no trace is running; -EBUSY while another
+ * goroutine is starting or stopping one; -EPERM when not called from a
+ * goroutine (on a thread gort did not make too); the -errno of a failed
+ * write (the trace is stopped all the same, the file incomplete).
  */
 GORT_EXTERN int gort_trace_stop(void);
 

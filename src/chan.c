@@ -234,8 +234,10 @@ static void dl_done(struct g *gp)
  * without locks (gort__gtimer_push): a loop of waits whose deadlines move
  * on costs no lock for the timer.  Otherwise it is started again.  0 or
  * -ENOMEM. */
-int gort__dl_arm(struct g *gp, int64_t at)
+int gort__dl_arm(struct g *gp, int64_t at, const char *who)
 {
+    if (GORT_UNLIKELY(gp->foreign))
+        gort__fatal_no_goroutine(who);
     struct gtimer *t = gp->dlt;
     if (!t) {
         if (!(t = gort__calloc(1, sizeof *t)))
@@ -546,16 +548,19 @@ static inline struct m *chan_m(const char *who)
 /* A try on c failed: -ETIMEDOUT once at has passed (for a NULL channel,
  * which is never ready, after sleeping until then), -ENOMEM, or 0 to wait
  * with the G's timer pushed to at.  Neither the timer's locks nor its
- * push move the G to another M. */
-static int dl_before_wait(struct m *mp, struct gort_chan *c, int64_t at)
+ * push move the G to another M.  who: the public call (gort__dl_arm). */
+static int dl_before_wait(struct m *mp, struct gort_chan *c, int64_t at,
+                          const char *who)
 {
     if (at <= gort_nanotime())
         return -ETIMEDOUT;
     if (!c) {
+        if (GORT_UNLIKELY(mp->curg->foreign)) /* no P for a timer */
+            gort__fatal_no_goroutine(who);
         gort_sleep(at - gort_nanotime());
         return -ETIMEDOUT;
     }
-    return gort__dl_arm(mp->curg, at);
+    return gort__dl_arm(mp->curg, at, who);
 }
 
 int gort__chansend_until(struct gort_chan *c, const void *ep, int64_t at)
@@ -565,7 +570,7 @@ int gort__chansend_until(struct gort_chan *c, const void *ep, int64_t at)
     if (san ? chansend(mp, c, ep, false, WAIT_CHAN_SEND, true)
             : chansend(mp, c, ep, false, WAIT_CHAN_SEND, false))
         return 1;
-    int err = dl_before_wait(mp, c, at);
+    int err = dl_before_wait(mp, c, at, "gort_chan_send_until");
     if (err)
         return err;
     bool sent = san ? chansend_dl(mp, c, ep, true, WAIT_CHAN_SEND, true,
@@ -582,7 +587,7 @@ int gort__chanrecv_until(struct gort_chan *c, void *ep, bool *ok, int64_t at)
     if (san ? chanrecv(mp, c, ep, false, ok, WAIT_CHAN_RECV, true)
             : chanrecv(mp, c, ep, false, ok, WAIT_CHAN_RECV, false))
         return 1;
-    int err = dl_before_wait(mp, c, at);
+    int err = dl_before_wait(mp, c, at, "gort_chan_recv_until");
     if (err)
         return err;
     bool done = san ? chanrecv_dl(mp, c, ep, true, ok, WAIT_CHAN_RECV, true,

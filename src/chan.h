@@ -148,8 +148,10 @@ GORT_HIDDEN int gort__chanrecv_until(struct gort_chan *c, void *ep, bool *ok,
  * -ENOMEM when the timer, made on the G's first wait with a deadline,
  * cannot be made.  Channel waits (chan.c) and semaphore and notify-list
  * waits (sema.c, through sync.c) share it; g->dlc or g->dlsync says
- * which wait it ends. */
-GORT_HIDDEN int gort__dl_arm(struct g *gp, int64_t at);
+ * which wait it ends.  The G of a thread gort did not create has no P
+ * for the timer: the fatal error of a goroutine-only call, who (the
+ * public function's name). */
+GORT_HIDDEN int gort__dl_arm(struct g *gp, int64_t at, const char *who);
 
 /* gort_select over cases and one case more, extra, as the last (select.c;
  * the caller has checked cases and ncases): the index of the case taken,

@@ -176,7 +176,7 @@ static int make(gort_ctx *parent, int64_t deadline, gort_ctx **cp,
     if (deadline > 0 && (c->deadline == 0 || deadline < c->deadline))
         c->deadline = deadline;
     gort_ctx_retain(parent);
-    int perr = 0;
+    int perr = 0, terr = 0;
     if (parent != &background) {
         gort_mutex_lock(&parent->mu);
         perr = parent->err;
@@ -196,8 +196,8 @@ static int make(gort_ctx *parent, int64_t deadline, gort_ctx **cp,
         gort_timer *t = NULL;
         if (in <= 0)
             perr = -ETIMEDOUT;
-        else if (gort_timer_make(&t, in, expire, c) < 0)
-            perr = -ENOMEM; /* cancelled below; the caller sees why */
+        else if ((terr = gort_timer_make(&t, in, expire, c)) < 0)
+            perr = -ECANCELED; /* the caller sees why: terr */
         if (t)
             /* Release: a firing that comes first (expire's cancel) finds
              * NULL and needs no stop; a later cancel finds the timer. */
@@ -211,8 +211,10 @@ static int make(gort_ctx *parent, int64_t deadline, gort_ctx **cp,
         c->prevp = &c->next; /* on no list: unlinking touches only c */
     *cp = c;
     if (perr)
-        cancel(c, perr == -ENOMEM ? -ECANCELED : perr);
-    return perr == -ENOMEM ? -ENOMEM : 0;
+        cancel(c, perr);
+    /* The timer's error: -ENOMEM, or -EPERM on a thread gort did not
+     * create (no P for timers). */
+    return terr;
 }
 
 int gort_ctx_with_cancel(gort_ctx *parent, gort_ctx **cp)
@@ -274,10 +276,12 @@ gort_deadline gort_ctx_deadline(gort_ctx *c)
 int gort_select_ctx(gort_case *cases, int ncases, gort_ctx *c)
 {
     GORT_SAN_SCOPE();
-    if (!c || c == &background)
-        return gort_select(cases, ncases);
+    /* Room for the done case, also when there is none to add: the limit
+     * does not depend on the context. */
     if (ncases < 0 || ncases > 65535 || (!cases && ncases > 0))
         return -EINVAL;
+    if (!c || c == &background)
+        return gort_select(cases, ncases);
     gort_case done = {.ch = c->done, .dir = GORT_CASE_RECV};
     int r = gort__select_extra(cases, ncases, done);
     return r == ncases ? gort_ctx_err(c) : r;
@@ -321,6 +325,7 @@ int gort_errgroup_make(gort_errgroup **gp, gort_ctx *parent, gort_ctx **ctxp)
     GORT_SAN_SCOPE();
     if (!gp)
         return -EINVAL;
+    gort__need_goroutine("gort_errgroup_make"); /* as its context's maker */
     struct gort_errgroup *g = gort__calloc(1, sizeof *g);
     if (!g)
         return -ENOMEM;

@@ -63,7 +63,7 @@ int gort_select_until(gort_case *cases, int ncases, gort_deadline d)
         dflt |= cases[i].dir == GORT_CASE_DEFAULT;
     if (dflt || forever(d))
         return gort_select(cases, ncases);
-    gort__need_goroutine("gort_select_until");
+    struct m *mp = gort__need_goroutine("gort_select_until");
     if (ncases == 1 && (cases[0].dir == GORT_CASE_RECV ||
                         cases[0].dir == GORT_CASE_SEND)) {
         /* One case: the channel's own wait with a deadline. */
@@ -81,6 +81,10 @@ int gort_select_until(gort_case *cases, int ncases, gort_deadline d)
     bool passed = d.at <= gort_nanotime();
     gort_case extra = {.dir = GORT_CASE_DEFAULT};
     if (!passed) {
+        /* The G's timer goes on its P: a thread gort did not create has
+         * none (its gort_timer_make would fail, with -EPERM). */
+        if (GORT_UNLIKELY(mp->curg->foreign))
+            gort__fatal_no_goroutine("gort_select_until");
         extra.dir = GORT_CASE_RECV;
         if (!(extra.ch = arm(d.at)))
             return -ENOMEM;

@@ -242,6 +242,8 @@ int gort_sched_ticks(uint32_t *ticks, int n)
 {
     if (!load_relaxed(&gort__main_started))
         return 0;
+    if (!ticks)
+        n = 0; /* the count alone */
     gort__lock(&gort__allplock);
     int32_t procs = load_acq(&gort__gomaxprocs);
     for (int32_t i = 0; i < procs && i < n; i++)

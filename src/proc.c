@@ -853,9 +853,13 @@ static GORT_NORETURN void goexit1(struct g *gp)
 int gort_defer(void (*fn)(void *), void *arg)
 {
     GORT_SAN_SCOPE();
+    if (!fn)
+        return -EINVAL;
+    /* A thread gort did not create never ends as a goroutine: its
+     * handlers would never run. */
     struct g *gp = gort__getg();
-    if (!gp || !fn)
-        return gp ? -EINVAL : -EPERM;
+    if (!gp || gp->foreign)
+        return -EPERM;
     struct gort_defer_rec *d = gort__malloc(sizeof *d);
     if (!d)
         return -ENOMEM;
@@ -872,6 +876,8 @@ void gort_goexit(void)
     /* Never left: the goroutine's last switch leaves it (san.c). */
     gort__san_enter();
     struct g *gp = gort__need_goroutine("gort_goexit")->curg;
+    if (gp->foreign) /* it stands for the thread: it cannot end */
+        gort__fatal_no_goroutine("gort_goexit");
     if (gort__san & GORT_SAN_TSAN)
         gp->tsan_stale = true; /* frames that never return (san.c) */
     if (gp->is_main)

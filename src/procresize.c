@@ -460,7 +460,12 @@ int gort_gomaxprocs(int n)
 {
     GORT_SAN_SCOPE();
     int32_t cur = load_relaxed(&gort__gomaxprocs);
-    if (n <= 0 || !gort__getg())
+    if (n <= 0)
+        return cur;
+    /* Only a goroutine stops the world: not a thread gort did not
+     * create, which holds no P. */
+    struct g *gp = gort__getg();
+    if (!gp || gp->foreign)
         return cur;
     if (n > GORT_MAX_PROCS)
         n = GORT_MAX_PROCS;

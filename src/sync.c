@@ -246,6 +246,8 @@ static bool forever(gort_deadline d)
 int gort_waitgroup_wait_until(gort_waitgroup *wg, gort_deadline d)
 {
     GORT_SAN_SCOPE();
+    if (!wg)
+        return -EINVAL;
     if (forever(d)) {
         waitgroup_wait(wg);
         gort__san_acquire(wg);
@@ -258,7 +260,7 @@ int gort_waitgroup_wait_until(gort_waitgroup *wg, gort_deadline d)
             break;
         if (gort_nanotime() >= d.at)
             return -ETIMEDOUT;
-        int err = gort__dl_arm(gp, d.at);
+        int err = gort__dl_arm(gp, d.at, "gort_waitgroup_wait_until");
         if (err)
             return err;
         /* Count ourselves as a waiter; retry if the state moved. */
@@ -482,6 +484,8 @@ bool gort_mutex_trylock(gort_mutex *m)
 
 int gort_mutex_lock_until(gort_mutex *m, gort_deadline d)
 {
+    if (!m)
+        return -EINVAL;
     if (forever(d)) {
         gort_mutex_lock(m);
         return 0;
@@ -498,7 +502,7 @@ int gort_mutex_lock_until(gort_mutex *m, gort_deadline d)
         return -ETIMEDOUT;
     struct g *gp = gort__need_goroutine("gort_mutex_lock_until")->curg;
     void *px = gort__semproxy_alloc();
-    if (!px || gort__dl_arm(gp, d.at) != 0) {
+    if (!px || gort__dl_arm(gp, d.at, "gort_mutex_lock_until") != 0) {
         gort__free(px);
         return -ENOMEM;
     }
@@ -790,6 +794,8 @@ void gort_cond_wait(gort_cond *c)
 
 int gort_cond_wait_until(gort_cond *c, gort_deadline d)
 {
+    if (!c || !c->l)
+        return -EINVAL;
     if (forever(d)) {
         gort_cond_wait(c);
         return 0;
@@ -802,7 +808,7 @@ int gort_cond_wait_until(gort_cond *c, gort_deadline d)
     /* The timer and the tombstone before the ticket: once it is taken,
      * leaving must not fail. */
     void *tomb = gort__notifytomb_alloc();
-    if (!tomb || gort__dl_arm(gp, d.at) != 0) {
+    if (!tomb || gort__dl_arm(gp, d.at, "gort_cond_wait_until") != 0) {
         gort__free(tomb);
         return -ENOMEM;
     }

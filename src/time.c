@@ -111,16 +111,23 @@ static void update_minwhen(struct timers *ts)
     store_seqcst(&ts->minwhen, ts->len ? ts->heap[0].when : 0);
 }
 
+/* Double ts's room (64 entries at first).  False when out of memory. */
+static bool heap_grow(struct timers *ts)
+{
+    uint32_t ncap = ts->cap ? 2 * ts->cap : 64;
+    struct timerwhen *nh = gort__realloc(ts->heap, ncap * sizeof *nh);
+    if (!nh)
+        return false;
+    ts->heap = nh;
+    ts->cap = ncap;
+    return true;
+}
+
 static void heap_add(struct timers *ts, struct gtimer *t)
 {
-    if (ts->len == ts->cap) {
-        uint32_t ncap = ts->cap ? 2 * ts->cap : 64;
-        struct timerwhen *nh = gort__realloc(ts->heap, ncap * sizeof *nh);
-        if (!nh)
-            gort__throw("out of memory growing a timer heap to %u", ncap);
-        ts->heap = nh;
-        ts->cap = ncap;
-    }
+    if (ts->len == ts->cap && !heap_grow(ts))
+        gort__throw("out of memory growing a timer heap to %u",
+                    ts->cap ? 2 * ts->cap : 64);
     uint32_t i = ts->len++;
     heap_set(ts, i, (struct timerwhen){t->when, t});
     siftup(ts, i);
@@ -355,6 +362,15 @@ struct p *gort__timer_p(const char *who)
     return mp->p;
 }
 
+int gort__timer_reserve(struct p *pp)
+{
+    struct timers *ts = &pp->timers;
+    gort__lock(&ts->lock);
+    bool room = ts->len < ts->cap || heap_grow(ts);
+    gort__unlock(&ts->lock);
+    return room ? 0 : -ENOMEM;
+}
+
 /* Put t (not in any heap) on pp's heap at t->when. */
 void gort__timer_add(struct p *pp, struct gtimer *t)
 {
@@ -457,7 +473,12 @@ static inline __attribute__((always_inline)) void sleep_common(int64_t ns)
     gort__preempt_check();
     if (ns <= 0)
         return;
-    struct g *gp = gort__need_goroutine("gort_sleep")->curg;
+    /* The sleeper's timer goes on its P: a thread gort did not create,
+     * which never holds one, cannot sleep here. */
+    struct m *mp = gort__need_goroutine("gort_sleep");
+    if (!mp->p)
+        gort__fatal_no_goroutine("gort_sleep");
+    struct g *gp = mp->curg;
     struct gtimer t;
     memset(&t, 0, sizeof t);
     gort__lock_init(&t.mu, LOCKRANK_TIMER);

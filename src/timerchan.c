@@ -123,9 +123,17 @@ static int timer_make(gort_timer **tp, int64_t ns, int64_t period,
     ut->t.idx = -1;
     ut->t.period = period;
     ut->t.when = deadline(ns);
+    /* The P's heap may have to grow for it: -ENOMEM here, not the throw
+     * of a heap that cannot grow. */
+    struct p *pp = gort__timer_p("gort_timer_make");
+    if (gort__timer_reserve(pp) != 0) {
+        gort__free(ut->ch);
+        gort__free(ut);
+        return -ENOMEM;
+    }
     gort__san_release(ut);
     gort__lock(&ut->t.mu);
-    gort__timer_add(gort__timer_p("gort_timer_make"), &ut->t);
+    gort__timer_add(pp, &ut->t);
     gort__unlock(&ut->t.mu);
     *tp = ut;
     return 0;
@@ -149,12 +157,14 @@ bool gort_timer_stop(gort_timer *ut)
     return pending;
 }
 
-static bool timer_reset(gort_timer *ut, int64_t ns, int64_t period);
+/* who: the public call, for the fatal error outside a goroutine. */
+static bool timer_reset(gort_timer *ut, int64_t ns, int64_t period,
+                        const char *who);
 
 bool gort_timer_reset(gort_timer *ut, int64_t ns)
 {
     GORT_SAN_SCOPE();
-    return ut ? timer_reset(ut, ns, ut->t.period) : false;
+    return ut ? timer_reset(ut, ns, ut->t.period, "gort_timer_reset") : false;
 }
 
 int gort_ticker_reset(gort_timer *ut, int64_t ns)
@@ -162,13 +172,14 @@ int gort_ticker_reset(gort_timer *ut, int64_t ns)
     GORT_SAN_SCOPE();
     if (!ut || !ut->ch || ns <= 0)
         return -EINVAL;
-    timer_reset(ut, ns, ns);
+    timer_reset(ut, ns, ns, "gort_ticker_reset");
     return 0;
 }
 
-static bool timer_reset(gort_timer *ut, int64_t ns, int64_t period)
+static bool timer_reset(gort_timer *ut, int64_t ns, int64_t period,
+                        const char *who)
 {
-    gort__timer_p("gort_timer_reset"); /* fatal outside a goroutine */
+    gort__timer_p(who); /* fatal outside a goroutine */
     gort__san_release(ut);
     gort__lock(&ut->t.mu);
     bool pending = gort__timer_remove(&ut->t);
@@ -176,7 +187,7 @@ static bool timer_reset(gort_timer *ut, int64_t ns, int64_t period)
     ut->t.when = deadline(ns);
     ut->t.period = period;
     /* Our P again: taking locks never moves a goroutine. */
-    gort__timer_add(gort__timer_p("gort_timer_reset"), &ut->t);
+    gort__timer_add(gort__timer_p(who), &ut->t);
     gort__unlock(&ut->t.mu);
     gort__preempt_check();
     return pending;

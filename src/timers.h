@@ -32,5 +32,10 @@ GORT_HIDDEN struct p *gort__timer_p(const char *who);
  * (true if it was pending).  Both with t->mu held. */
 GORT_HIDDEN void gort__timer_add(struct p *pp, struct gtimer *t);
 GORT_HIDDEN bool gort__timer_remove(struct gtimer *t);
+/* Room on pp's heap for one timer more: 0, or -ENOMEM when the heap
+ * cannot grow (gort__timer_add would throw).  Only a P's own M adds to
+ * its heap (and procresize, with the world stopped), so an add on pp
+ * that follows without a switch has the room. */
+GORT_HIDDEN int gort__timer_reserve(struct p *pp);
 
 #endif /* GORT_TIMERS_H */

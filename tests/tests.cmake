@@ -17,6 +17,12 @@ gort_test(test_select TIMEOUT 180)
 gort_test(test_deadline TIMEOUT 120)
 # What failing calls return, and gort_strerror.
 gort_test(test_errors)
+# Every documented return value and misuse no other test asserts.  Its
+# -ENOMEM cases fail allocations through these wrappers (gort's own
+# calls included: the library is linked into the binary).
+gort_test(test_returns TIMEOUT 180)
+target_link_options(test_returns PRIVATE -Wl,--wrap=malloc
+  -Wl,--wrap=calloc -Wl,--wrap=realloc -Wl,--wrap=aligned_alloc)
 # Contexts (gort.h, "Contexts").
 gort_test(test_context TIMEOUT 120)
 gort_test(test_timer TIMEOUT 180)
