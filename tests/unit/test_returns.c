@@ -139,19 +139,6 @@ static void on_plain_thread(void *(*fn)(void *), void *arg)
     CHECK_EQ(GORT_BLOCKING(pthread_join(t, NULL)), 0);
 }
 
-/* Open descriptors of this process. */
-static int count_fds(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    CHECK(d != NULL);
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)))
-        n += e->d_name[0] != '.';
-    closedir(d);
-    return n;
-}
-
 /* ---------------------------------------------------------------------------
  * Outside gort_main: before it and after it.
  * ------------------------------------------------------------------------- */
