@@ -740,6 +740,7 @@ static void mx_plain(void *arg)
 static void mx_main(void *arg)
 {
     (void)arg;
+    CHECK_EQ(gort_mutex_lock_until(NULL, gort_no_deadline()), -EINVAL);
     /* Free: 0 at once, also with a passed deadline (a try). */
     CHECK_EQ(gort_mutex_lock_until(&mx, gort_deadline_in(SECOND)), 0);
     CHECK_EQ(gort_mutex_lock_until(&mx, gort_deadline_in(0)), -ETIMEDOUT);
