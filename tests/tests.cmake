@@ -19,6 +19,9 @@ gort_test(test_deadline TIMEOUT 120)
 gort_test(test_errors)
 # Contexts (gort.h, "Contexts").
 gort_test(test_context TIMEOUT 120)
+# Signals delivered to channels (gort.h, "Signals delivered to
+# channels").
+gort_test(test_signal TIMEOUT 120)
 gort_test(test_timer TIMEOUT 180)
 gort_test(test_env_runtime TIMEOUT 120)
 # schedtrace's detail lines against the states they show.
