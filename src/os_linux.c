@@ -45,6 +45,7 @@
 #include "fatal.h"
 #include "libc.h"
 #include "os_linux.h"
+#include "san.h"
 #include "sched.h"
 #include "stack.h"
 
@@ -256,6 +257,10 @@ int gort__minit(struct m *mp)
         sigdelset(&set, SIGBUS);
         sigdelset(&set, SIGFPE);
         sigdelset(&set, SIGILL);
+        /* ThreadSanitizer: the thread's signal state before any signal
+         * can come (san.h). */
+        if (gort__san & GORT_SAN_TSAN)
+            gort__san_yield();
         pthread_sigmask(SIG_SETMASK, &set, NULL);
     }
     return 0;
@@ -536,6 +541,10 @@ static void pipe_handler(int sig, siginfo_t *info, void *uctx)
 int gort__signals_install(void)
 {
     pthread_sigmask(SIG_SETMASK, NULL, &initmask);
+    /* ThreadSanitizer: M0's signal state, before any handler of gort's
+     * is in place (san.h). */
+    if (gort__san & GORT_SAN_TSAN)
+        gort__san_yield();
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = fault_handler;

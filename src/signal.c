@@ -49,12 +49,18 @@
  * write's SIGPIPE is accounted for as os_linux.c's handler does, and
  * delivered too (Go delivers every SIGPIPE to a channel that wants it).
  * SIGURG: the action gort replaced (its preemption handler, which passes
- * the signal on to the program's) still runs first, and every SIGURG is
- * delivered, gort's preemption requests included, as in Go.  The
- * synchronous faults (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP), SIGKILL,
- * SIGSTOP and the C library's own signals (32 and 33 with glibc) are
- * refused: a handler that returns from a fault runs the faulting
- * instruction again, and gort's crash handler owns the others.
+ * the signal on to the program's) still runs, after the signal is
+ * recorded, and every SIGURG is delivered, gort's preemption requests
+ * included, as in Go.  Refused: the synchronous faults (SIGSEGV, SIGBUS,
+ * SIGFPE, SIGILL, SIGTRAP), since a handler that returns from one runs the
+ * faulting instruction again (and gort's crash handler reports the first
+ * four); SIGKILL and SIGSTOP, which cannot be caught; the C library's own
+ * signals (32 and 33 with glibc).
+ *
+ * Under ThreadSanitizer, which runs a handler only at an intercepted call
+ * of the fiber or thread that took the signal, the first notify sets
+ * gort__san_sigwatch: san.h says what the runtime then does so that no
+ * handler waits for good.
  *
  * Invariants:
  *   - mu (a gort_mutex: callers are goroutines) guards the channel list,
@@ -363,6 +369,8 @@ static int start_locked(void)
         return err;
     }
     store_rel(&sigfd, fd);
+    /* ThreadSanitizer: no fiber may keep a signal (san.h). */
+    store_relaxed(&gort__san_sigwatch, 1);
     int64_t id = gort_go(deliver_loop, NULL);
     if (id < 0) {
         store_rel(&sigfd, -1);
@@ -545,6 +553,7 @@ void gort__signal_fini(void)
     if (started)
         gort__libc.close(fd);
     started = false;
+    store_relaxed(&gort__san_sigwatch, 0);
     store_relaxed(&pending, 0);
     store_relaxed(&woken, 0);
     gort__free(regs);
