@@ -2,8 +2,8 @@
 /*
  * server.c - the example servers' shared scaffolding (server.h).
  *
- * Shutdown: a goroutine reads SIGINT/SIGTERM from a signalfd (the signals
- * are blocked in every thread, so only the signalfd sees them), closes the
+ * Shutdown: the main goroutine waits for SIGINT/SIGTERM on a channel
+ * (gort_signal_notify, Go's signal.Notify), closes the
  * listener, which ends the acceptor, and shuts every open connection down
  * (shutdown(2)), which wakes its goroutine: a read returns end of file, a
  * write fails.  Each connection's goroutine closes its own descriptor when
@@ -20,12 +20,10 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -169,20 +167,37 @@ static void acceptor(void *arg)
     }
 }
 
-/* Wait for SIGINT/SIGTERM on a signalfd, through the poller. */
+static gort_chan *sigch;
+
+/* From now on SIGINT and SIGTERM go to sigch, which has room for one, so
+ * that a signal is kept until wait_signal takes it (Go's
+ * make(chan os.Signal, 1) and signal.Notify).  Before the server listens:
+ * a client that sees it listening may stop it at once.  sigch stays NULL
+ * when this fails. */
+static void notify_signals(void)
+{
+    gort_chan *ch;
+    if (gort_chan_make(&ch, sizeof(int), 1) != 0)
+        return;
+    if (GORT_SIGNAL_NOTIFY(ch, SIGINT, SIGTERM) != 0) {
+        gort_chan_free(ch);
+        return;
+    }
+    sigch = ch;
+}
+
+/* Wait for SIGINT or SIGTERM: the signal, or -1 when none can come. */
 static int wait_signal(void)
 {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    int sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
-    if (sfd < 0 || gort_fd_register(sfd) != 0)
+    if (!sigch)
         return -1;
-    struct signalfd_siginfo si;
-    long n = gort_read(sfd, &si, sizeof si);
-    gort_close(sfd);
-    return n == (long)sizeof si ? (int)si.ssi_signo : -1;
+    int sig = -1;
+    gort_chan_recv(sigch, &sig);
+    /* A second SIGINT or SIGTERM ends the process while it shuts down. */
+    gort_signal_stop(sigch);
+    gort_chan_free(sigch);
+    sigch = NULL;
+    return sig;
 }
 
 static int run_status;
@@ -190,6 +205,7 @@ static int run_status;
 static void server_goroutine(void *arg)
 {
     (void)arg;
+    notify_signals();
     if (procs > 0)
         gort_gomaxprocs(procs);
     /* HOST:PORT as Go reads it: [::1]:PORT, :PORT on every address of
@@ -278,13 +294,6 @@ int server_main(const struct server *s, int argc, char **argv)
             return 2;
         }
     }
-    /* The signals are read from a signalfd, so no thread may take them:
-     * block them before gort_main, whose threads block what it blocks. */
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
     int r = gort_main(server_goroutine, NULL);
     if (r < 0) {
         fprintf(stderr, "%s: gort_main: %s\n", s->name, strerror(-r));

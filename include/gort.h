@@ -1037,6 +1037,101 @@ enum gort_fd_dir {
  * other bits, and as gort_fd_set_deadline. */
 GORT_EXTERN int gort_fd_deadline(int fd, unsigned dirs, gort_deadline d);
 
+/* ---------------------------------------------------------------------------
+ * Signals delivered to channels.  Mirrors Go's os/signal: Notify, Stop,
+ * Ignore, Reset and Ignored.
+ *
+ * A notified signal no longer does what it did (end the process, run the
+ * program's handler): its number, an int, is sent on every channel that
+ * asked for it, by a goroutine of gort's woken through the network
+ * poller.  Sends never block: a channel with no room misses the signal,
+ * so give it a buffer (1 is enough for one signal, as in Go), and a
+ * signal that arrives again before it was handed out is one delivery, as
+ * the kernel merges a pending signal.  Any thread may take the signal,
+ * gort's or not; do not block it in every thread.  Do not close a
+ * channel that is still notified (the send is fatal, as Go's panic):
+ * gort_signal_stop it first.
+ *
+ * Refused everywhere (-EINVAL): numbers outside 1..SIGRTMAX, SIGKILL and
+ * SIGSTOP (they cannot be caught), the synchronous faults SIGSEGV,
+ * SIGBUS, SIGFPE, SIGILL and SIGTRAP (gort's crash handler reports
+ * them; a handler that returns would run the faulting instruction
+ * again), and the C library's own signals (32 and 33 with glibc).
+ * gort's own signals: a notified SIGQUIT no longer dumps the goroutines
+ * (Go); SIGURG, gort's preemption signal, may be notified (its handler
+ * still runs, and the channel gets gort's preemption requests too, as in
+ * Go: expect spurious SIGURG) but not ignored.
+ *
+ * gort_main's end puts back every action these calls changed and
+ * forgets every channel.  Call them from a goroutine; outside gort_main
+ * they return -EPERM.
+ * ------------------------------------------------------------------------- */
+
+/*
+ * Send the signals sigs[0..n) to ch (Go's signal.Notify); n == 0: every
+ * signal that may be notified (sigs is then not read).  ch's elements
+ * are ints (made with gort_chan_make(&ch, sizeof(int), cap)).  Calling
+ * again adds signals; several channels may want one signal, each gets it.
+ * A signal's action before the first channel wanted it comes back with
+ * gort_signal_stop of the last one, or gort_signal_reset.  A SIGHUP or
+ * SIGINT ignored before (nohup) is caught from now on, as in Go.
+ *
+ * Returns 0; -EINVAL for ch NULL, an element size other than sizeof(int),
+ * n < 0, sigs NULL with n > 0, or a refused signal among them (nothing
+ * is changed then); -EPERM outside gort_main; -ENOMEM, or eventfd(2)'s
+ * -errno, when the first call of a gort_main cannot set up delivery.
+ */
+GORT_EXTERN int gort_signal_notify(gort_chan *ch, const int *sigs, int n);
+
+/* gort_signal_notify(ch, the signals listed, their count): at least
+ * one; GORT_SIGNAL_NOTIFY(ch, SIGINT, SIGTERM). */
+#if defined(__cplusplus)
+#define GORT_SIGNAL_NOTIFY(ch, ...)                                           \
+    ([&]() -> int {                                                           \
+        const int gort_sigs_[] = {__VA_ARGS__};                               \
+        return gort_signal_notify(                                            \
+            (ch), gort_sigs_, (int)(sizeof gort_sigs_ / sizeof(int)));        \
+    }())
+#else
+#define GORT_SIGNAL_NOTIFY(ch, ...)                                           \
+    gort_signal_notify((ch), (const int[]){__VA_ARGS__},                      \
+                       (int)(sizeof((const int[]){__VA_ARGS__}) /             \
+                             sizeof(int)))
+#endif
+
+/*
+ * Send nothing more to ch (Go's signal.Stop); a signal no channel wants
+ * any more gets back the action it had before gort took it, unless the
+ * program has installed a handler of its own over gort's since.  A
+ * signal that arrived before the call is still delivered to ch.  When it
+ * returns no send to ch is in progress or to come: ch may be freed.
+ * Returns 0 (also when ch was not notified); -EINVAL for ch NULL; -EPERM
+ * outside gort_main.
+ */
+GORT_EXTERN int gort_signal_stop(gort_chan *ch);
+
+/*
+ * Ignore the signals sigs[0..n) (Go's signal.Ignore): channels no longer
+ * get them and their action is SIG_IGN; n == 0: every signal that may be
+ * notified but SIGURG.  Returns 0; -EINVAL for n < 0, sigs NULL with
+ * n > 0, a refused signal or SIGURG among them (nothing is changed);
+ * -EPERM outside gort_main.
+ */
+GORT_EXTERN int gort_signal_ignore(const int *sigs, int n);
+
+/*
+ * Undo gort_signal_notify and gort_signal_ignore for sigs[0..n) (Go's
+ * signal.Reset): channels no longer get them, and each gets back the
+ * action it had before gort took it; n == 0: every signal.  Returns 0;
+ * -EINVAL as gort_signal_ignore (SIGURG allowed); -EPERM outside
+ * gort_main.
+ */
+GORT_EXTERN int gort_signal_reset(const int *sigs, int n);
+
+/* Whether sig's action is SIG_IGN now (Go's signal.Ignored): 1 or 0;
+ * -EINVAL for a number outside 1..SIGRTMAX.  Any thread, any time. */
+GORT_EXTERN int gort_signal_ignored(int sig);
+
 /*
  * Asynchronous preemption.  A goroutine that runs 10 ms without calling
  * gort is interrupted with SIGURG and made to yield, but only at a safe

@@ -59,6 +59,8 @@
 #define xadd_seqcst(p, d) __atomic_add_fetch((p), (d), __ATOMIC_SEQ_CST)
 #define xchg_seqcst(p, v) __atomic_exchange_n((p), (v), __ATOMIC_SEQ_CST)
 #define store_seqcst(p, v) __atomic_store_n((p), (v), __ATOMIC_SEQ_CST)
+#define or_seqcst(p, v) __atomic_or_fetch((p), (v), __ATOMIC_SEQ_CST)
+#define and_seqcst(p, v) __atomic_and_fetch((p), (v), __ATOMIC_SEQ_CST)
 #define cas_seqcst(p, old, new_)                                               \
     gort__cas_impl((p), (old), (new_), __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)
 /* A seq-cst CAS from *expp to new_ that, when it fails, leaves the value

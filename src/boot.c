@@ -39,6 +39,7 @@
 #include "san.h"
 #include "sched.h"
 #include "sema.h"
+#include "signal.h"
 #include "stack.h"
 #include "syscall.h"
 #include "sysmon.h"
@@ -214,6 +215,9 @@ int gort_main(void (*fn)(void *), void *arg)
     /* Every other M has been told to exit. */
     gort__sysmon_stop();
     join_ms(mp);
+    /* Before preemption's and os_linux.c's handlers go: the actions it
+     * puts back may be theirs. */
+    gort__signal_fini();
     gort__trace_shutdown(); /* GORTDEBUG=trace, or a trace never stopped */
     gort__preempt_fini();
     gort__rawsys_thread_exit(mp);

@@ -54,6 +54,7 @@
 #include "fatal.h"
 #include "lock_futex.h"
 #include "os_linux.h"
+#include "san.h"
 #include "sched.h"
 
 #include <errno.h>
@@ -297,9 +298,26 @@ void gort__notesleep(gort_note *n)
     gort__notetsleep(n, -1);
 }
 
+/* Under ThreadSanitizer, while channels are notified of signals, a
+ * note's sleep lasts at most TSAN_WATCH_SLICE at a time and then lets the
+ * sanitizer run the handlers it deferred on this thread (san.h,
+ * gort__san_sigwatch): an idle thread is where the kernel may well put a
+ * signal sent to the process.  Otherwise at most TSAN_SLICE, so that a
+ * thread asleep since before the first notify sees the flag. */
+#define TSAN_WATCH_SLICE (10 * 1000 * 1000)
+#define TSAN_SLICE (1000 * 1000 * 1000)
+
+/* The longest sleep of a note's, ns (-1: no limit). */
+static int64_t note_slice(bool tsan, bool *watch)
+{
+    *watch = tsan && load_relaxed(&gort__san_sigwatch);
+    return *watch ? TSAN_WATCH_SLICE : tsan ? TSAN_SLICE : -1;
+}
+
 bool gort__notetsleep(gort_note *n, int64_t ns)
 {
     int64_t deadline = ns >= 0 ? gort_nanotime() + ns : 0;
+    bool tsan = (gort__san & GORT_SAN_TSAN) != 0, watch;
     for (;;) {
         /* Acquire: pairs with the exchange in notewakeup. */
         uint32_t v = load_acq(&n->key);
@@ -316,9 +334,13 @@ bool gort__notetsleep(gort_note *n, int64_t ns)
                     return false;
                 return true;
             }
-            gort__futexsleep(&n->key, NOTE_SLEEPING, left);
+            int64_t slice = note_slice(tsan, &watch);
+            gort__futexsleep(&n->key, NOTE_SLEEPING,
+                             slice >= 0 && left > slice ? slice : left);
         } else {
-            gort__futexsleep(&n->key, NOTE_SLEEPING, -1);
+            gort__futexsleep(&n->key, NOTE_SLEEPING, note_slice(tsan, &watch));
         }
+        if (GORT_UNLIKELY(watch))
+            gort__san_yield();
     }
 }

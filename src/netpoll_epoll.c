@@ -62,7 +62,10 @@ static int epfd = -1, breakfd = -1;
 /* epoll_pwait2 (Linux 5.11) is missing: use epoll_wait's milliseconds.
  * Set on ENOSYS, and from the start under Valgrind, which does not know
  * the call and would warn on every use.  Relaxed: a flag that only saves
- * a failing system call. */
+ * a failing system call.  Under ThreadSanitizer epoll_wait is used too:
+ * the sanitizer runs the handler of a signal that comes while a thread
+ * waits in an intercepted call at once, but defers it past a wait in a
+ * system call made directly, which may last until the next timer. */
 static uint32_t no_pwait2;
 static uint32_t wakesig;         /* atomic: a break is pending */
 
@@ -216,7 +219,8 @@ int32_t gort__netpoll(int64_t delay, struct gqueue *q)
             n = gort__libc.epoll_wait(epfd, evs, 128, 0);
         } else {
             struct timespec ts = {delay / 1000000000, delay % 1000000000};
-            bool pwait2 = !load_relaxed(&no_pwait2) && !gort__valgrind;
+            bool pwait2 = !load_relaxed(&no_pwait2) && !gort__valgrind &&
+                          !(gort__san & GORT_SAN_TSAN);
             if (pwait2) {
                 n = (int)syscall(SYS_epoll_pwait2, epfd, evs, 128, &ts, NULL,
                                  0);

@@ -45,6 +45,7 @@
 #include "fatal.h"
 #include "libc.h"
 #include "os_linux.h"
+#include "san.h"
 #include "sched.h"
 #include "stack.h"
 
@@ -256,6 +257,10 @@ int gort__minit(struct m *mp)
         sigdelset(&set, SIGBUS);
         sigdelset(&set, SIGFPE);
         sigdelset(&set, SIGILL);
+        /* ThreadSanitizer: the thread's signal state before any signal
+         * can come (san.h). */
+        if (gort__san & GORT_SAN_TSAN)
+            gort__san_yield();
         pthread_sigmask(SIG_SETMASK, &set, NULL);
     }
     return 0;
@@ -484,9 +489,23 @@ void gort__nosigpipe_begin(int fd)
     nosigpipe = fd > 2;
 }
 
+/* Whether a handler takes SIGPIPE now (pipe_handler, or signal.c's,
+ * which absorbs too): only then can a signal still come that a debt
+ * would pay for.  Ignored (by the program, or with gort_signal_ignore),
+ * none comes, and a debt would later swallow a signal that is not one. */
+static bool pipe_handled(void)
+{
+    struct sigaction cur;
+    if (sigaction(SIGPIPE, NULL, &cur) != 0)
+        return false;
+    return (cur.sa_flags & SA_SIGINFO) ? cur.sa_sigaction != NULL
+                                       : cur.sa_handler != SIG_DFL &&
+                                             cur.sa_handler != SIG_IGN;
+}
+
 void gort__nosigpipe_end(int err)
 {
-    if (nosigpipe && err == EPIPE) {
+    if (nosigpipe && err == EPIPE && !sigpipe_seen && pipe_handled()) {
         sigpipe_owed++; /* volatile: stays before the read of seen */
         if (sigpipe_seen)
             sigpipe_owed--; /* it came inside the bracket */
@@ -494,18 +513,25 @@ void gort__nosigpipe_end(int err)
     nosigpipe = 0;
 }
 
+bool gort__sigpipe_absorb(void)
+{
+    if (sigpipe_owed) {
+        sigpipe_owed--;
+        return true;
+    }
+    if (nosigpipe) {
+        sigpipe_seen = 1;
+        return true;
+    }
+    return false;
+}
+
 static void pipe_handler(int sig, siginfo_t *info, void *uctx)
 {
     (void)info;
     (void)uctx;
-    if (sigpipe_owed) {
-        sigpipe_owed--;
+    if (gort__sigpipe_absorb())
         return;
-    }
-    if (nosigpipe) {
-        sigpipe_seen = 1;
-        return;
-    }
     /* Not gort's write: the default action, once this handler returns and
      * the signal is unblocked again. */
     signal(sig, SIG_DFL);
@@ -515,6 +541,10 @@ static void pipe_handler(int sig, siginfo_t *info, void *uctx)
 int gort__signals_install(void)
 {
     pthread_sigmask(SIG_SETMASK, NULL, &initmask);
+    /* ThreadSanitizer: M0's signal state, before any handler of gort's
+     * is in place (san.h). */
+    if (gort__san & GORT_SAN_TSAN)
+        gort__san_yield();
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = fault_handler;

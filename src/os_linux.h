@@ -19,5 +19,9 @@ GORT_HIDDEN void gort__osyield(void);
 GORT_HIDDEN void gort__usleep(int64_t us);
 GORT_HIDDEN int gort__signals_install(void);
 GORT_HIDDEN void gort__signals_restore(void);
+/* For a SIGPIPE handler, on the thread that took the signal: true when
+ * it is the one a gort write raised (GORT_NOSIGPIPE), which the write
+ * reports as -EPIPE; that write then owes nothing.  Async-signal-safe. */
+GORT_HIDDEN bool gort__sigpipe_absorb(void);
 
 #endif /* GORT_OS_LINUX_H */

@@ -113,12 +113,14 @@
 #include "arch.h"
 #include "atomic.h"
 #include "defs.h"
+#include "libc.h"
 #include "lock_futex.h"
 #include "san.h"
 #include "sched.h"
 #include "stack.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -155,6 +157,34 @@ __attribute__((constructor(101))) static void san_detect(void)
     gort__valgrind = RUNNING_ON_VALGRIND ? 1 : 0;
 }
 
+uint32_t gort__san_sigwatch;
+
+void gort__san_yield(void)
+{
+    /* A zero-length sleep: the interceptor of a call that may block both
+     * makes the fiber's signal state and runs the deferred handlers. */
+    int saved_errno = errno;
+    struct timespec ts = {0, 0};
+    gort__libc.nanosleep(&ts, NULL);
+    errno = saved_errno;
+}
+
+/* Block the asynchronous signals (the faults stay open: blocked, they
+ * would kill the process unreported), through the interceptor. */
+static void block_async(sigset_t *old)
+{
+    sigset_t set;
+    sigfillset(&set);
+    sigdelset(&set, SIGSEGV);
+    sigdelset(&set, SIGBUS);
+    sigdelset(&set, SIGFPE);
+    sigdelset(&set, SIGILL);
+    sigdelset(&set, SIGTRAP);
+    sigdelset(&set, SIGABRT);
+    sigdelset(&set, SIGSYS);
+    pthread_sigmask(SIG_BLOCK, &set, old);
+}
+
 static void asan_finish_switch(void *fake_stack)
 {
     struct m *mp = gort__getm_raw();
@@ -177,6 +207,15 @@ void *gort__san_switch(struct g *from, struct g *to, void *arg, int dying)
                                        to->stack.hi - to->stack.lo);
         mp->locks--;
     }
+    /* Signals that came while from ran are handled before it leaves
+     * (gort__san_sigwatch, san.h); none comes during the switch. */
+    bool watch = (san & GORT_SAN_TSAN) && load_relaxed(&gort__san_sigwatch);
+    sigset_t mask;
+    struct m *mp = watch ? gort__getm_raw() : NULL;
+    if (watch) {
+        mp->locks++; /* handlers run here: not the program's own code */
+        block_async(&mask);
+    }
     if (san & GORT_SAN_TSAN) {
         GORT_ASSERT(to->tsan_fiber != NULL);
         if (san & GORT_SAN_TSAN_LIB) {
@@ -189,6 +228,13 @@ void *gort__san_switch(struct g *from, struct g *to, void *arg, int dying)
         } else {
             __tsan_switch_to_fiber(to->tsan_fiber, 0);
         }
+    }
+    if (watch) {
+        /* On to's fiber now: its signal state is made while nothing can
+         * come (san.h), then what came meanwhile is handled there. */
+        gort__san_yield();
+        pthread_sigmask(SIG_SETMASK, &mask, NULL);
+        mp->locks--;
     }
     void *ret = gort__ctx_switch(&from->sched_sp, to->sched_sp, arg);
     /* Back on from's stack, maybe on another thread. */

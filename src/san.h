@@ -109,6 +109,32 @@ __attribute__((visibility("hidden"))) void
 gort__san_thread_start(struct g *g0, int runtime_thread);
 __attribute__((visibility("hidden"))) void
 gort__san_thread_end(int runtime_thread);
+/* Signals under ThreadSanitizer.  The sanitizer runs the handler of an
+ * asynchronous signal only when the fiber that was running as it came
+ * next enters an intercepted call: a goroutine that parks first keeps it
+ * until it runs again (for good, if it waits for that very signal), and
+ * a thread asleep in a futex, which gort calls directly, enters none.
+ * While gort__san_sigwatch is set (signal.c: channels are notified of
+ * signals; relaxed, a late sighting only delays a handler), a switch
+ * blocks the asynchronous signals across it, running the outgoing
+ * fiber's deferred handlers as it blocks them and letting what came
+ * meanwhile in on the incoming one (gort__san_switch), and a note's sleep
+ * wakes every 10 ms to run its thread's (Go's notesleep does the same
+ * with cgo_yield).
+ *
+ * And the sanitizer makes a fiber's (or thread's) signal state at its
+ * first call of an interceptor that may block, losing a signal that comes
+ * meanwhile (the handler makes a second one, which the interrupted call
+ * then replaces; LLVM has since made it a compare-and-swap).  So gort
+ * makes it while the asynchronous signals are blocked: for a new thread
+ * of gort's before minit unblocks them (os_linux.c), for M0 at
+ * gort_main's start, for a fiber as a watched switch enters it.
+ *
+ * gort__san_yield is that call, a zero-length nanosleep through the
+ * interceptor: it makes the signal state and runs the deferred handlers.
+ * The caller checked gort__san. */
+__attribute__((visibility("hidden"))) extern uint32_t gort__san_sigwatch;
+__attribute__((visibility("hidden"))) void gort__san_yield(void);
 
 /* A gort-hook call of gp's begins and ends (src/hook.c): with TSAN and
  * libgort instrumented, it runs on a fiber of its own (see san.c);

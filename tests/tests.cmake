@@ -25,6 +25,9 @@ target_link_options(test_returns PRIVATE -Wl,--wrap=malloc
   -Wl,--wrap=calloc -Wl,--wrap=realloc -Wl,--wrap=aligned_alloc)
 # Contexts (gort.h, "Contexts").
 gort_test(test_context TIMEOUT 120)
+# Signals delivered to channels (gort.h, "Signals delivered to
+# channels").
+gort_test(test_signal TIMEOUT 120)
 gort_test(test_timer TIMEOUT 180)
 gort_test(test_env_runtime TIMEOUT 120)
 # schedtrace's detail lines against the states they show.

@@ -57,10 +57,10 @@ LAYERS = [
       "netpoll",
       "netpoll_epoll"]),
     ("objects", "channels, select, sync, timer channels, descriptor I/O, "
-                "listening and dialing by address, the goroutine side of "
-                "gort-hook",
+                "listening and dialing by address, signals delivered to "
+                "channels, the goroutine side of gort-hook",
      ["chan", "select", "sync", "timerchan", "deadline", "ctx", "fdio",
-      "net", "hook"]),
+      "net", "signal", "hook"]),
     ("observability", "the execution trace, metrics, goroutine dumps",
      ["trace", "trace_impl", "trace_json", "metrics", "traceback"]),
     ("boot", "start and teardown of the whole runtime",

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * header_use.c - a translation unit that uses everything gort.h defines
- * beyond plain declarations: each initializer macro, GORT_BLOCKING, the
+ * beyond plain declarations: each initializer macro, GORT_BLOCKING,
+ * GORT_SIGNAL_NOTIFY (a compound literal in C, a lambda in C++), the
  * errno override, the version macros (also in #if), the constants and
  * enums, and a call of every kind of function (the noreturn one
  * included).  tests/header/header_check.sh compiles it as C99, C11 and
@@ -109,6 +110,9 @@ static void body(void *arg)
         cases[1].ok = false;
         (void)gort_select(cases, 2);
         (void)gort_chan_tryrecv(ch, &v, &ok);
+        /* 2 and 15: SIGINT and SIGTERM, without <signal.h>. */
+        if (GORT_SIGNAL_NOTIFY(ch, 2, 15) == 0)
+            (void)gort_signal_stop(ch);
         gort_chan_close(ch);
         (void)gort_chan_free(ch);
     }
