@@ -555,9 +555,10 @@ static void cv_timed_waiter(void *arg)
 {
     int *r = arg;
     gort_mutex_lock(&cv_mu);
-    *r = gort_cond_wait_until(&cv, gort_deadline_in(10 * MS));
+    int got = gort_cond_wait_until(&cv, gort_deadline_in(10 * MS));
     CHECK(!gort_mutex_trylock(&cv_mu)); /* held again */
     gort_mutex_unlock(&cv_mu);
+    ATOMIC_STORE(r, got); /* main polls it */
 }
 
 static void cv_main(void *arg)
@@ -578,27 +579,28 @@ static void cv_main(void *arg)
     CHECK(cv.head == NULL && cv.wait == cv.notify);
 
     /* Signalled before the deadline: 0. */
-    int r = 1;
+    static int r;
+    ATOMIC_STORE(&r, 1);
     int64_t id = gort_go(cv_timed_waiter, &r);
     CHECK_GT(id, 0);
     await_waiting("sync.Cond.Wait", id, 1);
     gort_cond_signal(&cv);
     while (ATOMIC_LOAD(&r) == 1)
         gort_sleep(MS);
-    CHECK_EQ(r, 0);
+    CHECK_EQ(ATOMIC_LOAD(&r), 0);
 
     /* A timed-out waiter between two plain ones takes no signal: the
      * first signal wakes the first plain waiter, the second the last. */
     int64_t a = gort_go(cv_plain_waiter, NULL);
     await_waiting("sync.Cond.Wait", a, 1);
-    r = 1;
+    ATOMIC_STORE(&r, 1);
     int64_t b = gort_go(cv_timed_waiter, &r);
     await_waiting("sync.Cond.Wait", b, 1);
     int64_t c = gort_go(cv_plain_waiter, NULL);
     await_waiting("sync.Cond.Wait", c, 1);
     while (ATOMIC_LOAD(&r) == 1)
         gort_sleep(MS);
-    CHECK_EQ(r, -ETIMEDOUT);
+    CHECK_EQ(ATOMIC_LOAD(&r), -ETIMEDOUT);
     CHECK(cv.head != NULL); /* b's ticket is not the next: a tombstone */
     gort_cond_signal(&cv);
     for (int i = 0; i < 1000 && ATOMIC_LOAD(&cv_woken) < 1; i++)
@@ -616,7 +618,7 @@ static void cv_main(void *arg)
      * wakes the waiter after it. */
     a = gort_go(cv_plain_waiter, NULL);
     await_waiting("sync.Cond.Wait", a, 1);
-    r = 1;
+    ATOMIC_STORE(&r, 1);
     b = gort_go(cv_timed_waiter, &r);
     await_waiting("sync.Cond.Wait", b, 1);
     while (ATOMIC_LOAD(&r) == 1)
