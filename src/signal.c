@@ -494,30 +494,29 @@ static void cancel(uint64_t m, bool to_ignore)
     gort_mutex_unlock(&mu);
 }
 
-int gort_signal_ignore(const int *sigs, int n)
+/* gort_signal_ignore (to_ignore) and gort_signal_reset. */
+static int ignore_or_reset(const int *sigs, int n, bool to_ignore)
 {
-    GORT_SAN_SCOPE();
     uint64_t m;
-    int err = mask_of(sigs, n, true, &m);
+    int err = mask_of(sigs, n, to_ignore, &m);
     if (err)
         return err;
     if (!in_runtime())
         return -EPERM;
-    cancel(m, true);
+    cancel(m, to_ignore);
     return 0;
+}
+
+int gort_signal_ignore(const int *sigs, int n)
+{
+    GORT_SAN_SCOPE();
+    return ignore_or_reset(sigs, n, true);
 }
 
 int gort_signal_reset(const int *sigs, int n)
 {
     GORT_SAN_SCOPE();
-    uint64_t m;
-    int err = mask_of(sigs, n, false, &m);
-    if (err)
-        return err;
-    if (!in_runtime())
-        return -EPERM;
-    cancel(m, false);
-    return 0;
+    return ignore_or_reset(sigs, n, false);
 }
 
 int gort_signal_ignored(int sig)
