@@ -114,6 +114,8 @@ struct semawaiter {
     bool timedout;   /* its deadline timer took it out; under the lock,
                         read by its G after the ready */
     struct dlwait dl; /* what its deadline timer calls (semacquire_until) */
+    struct semaroot *dlroot; /* addr's root, for dl: set before the timer
+                                can see the record, then only read */
     struct semawaiter *proxy; /* takes its place when its deadline passes,
                                  or NULL: it leaves */
 };
@@ -393,6 +395,18 @@ void *gort__semproxy_alloc(void)
  * Acquire and release.
  * ------------------------------------------------------------------------- */
 
+/* After the park of s's G: whatever woke it took s out first (a release,
+ * or its deadline).  A wake-up from anywhere else would leave s, on the
+ * G's stack, in the tree after the G moved on, and a later release would
+ * wake whatever the stack then holds: stop here, where the cause is. */
+static void woken_check(const struct semawaiter *s, const struct g *gp)
+{
+    if (GORT_UNLIKELY(s->queued))
+        gort__throw("semacquire: goroutine %lld woken while still queued "
+                    "on %p",
+                    (long long)gp->goid, (const void *)s->addr);
+}
+
 void gort__semacquire1(uint32_t *addr, bool lifo, uint32_t reason)
 {
     if (cansemacquire(addr)) {
@@ -427,8 +441,10 @@ void gort__semacquire1(uint32_t *addr, bool lifo, uint32_t reason)
         /* Relaxed: dumps read it from other threads, only as a hint. */
         store_relaxed(&gp->waitobj, (const void *)addr);
         gort__park(unlock_lock, &root->lock, reason);
-        /* The ready that woke us ordered the releaser's write of ticket
-         * before this read (the status CAS pair in casgstatus). */
+        /* The ready that woke us ordered the releaser's writes of ticket
+         * and queued before these reads (the status CAS pair in
+         * casgstatus). */
+        woken_check(&s, gp);
         if (s.ticket || cansemacquire(addr))
             break;
     }
@@ -458,7 +474,9 @@ static void sema_dl_cancel(struct g *gp, struct dlwait *w)
 {
     struct semawaiter *s =
         (struct semawaiter *)((char *)w - offsetof(struct semawaiter, dl));
-    struct semaroot *root = semroot(s->addr);
+    /* Not semroot(s->addr): the G writes addr again (the same value)
+     * each time it queues, and this runs without the lock. */
+    struct semaroot *root = s->dlroot;
     gort__lock(&root->lock);
     bool hit = s->queued;
     if (hit) {
@@ -492,6 +510,7 @@ bool gort__semacquire_until(uint32_t *addr, bool lifo, uint32_t reason,
     s.dl.cancel = sema_dl_cancel;
     s.proxy = proxy;
     struct semaroot *root = semroot(addr);
+    s.dlroot = root;
     bool got = true;
     for (;;) {
         gort__lock(&root->lock);
@@ -517,6 +536,7 @@ bool gort__semacquire_until(uint32_t *addr, bool lifo, uint32_t reason,
         store_relaxed(&gp->waitobj, (const void *)addr); /* dumps only */
         gort__park(unlock_lock, &root->lock, reason);
         /* The ready ordered the timer's or the releaser's writes to s. */
+        woken_check(&s, gp);
         if (s.timedout) {
             got = false;
             break;
@@ -647,6 +667,17 @@ uint32_t gort__notifylistadd(gort_cond *c)
     return xadd_relaxed(&c->wait, 1) - 1;
 }
 
+/* After the park of s's G: whatever woke it took s off the list first
+ * (see woken_check). */
+static void notify_woken_check(const struct notifywaiter *s,
+                               const gort_cond *c)
+{
+    if (GORT_UNLIKELY(s->queued))
+        gort__throw("notifylist: goroutine %lld woken while still on the "
+                    "list of %p",
+                    (long long)s->g->goid, (const void *)c);
+}
+
 void gort__notifylistwait(gort_cond *c, uint32_t t)
 {
     gort_spinlock *l = notifylock(c);
@@ -665,6 +696,7 @@ void gort__notifylistwait(gort_cond *c, uint32_t t)
     c->tail = &s;
     store_relaxed(&gp->waitobj, (const void *)c); /* dumps only */
     gort__park(gort__spinunlock_commit, l, WAIT_SYNC_COND_WAIT);
+    notify_woken_check(&s, c);
     store_relaxed(&gp->waitobj, NULL);
 }
 
@@ -884,6 +916,7 @@ bool gort__notifylistwait_until(gort_cond *c, uint32_t t, int64_t at,
         } else {
             store_relaxed(&gp->waitobj, (const void *)c); /* dumps only */
             gort__park(gort__spinunlock_commit, l, WAIT_SYNC_COND_WAIT);
+            notify_woken_check(&s, c);
             store_relaxed(&gp->waitobj, NULL);
             notified = !s.timedout;
         }

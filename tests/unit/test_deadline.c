@@ -715,11 +715,16 @@ TEST(cond_deadline_races_signal)
 static gort_mutex mx;
 static int mx_r = 1;       /* atomic: a timed waiter's result, 1 until */
 static int mx_plain_in;    /* atomic: the plain waiter got the mutex */
+static int mx_release;     /* atomic: mx_holder_told may unlock */
 
-static void mx_holder(void *arg)
+/* Holds the mutex until main says so (a fixed time could pass before
+ * the waiters queue on a loaded machine). */
+static void mx_holder_told(void *arg)
 {
+    (void)arg;
     gort_mutex_lock(&mx);
-    gort_sleep((int64_t)(intptr_t)arg);
+    while (!ATOMIC_LOAD(&mx_release))
+        gort_sleep(MS);
     gort_mutex_unlock(&mx);
 }
 
@@ -752,15 +757,17 @@ static void mx_main(void *arg)
     CHECK_EQ(gort_mutex_lock_until(&mx, gort_no_deadline()), 0);
     gort_mutex_unlock(&mx);
 
-    /* Held for 200 ms: a 20 ms wait times out, a 2 s one gets it. */
-    int64_t h = gort_go(mx_holder, (void *)(intptr_t)(200 * MS));
+    /* Held: a 20 ms wait times out; once the holder is told to let go,
+     * a 2 s one gets it. */
+    int64_t h = gort_go(mx_holder_told, NULL);
     CHECK_GT(h, 0);
     await_waiting("sleep", h, 1);
     int64_t t0 = now_ns();
     CHECK_EQ(gort_mutex_lock_until(&mx, gort_deadline_in(20 * MS)),
              -ETIMEDOUT);
     CHECK_GE(now_ns() - t0, 20 * MS);
-    CHECK_LT(now_ns() - t0, 180 * MS);
+    CHECK_LT(now_ns() - t0, SECOND);
+    ATOMIC_STORE(&mx_release, 1);
     CHECK_EQ(gort_mutex_lock_until(&mx, gort_deadline_in(2 * SECOND)), 0);
     gort_mutex_unlock(&mx);
     CHECK_EQ(mx.state, 0);
@@ -768,16 +775,24 @@ static void mx_main(void *arg)
     /* A waiter that gave up ahead of a plain one: its proxy takes the
      * unlock's wake-up and passes the mutex on, so the plain waiter gets
      * it as soon as the holder lets go. */
-    h = gort_go(mx_holder, (void *)(intptr_t)(100 * MS));
+    ATOMIC_STORE(&mx_release, 0);
+    h = gort_go(mx_holder_told, NULL);
     await_waiting("sleep", h, 1);
     ATOMIC_STORE(&mx_r, 1);
     int64_t a = gort_go(mx_timed, (void *)(intptr_t)(10 * MS));
-    await_waiting("sync.Mutex.Lock", a, 1);
+    /* Queued: seen waiting, or already timed out (a slow look can miss
+     * its 10 ms). */
+    for (int i = 0; i < 30000 && ATOMIC_LOAD(&mx_r) == 1 &&
+                    count_waiting("sync.Mutex.Lock", a) < 1;
+         i++)
+        gort_sleep(MS);
     int64_t b = gort_go(mx_plain, NULL);
     await_waiting("sync.Mutex.Lock", b, 1);
     while (ATOMIC_LOAD(&mx_r) == 1)
         gort_sleep(MS);
     CHECK_EQ(ATOMIC_LOAD(&mx_r), -ETIMEDOUT);
+    CHECK(!ATOMIC_LOAD(&mx_plain_in));
+    ATOMIC_STORE(&mx_release, 1);
     for (int i = 0; i < 5000 && !ATOMIC_LOAD(&mx_plain_in); i++)
         gort_sleep(MS);
     CHECK(ATOMIC_LOAD(&mx_plain_in));
