@@ -85,6 +85,19 @@ static struct sigaction old_crash[NCRASH];
 static bool signals_installed;
 static bool quit_installed;  /* our SIGQUIT handler is in place */
 static sigset_t initmask; /* the gort_main thread's mask at start */
+/* Signals 1..64 of initmask, bit sig - 1 (the kernel's layout of a saved
+ * mask): set before any handler that reads it is installed. */
+static uint64_t initmask_bits;
+
+bool gort__sigmask_beyond_init(const sigset_t *saved)
+{
+    /* Only the first 64 bits: a signal frame holds the kernel's 8-byte
+     * mask, and what follows it in glibc's larger sigset_t is not a mask
+     * at all. */
+    uint64_t bits;
+    memcpy(&bits, saved, sizeof bits);
+    return (bits & ~initmask_bits) != 0;
+}
 
 int32_t gort__gettid(void)
 {
@@ -541,6 +554,7 @@ static void pipe_handler(int sig, siginfo_t *info, void *uctx)
 int gort__signals_install(void)
 {
     pthread_sigmask(SIG_SETMASK, NULL, &initmask);
+    memcpy(&initmask_bits, &initmask, sizeof initmask_bits);
     /* ThreadSanitizer: M0's signal state, before any handler of gort's
      * is in place (san.h). */
     if (gort__san & GORT_SAN_TSAN)

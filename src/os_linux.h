@@ -8,6 +8,8 @@
 #include "defs.h"
 #include "sched.h"
 
+#include <signal.h>
+
 GORT_HIDDEN int32_t gort__gettid(void);
 /* The CPU time thread tid (0: the caller) has used, in ns; 0 if
  * unknown. */
@@ -18,6 +20,11 @@ GORT_HIDDEN void gort__unminit(struct m *mp);
 GORT_HIDDEN void gort__osyield(void);
 GORT_HIDDEN void gort__usleep(int64_t us);
 GORT_HIDDEN int gort__signals_install(void);
+/* Whether the signal mask saved in a signal frame (uc_sigmask) blocks a
+ * signal that the runtime's threads do not block: the thread was running
+ * a signal handler, which blocks its own signal, or the program blocked
+ * more itself.  Async-signal-safe. */
+GORT_HIDDEN bool gort__sigmask_beyond_init(const sigset_t *saved);
 GORT_HIDDEN void gort__signals_restore(void);
 /* For a SIGPIPE handler, on the thread that took the signal: true when
  * it is the one a gort write raised (GORT_NOSIGPIPE), which the write

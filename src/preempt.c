@@ -75,6 +75,14 @@
  *   - gort code that makes a system call on a G's stack while the G is
  *     running holds m->locks (or is dying): the handler never mistakes it
  *     for an unwrapped blocking call.
+ *   - Nothing is injected into, and no syscall marked in, a context whose
+ *     saved signal mask blocks more than the runtime's threads do: such a
+ *     thread is running a signal handler (the program's own, on the G's
+ *     stack when it has no SA_ONSTACK), whose return must happen on this
+ *     thread; a G moved to another M from inside it would finish the
+ *     interrupted code there with this thread's registers (its M pointer,
+ *     a half-done m->locks++).  A handler with SA_NODEFER and an empty
+ *     sa_mask cannot be told from the program's code this way.
  *   - The handler only reads and writes its own thread's M and G, plus
  *     atomics; it takes sched.lock only through entersyscall when a
  *     stop-the-world waits, and never with m->locks held.
@@ -83,6 +91,7 @@
 #include "defs.h"
 #include "lock_futex.h"
 #include "mthread.h"
+#include "os_linux.h"
 #include "preempt.h"
 #include "proc.h"
 #include "rawsys.h"
@@ -560,7 +569,8 @@ static void do_sigpreempt(struct m *mp, ucontext_t *uc, siginfo_t *info)
     /* A pending post_fn: the G has not finished the switch that brought
      * it here (a sanitizer's fiber call runs outside gort's text first). */
     if (!on_gstack || mp->locks || mp->post_fn || insys == 1 ||
-        st != (insys == 2 ? G_SYSCALL : G_RUNNING)) {
+        st != (insys == 2 ? G_SYSCALL : G_RUNNING) ||
+        gort__sigmask_beyond_init(&uc->uc_sigmask)) {
         if (insys != 1)
             missed(mp, gp, insys);
         return;

@@ -1347,6 +1347,7 @@ TEST(preempt_disable)
 
 #include <signal.h>
 #include <unistd.h>
+#include <sys/syscall.h>
 
 static int usr_urg, usr_usr1; /* atomic */
 static volatile int us_stop;
@@ -1437,6 +1438,85 @@ TEST(user_signals)
     struct sigaction cur;
     CHECK_EQ(sigaction(SIGURG, NULL, &cur), 0);
     CHECK(cur.sa_handler == on_urg);
+}
+
+/* ---------------------------------------------------------------------------
+ * A long handler of the program's
+ * ------------------------------------------------------------------------- */
+
+static int lh_moved;    /* atomic: handler runs that ended on another thread */
+static int lh_runs;     /* atomic: handler runs */
+static int lh_stop;     /* atomic */
+static int64_t lh_spin; /* how long the handler spins, ns */
+
+/* Runs on the goroutine's stack (no SA_ONSTACK) for several preemption
+ * periods, in the program's code: a preemption injected here would move
+ * the goroutine, inside the handler, to another thread. */
+static void lh_handler(int sig)
+{
+    (void)sig;
+    long tid = syscall(SYS_gettid);
+    int64_t end = test_now_ns() + lh_spin;
+    while (test_now_ns() < end)
+        ;
+    if (syscall(SYS_gettid) != tid)
+        __atomic_add_fetch(&lh_moved, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&lh_runs, 1, __ATOMIC_RELAXED);
+}
+
+static void lh_spinner(void *arg)
+{
+    (void)arg;
+    while (!ATOMIC_LOAD(&lh_stop))
+        ;
+}
+
+static void lh_raiser(void *arg)
+{
+    gort_waitgroup *wg = arg;
+    for (int i = 0; i < 3; i++)
+        raise(SIGUSR2); /* the handler runs before raise returns */
+    gort_waitgroup_done(wg);
+}
+
+static void lh_main(void *arg)
+{
+    (void)arg;
+    if (!async_preempt_expected("long_handler_stays: spinners"))
+        return;
+    /* More goroutines that never call gort than Ps, so that sysmon asks
+     * every long runner to yield and a preempted one resumes wherever a
+     * P comes free. */
+    for (int i = 0; i < 3; i++)
+        gort_go(lh_spinner, NULL);
+    gort_waitgroup wg = GORT_WAITGROUP_INIT;
+    gort_waitgroup_add(&wg, 2);
+    gort_go(lh_raiser, &wg);
+    gort_go(lh_raiser, &wg);
+    gort_waitgroup_wait(&wg);
+    ATOMIC_STORE(&lh_stop, 1);
+    say("handler runs %d, moved %d\n", ATOMIC_LOAD(&lh_runs),
+        ATOMIC_LOAD(&lh_moved));
+    CHECK_EQ(ATOMIC_LOAD(&lh_runs), 6);
+    CHECK_EQ(ATOMIC_LOAD(&lh_moved), 0);
+}
+
+/* A handler of the program's without SA_ONSTACK runs on the goroutine's
+ * stack; one that runs for 50 ms, while goroutines outnumber the Ps, is
+ * never preempted: it ends on the thread it began on.  (Injected there,
+ * a preemption resumed the goroutine on another thread, where the
+ * interrupted code went on with the first thread's registers: one case
+ * was a runtime lock counted on one M and released on another.) */
+TEST(long_handler_stays)
+{
+    lh_spin = (SANITIZED ? 100 : 50) * MS;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = lh_handler;
+    sigemptyset(&sa.sa_mask);
+    CHECK_EQ(sigaction(SIGUSR2, &sa, NULL), 0);
+    run_main(lh_main, NULL);
+    signal(SIGUSR2, SIG_DFL);
 }
 
 /* ---------------------------------------------------------------------------
