@@ -96,6 +96,8 @@
 
 /* The GORTDEBUG settings (gort__read_env fills them at start-up). */
 struct gort_debugvars gort__debug;
+/* The simulation mode's state (sched.h), from GORTDEBUG=sim. */
+struct gort__simstate gort__sim;
 /* GORTTRACEBACK: what fatal errors and SIGQUIT print. */
 int32_t gort__traceback_level = TRACEBACK_ALL;
 /* Where the cgroup files are read: "" for the real filesystem; tests set
@@ -344,6 +346,9 @@ enum dkind {
     D_BOOL,  /* 0 or 1 */
     D_GUARD, /* auto | madvise | mprotect | canary */
     D_PATH,  /* a file path: into the char array at the setting's offset */
+    D_SEED,  /* sim=SEED: a uint64_t into simseed, and sim set to 1 */
+    D_STRAT, /* random | pct */
+    D_DEPTH, /* 1 .. 64 */
 };
 
 /* What each kind wants, for the message about a bad value. */
@@ -353,6 +358,9 @@ static const char *const dkind_want[] = {
     [D_BOOL] = "0 or 1",
     [D_GUARD] = "auto, madvise, mprotect or canary",
     [D_PATH] = "a file path, without commas, shorter than 1024 bytes",
+    [D_SEED] = "a seed from 0 to 18446744073709551615",
+    [D_STRAT] = "random or pct",
+    [D_DEPTH] = "a number of change points from 1 to 64",
 };
 
 /* The settings, with the field of struct gort_debugvars each sets: an
@@ -374,6 +382,9 @@ static const struct dsetting {
     {"lockfence", offsetof(struct gort_debugvars, lockfence), D_BOOL},
     {"trace", offsetof(struct gort_debugvars, trace), D_PATH},
     {"netpollspin", offsetof(struct gort_debugvars, netpollspin), D_US},
+    {"sim", offsetof(struct gort_debugvars, sim), D_SEED},
+    {"simstrategy", offsetof(struct gort_debugvars, simstrategy), D_STRAT},
+    {"simpct", offsetof(struct gort_debugvars, simpct), D_DEPTH},
 };
 #define NDSETTINGS (sizeof dsettings / sizeof dsettings[0])
 
@@ -404,8 +415,20 @@ static bool debug_value(enum dkind k, const char *v, size_t n, int32_t *out)
                 return true;
             }
         return false;
+    case D_DEPTH:
+        if (!parse_u64(v, n, 64, &x) || x == 0)
+            return false;
+        *out = (int32_t)x;
+        return true;
+    case D_STRAT:
+        if (slice_is(v, n, "random") || slice_is(v, n, "pct")) {
+            *out = slice_is(v, n, "pct") ? SIM_PCT : SIM_RANDOM;
+            return true;
+        }
+        return false;
     case D_PATH:
-        return false; /* not a number: see debug_entry */
+    case D_SEED:
+        return false; /* not an int32_t: see debug_entry */
     }
     return false;
 }
@@ -466,11 +489,16 @@ static void debug_entry(const char *e, size_t n, struct gort_debugvars *dv,
         if (!slice_is(key, klen, ds->name))
             continue;
         int32_t v;
-        if (ds->kind == D_PATH && vlen > 0 && vlen < GORT_TRACE_PATH_MAX) {
+        uint64_t seed;
+        if (ds->kind == D_SEED && parse_u64(val, vlen, UINT64_MAX, &seed)) {
+            dv->simseed = seed;
+            dv->sim = 1;
+        } else if (ds->kind == D_PATH && vlen > 0 &&
+                   vlen < GORT_TRACE_PATH_MAX) {
             char *dst = (char *)dv + ds->off;
             memcpy(dst, val, vlen);
             dst[vlen] = '\0';
-        } else if (ds->kind != D_PATH &&
+        } else if (ds->kind != D_PATH && ds->kind != D_SEED &&
                    debug_value(ds->kind, val, vlen, &v))
             *(int32_t *)((char *)dv + ds->off) = v;
         else
@@ -972,6 +1000,25 @@ int gort__maxprocs_poll(void)
 }
 
 /*
+ * GORTDEBUG=sim=SEED (docs/sim.md): one P, no preemption signals, no
+ * poller spin (its bound is a time, and virtual time stands still while
+ * the poller looks), the virtual clock at its epoch.  GOMAXPROCS counts as
+ * the program's choice, so nothing resizes it.  Returns GOMAXPROCS.
+ */
+static int sim_setup(void)
+{
+    gort__sim.strategy = gort__debug.simstrategy;
+    gort__sim.pctdepth = gort__debug.simpct ? gort__debug.simpct : 3;
+    gort__sim.seed = gort__debug.simseed;
+    store_relaxed(&gort__sim.now, GORT_SIM_EPOCH);
+    store_relaxed(&gort__sim.on, 1u);
+    gort__debug.asyncpreemptoff = 1;
+    gort__debug.netpollspin = 0;
+    store_relaxed(&gort__maxprocs_custom, 1u);
+    return 1;
+}
+
+/*
  * Read every setting from the environment.  Runs once in gort_main before
  * any other thread exists, so the plain stores cannot race; gomaxprocs is
  * stored with store_relaxed only because it is read atomically later.
@@ -980,6 +1027,7 @@ int gort__maxprocs_poll(void)
  */
 void gort__read_env(void)
 {
+    store_relaxed(&gort__sim.on, 0u);
     gort__debug = (struct gort_debugvars){.stackguard = -1,
                                           .stackidle = GORT_STACK_IDLE_MS,
                                           .netpollspin = GORT_NETPOLL_SPIN_US,
@@ -1001,6 +1049,8 @@ void gort__read_env(void)
                   mp != NULL && gort__parse_maxprocs_ok(mp) ? 1u : 0u);
     store_relaxed(&gort__maxprocs_want, 0);
     store_relaxed(&gort__maxprocs_updates, 0);
+    if (gort__debug.sim)
+        procs = sim_setup();
     store_relaxed(&gort__gomaxprocs, procs);
     const char *ss = getenv("GORTSTACKSIZE");
     if (ss != NULL)

@@ -316,7 +316,7 @@ static int64_t note_slice(bool tsan, bool *watch)
 
 bool gort__notetsleep(gort_note *n, int64_t ns)
 {
-    int64_t deadline = ns >= 0 ? gort_nanotime() + ns : 0;
+    int64_t deadline = ns >= 0 ? gort__nanotime_real() + ns : 0;
     bool tsan = (gort__san & GORT_SAN_TSAN) != 0, watch;
     for (;;) {
         /* Acquire: pairs with the exchange in notewakeup. */
@@ -326,7 +326,7 @@ bool gort__notetsleep(gort_note *n, int64_t ns)
         if (v == NOTE_CLEAR && !cas_acq(&n->key, NOTE_CLEAR, NOTE_SLEEPING))
             continue; /* woken in between: look again */
         if (ns >= 0) {
-            int64_t left = deadline - gort_nanotime();
+            int64_t left = deadline - gort__nanotime_real();
             if (left <= 0) {
                 /* Time-out: put the word back to CLEAR unless a wake-up
                  * raced us, in which case report it. */

@@ -104,11 +104,20 @@ int32_t gort__gettid(void)
     return (int32_t)syscall(SYS_gettid);
 }
 
-int64_t gort_nanotime(void)
+int64_t gort__nanotime_real(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The program's clock: the monotonic one, or in the simulation mode the
+ * virtual one (docs/sim.md), which timers and deadlines follow too. */
+int64_t gort_nanotime(void)
+{
+    if (gort__sim_on())
+        return load_relaxed(&gort__sim.now); /* one M writes it */
+    return gort__nanotime_real();
 }
 
 uint64_t gort__thread_cputime(int32_t tid)

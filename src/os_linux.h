@@ -11,6 +11,9 @@
 #include <signal.h>
 
 GORT_HIDDEN int32_t gort__gettid(void);
+/* CLOCK_MONOTONIC in ns: the real clock, for the runtime's own waits,
+ * which must not follow the simulation's virtual clock (gort_nanotime). */
+GORT_HIDDEN int64_t gort__nanotime_real(void);
 /* The CPU time thread tid (0: the caller) has used, in ns; 0 if
  * unknown. */
 GORT_HIDDEN uint64_t gort__thread_cputime(int32_t tid);

@@ -897,9 +897,51 @@ struct gort_debugvars {
                                 atomically (tests change it) */
     int32_t hook;            /* 0: gort-hook's calls are the C library's
                                 (docs/hooks.md) */
+    int32_t sim;             /* 1: sim=SEED was given (docs/sim.md) */
+    int32_t simstrategy;     /* SIM_RANDOM or SIM_PCT */
+    int32_t simpct;          /* PCT's priority-change points (d) */
+    uint64_t simseed;        /* sim=SEED */
     char trace[GORT_TRACE_PATH_MAX]; /* trace=path: trace file, "" off */
 };
 GORT_HIDDEN extern struct gort_debugvars gort__debug;
+
+/*
+ * The deterministic simulation mode (GORTDEBUG=sim=SEED, docs/sim.md):
+ * one M runs every goroutine on one P, every scheduling choice comes from
+ * the seeded random state, and gort_nanotime reads a virtual clock that
+ * moves only when nothing can run.  Set by gort__read_env before any
+ * other thread exists and cleared at shutdown; `on` is the one flag the
+ * normal mode's paths test.
+ */
+enum { SIM_RANDOM = 0, SIM_PCT = 1 };
+/* The virtual clock's first reading: a fixed, non-zero time (0 means
+ * "none" for timers and deadlines). */
+#define GORT_SIM_EPOCH ((int64_t)1000000000000)
+/* A runtime entry (gort__preempt_check) yields with chance 1 in this. */
+#define GORT_SIM_YIELD_ONE_IN 4
+struct gort__simstate {
+    uint32_t on;      /* atomic (relaxed): 1 in the simulation mode */
+    int32_t strategy; /* SIM_RANDOM or SIM_PCT */
+    int32_t pctdepth; /* PCT's d */
+    uint64_t seed;
+    int64_t now;      /* atomic (relaxed): the virtual clock */
+};
+GORT_HIDDEN extern struct gort__simstate gort__sim;
+/* splitmix64's finaliser: a seed spread over all 64 bits (seeds 1 and 2
+ * then start unrelated random sequences). */
+static inline uint64_t gort__sim_mix(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15u;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
+    return x ^ (x >> 31);
+}
+/* Whether the simulation mode is on: the normal mode's one test. */
+static inline bool gort__sim_on(void)
+{
+    /* Relaxed: written before any other thread exists. */
+    return GORT_UNLIKELY(__atomic_load_n(&gort__sim.on, __ATOMIC_RELAXED));
+}
 
 /* The thread that called gort_main. */
 GORT_HIDDEN extern struct m *gort__m0;
