@@ -91,6 +91,12 @@ void gort__fatal_begin(void)
     if (xadd_acqrel(&dying, 1) == 1) {
         /* Release: pairs with the acquire below. */
         store_rel(&dying_tid, tid);
+        /* First, so that every report of a simulated run says how to
+         * replay it (docs/sim.md). */
+        if (gort__sim_on())
+            gort__printf(2, "gort: sim seed=%llu strategy=%s\n",
+                         (unsigned long long)gort__sim.seed,
+                         gort__sim.strategy == SIM_PCT ? "pct" : "random");
         return;
     }
     if (load_acq(&dying_tid) != tid) {

@@ -109,6 +109,10 @@ void gort__mcommoninit_id_locked(struct m *mp, int64_t id)
     mp->id = id >= 0 ? id : mreserveid_locked();
     uint64_t seed = (uint64_t)gort_nanotime() ^ ((uint64_t)mp->id << 32) ^
                     (uint64_t)(uintptr_t)mp;
+    /* The simulation draws every choice from its seed (docs/sim.md): the
+     * M's id, not its address, tells the Ms apart. */
+    if (gort__sim_on())
+        seed = gort__sim_mix(gort__sim.seed ^ ((uint64_t)mp->id << 32));
     mp->fastrand[0] = (uint32_t)(seed | 1);
     mp->fastrand[1] = (uint32_t)(seed >> 32) | 0x9e3779b9u;
     mp->alllink = gort__allm;
