@@ -310,6 +310,9 @@ pick_fast(struct m *mp, struct p *pp, bool *inherit, bool *locked,
     *locked = false;
     if (load_relaxed(&gort__sched.gcwaiting))
         return NULL;
+    /* The simulation draws the next G from all runnable ones (runq.c). */
+    if (gort__sim_on())
+        return gort__sim_runqpick(pp);
     bool global = load_relaxed(&gort__sched.runqsize) > 0;
     /* Every 61st schedule, the global queue's turn (Go's fairness check
      * for the global queue against the local ones), its two parts in
@@ -401,6 +404,33 @@ pick_handoff(struct m *mp, struct p *pp, bool *inherit, bool *locked,
     if (!gp)
         mp->locks--;
     return gp; /* non-NULL: g_handoff drops the count */
+}
+
+/* The simulation's idle step, taken by the M that holds the one P when
+ * no G is runnable (docs/sim.md): goroutines whose descriptors are ready
+ * (real I/O, looked at without waiting), else the virtual clock jumps to
+ * the earliest timer and its timers fire.  Returns whether anything may
+ * have become runnable; false leaves the M to park as usual, with no
+ * timer left (a deadlock, or a wait on real I/O). */
+static GORT_NOINLINE bool sim_advance(struct p *pp)
+{
+    if (gort__netpoll_waiters() > 0) {
+        struct gqueue q;
+        int32_t n = gort__netpoll(0, &q);
+        if (n > 0) {
+            gort__injectglist(&q, n);
+            return true;
+        }
+    }
+    int64_t until = gort__timers_earliest();
+    if (until == 0)
+        return false;
+    /* Relaxed: one M drives the simulation; other threads read the clock
+     * only to compute times. */
+    if (until > load_relaxed(&gort__sim.now))
+        store_relaxed(&gort__sim.now, until);
+    gort__timers_check(pp, 0);
+    return true;
 }
 
 /* The part of findrunnable that looks without giving up the P.  Returns a
@@ -509,7 +539,9 @@ static struct g *findrunnable_drop(struct m *mp, struct p *pp, bool *exit)
     }
     /* Sleep until the next timer of any P, or a descriptor's readiness,
      * as the one poller M (Go's blocking netpoll); the others stop. */
-    int64_t until = gort__timers_earliest();
+    /* In the simulation the timers are the P holder's (sim_advance): a
+     * poller here waits for descriptors only. */
+    int64_t until = gort__sim_on() ? 0 : gort__timers_earliest();
     if ((until != 0 || gort__netpoll_waiters() > 0) &&
         !load_relaxed(&gort__sched.exiting) &&
         xchg_seqcst(&gort__sched.lastpoll, 0) != 0) {
@@ -573,6 +605,8 @@ static struct g *findrunnable(struct m *mp, bool *inherit)
                 return gp;
             continue;
         }
+        if (gort__sim_on() && sim_advance(pp))
+            continue;
         bool exit = false;
         *inherit = false;
         gp = findrunnable_drop(mp, pp, &exit);
@@ -1138,10 +1172,23 @@ void gort_gosched(void)
     gosched_common();
 }
 
+/* The simulation's preemption point: a yield with chance 1 in
+ * GORT_SIM_YIELD_ONE_IN, drawn from the seeded state (docs/sim.md). */
+static GORT_NOINLINE void sim_preempt_check(struct m *mp, struct g *gp)
+{
+    if (gp && !gp->foreign && mp->locks == 0 && mp->p &&
+        gort__fastrandn(GORT_SIM_YIELD_ONE_IN) == 0)
+        gort__preempt_yield(mp, gp);
+}
+
 void gort__preempt_check(void)
 {
     struct m *mp = gort__getm();
     struct g *gp = mp ? mp->curg : NULL;
+    if (gort__sim_on()) {
+        sim_preempt_check(mp, gp);
+        return;
+    }
     /* Relaxed: a late sighting only delays the preemption a little. */
     if (gp && load_relaxed(&gp->preempt) && mp->locks == 0)
         gort__preempt_yield(mp, gp);

@@ -478,3 +478,65 @@ struct g *gort__globrunqget_slow(struct p *pp, int32_t max)
         gort__runqput(pp, gort__globpop_locked(), false);
     return gp;
 }
+
+/* ---------------------------------------------------------------------------
+ * The simulation's pick (docs/sim.md).
+ *
+ * With GORTDEBUG=sim there is one P, driven by one M at a time, so every
+ * runnable G is in its runnext, its ring or the global queue, and nothing
+ * else moves them while the driver holds sched.lock.  The next G is drawn
+ * from all of them by the seeded random state: where a G sits (runnext
+ * or not, woken by a timer or not) no longer orders it.
+ * ------------------------------------------------------------------------- */
+
+/* The address of the i-th G of a segment queue, or NULL past its end. */
+static struct g **gsegq_at(struct gsegq *q, uint32_t *i)
+{
+    for (struct gqseg *s = q->head; s; s = s->next) {
+        uint32_t len = s->tail - s->head;
+        if (*i < len)
+            return &s->g[s->head + *i];
+        *i -= len;
+    }
+    return NULL;
+}
+
+struct g *gort__sim_runqpick(struct p *pp)
+{
+    gort__lock(&gort__sched.lock);
+    /* One P, its owner here: plain reads of its queue are exact. */
+    struct g *next = load_relaxed(&pp->runnext);
+    uint32_t h = load_relaxed(&pp->runqhead), t = pp->runqtail;
+    uint32_t nnext = next != NULL, nring = t - h;
+    uint32_t nglob = (uint32_t)gort__sched.runqsize;
+    uint32_t n = nnext + nring + nglob;
+    struct g *gp = NULL;
+    if (n == 0)
+        goto out;
+    uint32_t r = gort__fastrandn(n);
+    if (r < nnext) {
+        gp = next;
+        store_relaxed(&pp->runnext, NULL);
+    } else if ((r -= nnext) < nring) {
+        /* The chosen slot takes the head's G; the head is then taken. */
+        gp = load_relaxed(&pp->runq[SLOT(h + r)]);
+        store_relaxed(&pp->runq[SLOT(h + r)],
+                      load_relaxed(&pp->runq[SLOT(h)]));
+        store_rel(&pp->runqhead, h + 1);
+    } else {
+        r -= nring;
+        uint32_t i = r;
+        struct g **slot = gsegq_at(&gort__sched.runq_woken, &i);
+        if (!slot)
+            slot = gsegq_at(&gort__sched.runq, &i);
+        if (!slot)
+            gort__throw("sim: global queue shorter than runqsize");
+        gp = *slot;
+        /* The chosen place takes the G the queue would give up first. */
+        store_relaxed(&gort__sched.runqsize, gort__sched.runqsize - 1);
+        *slot = gort__globpop_locked();
+    }
+out:
+    gort__unlock(&gort__sched.lock);
+    return gp;
+}

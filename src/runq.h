@@ -28,6 +28,11 @@ GORT_HIDDEN void gort__globrunqputwoken_locked(struct gqueue *batch,
 GORT_HIDDEN void gort__gsegq_push_slow(struct gsegq *q, struct g *gp);
 GORT_HIDDEN void gort__gsegq_push_head(struct gsegq *q, struct g *gp);
 GORT_HIDDEN void gort__gsegq_retire(struct gsegq *q);
+/* The simulation's choice of the next G (docs/sim.md): one drawn from
+ * the seeded random state among pp's runnext, its ring and the global
+ * queue, taken off its queue; NULL when all are empty.  The one P's
+ * owner only; takes sched.lock. */
+GORT_HIDDEN struct g *gort__sim_runqpick(struct p *pp);
 /* Free every segment of q, spares included. */
 GORT_HIDDEN void gort__gsegq_fini(struct gsegq *q);
 /* Is gp on the global queue?  (checkdead's message) */
