@@ -237,3 +237,6 @@ else()
     "Invalid read of size 1.*at 0x[0-9A-F]+: use_after_free"
     COMMAND ${vg} $<TARGET_FILE:san_bugs_plain> use_after_free)
 endif()
+# The deterministic simulation mode (GORTDEBUG=sim, docs/sim.md), in
+# child processes.
+gort_test(test_sim TIMEOUT 120)

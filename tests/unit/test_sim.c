@@ -1,0 +1,247 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_sim.c - the deterministic simulation mode (GORTDEBUG=sim=SEED,
+ * docs/sim.md): the same seed gives the same interleaving and output,
+ * other seeds other interleavings; sleeps cost virtual time only; a
+ * deadlock names the seed and strategy; the settings' bad values are
+ * reported.  Each case runs a child program of this binary with its own
+ * GORTDEBUG.
+ */
+#include "test_util.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define SECOND (1000 * MS)
+
+/* ---------------------------------------------------------------------------
+ * The children.
+ * ------------------------------------------------------------------------- */
+
+/* The interleaving-sensitive workload: 8 goroutines each append their id
+ * to a shared log at every gort_gosched, channel operation, select and
+ * sleep (the sleeps of equal length make timers fire together, so their
+ * wake-up order shows too).  One OS thread runs them all in the
+ * simulation, so the log needs no lock there. */
+#define WORKERS 8
+#define ROUNDS 6
+static char wlog[WORKERS * ROUNDS * 8 + 1];
+static int wlen;
+static gort_chan *wch, *wch2;
+static gort_waitgroup wwg;
+
+static void note(int id, char what)
+{
+    wlog[wlen++] = (char)('0' + id);
+    wlog[wlen++] = what;
+}
+
+static void worker(void *arg)
+{
+    int id = (int)(intptr_t)arg;
+    for (int i = 0; i < ROUNDS; i++) {
+        note(id, 'g');
+        gort_gosched();
+        gort_chan_send(wch, &id);
+        note(id, 's');
+        int v = 0;
+        gort_case cases[2] = {{wch, GORT_CASE_RECV, &v, false},
+                              {wch2, GORT_CASE_RECV, &v, false}};
+        CHECK_GE(gort_select(cases, 2), 0);
+        note(id, 'r');
+        gort_sleep((id % 3 + 1) * MS);
+        note(id, 't');
+    }
+    gort_waitgroup_done(&wwg);
+}
+
+static void workload_main(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(gort_chan_make(&wch, sizeof(int), 2), 0);
+    CHECK_EQ(gort_chan_make(&wch2, sizeof(int), 0), 0);
+    gort_waitgroup_add(&wwg, WORKERS);
+    for (int i = 0; i < WORKERS; i++)
+        gort_go(worker, (void *)(intptr_t)i);
+    gort_waitgroup_wait(&wwg);
+    printf("log=%.*s\n", wlen, wlog);
+}
+
+TEST_HIDDEN(workload_child)
+{
+    CHECK_EQ(gort_main(workload_main, NULL), 0);
+}
+
+/* A 10 s sleep, and the clock's reading around it. */
+static void sleep_main(void *arg)
+{
+    (void)arg;
+    int64_t t0 = gort_nanotime();
+    gort_sleep(10 * SECOND);
+    int64_t t1 = gort_nanotime();
+    /* A deadline on a channel that never receives: it passes in virtual
+     * time too. */
+    gort_chan *ch;
+    CHECK_EQ(gort_chan_make(&ch, sizeof(int), 0), 0);
+    int v;
+    CHECK_EQ(gort_chan_recv_until(ch, &v, gort_deadline_in(5 * SECOND)),
+             -ETIMEDOUT);
+    int64_t t2 = gort_nanotime();
+    printf("start=%lld slept=%lld waited=%lld\n", (long long)t0,
+           (long long)(t1 - t0), (long long)(t2 - t1));
+}
+
+TEST_HIDDEN(sleep_child)
+{
+    CHECK_EQ(gort_main(sleep_main, NULL), 0);
+}
+
+static void clock_main(void *arg)
+{
+    (void)arg;
+    printf("now=%lld\n", (long long)gort_nanotime());
+}
+
+TEST_HIDDEN(clock_child)
+{
+    CHECK_EQ(gort_main(clock_main, NULL), 0);
+}
+
+static void deadlock_main(void *arg)
+{
+    (void)arg;
+    gort_chan *ch;
+    CHECK_EQ(gort_chan_make(&ch, sizeof(int), 0), 0);
+    int v;
+    gort_chan_recv(ch, &v);
+}
+
+TEST_HIDDEN(deadlock_child)
+{
+    gort_main(deadlock_main, NULL);
+}
+
+/* ---------------------------------------------------------------------------
+ * The cases.
+ * ------------------------------------------------------------------------- */
+
+/* Run `child` with GORTDEBUG=debug; returns its stdout (malloc'd), after
+ * checking it exited 0. */
+static char *run_ok(const char *child, const char *debug)
+{
+    char env0[128];
+    snprintf(env0, sizeof env0, "GORTDEBUG=%s", debug);
+    const char *env[] = {env0, NULL};
+    struct test_child r;
+    test_run_child(child, env, 60, &r);
+    if (r.exit_code != 0 || r.signal != 0)
+        fprintf(stderr, "child %s (%s): exit %d signal %d\n%s\n", child,
+                debug, r.exit_code, r.signal, r.err);
+    CHECK_EQ(r.exit_code, 0);
+    CHECK_EQ(r.signal, 0);
+    free(r.err);
+    return r.out;
+}
+
+/* The same seed twice gives byte-identical output of the workload, for
+ * both strategies; the log holds every event (none lost or doubled). */
+TEST(same_seed_same_output)
+{
+    const char *const settings[] = {"sim=1", "sim=12345",
+                                    "sim=7,simstrategy=pct",
+                                    "sim=18446744073709551615"};
+    for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++) {
+        char *a = run_ok("workload_child", settings[i]);
+        char *b = run_ok("workload_child", settings[i]);
+        CHECK_STR_CONTAINS(a, "log=");
+        CHECK_EQ(strlen(a), strlen("log=\n") + WORKERS * ROUNDS * 8);
+        CHECK_EQ(strcmp(a, b), 0);
+        free(a);
+        free(b);
+    }
+}
+
+/* Ten seeds give at least two different interleavings (with eight
+ * goroutines yielding at every step, two seeds that agree on the whole
+ * log of 384 events are already unlikely). */
+TEST(seeds_differ)
+{
+    char *outs[10];
+    int distinct = 0;
+    for (int i = 0; i < 10; i++) {
+        char debug[32];
+        snprintf(debug, sizeof debug, "sim=%d", 100 + i);
+        outs[i] = run_ok("workload_child", debug);
+        bool seen = false;
+        for (int j = 0; j < i; j++)
+            seen = seen || strcmp(outs[i], outs[j]) == 0;
+        distinct += !seen;
+    }
+    CHECK_GE(distinct, 2);
+    for (int i = 0; i < 10; i++)
+        free(outs[i]);
+}
+
+/* A 10 s sleep and a 5 s deadline in the simulation take the virtual
+ * clock exactly that far, from its fixed start, and well under a second
+ * of wall time. */
+TEST(sleep_is_virtual)
+{
+    int64_t t0 = test_now_ns();
+    char *out = run_ok("sleep_child", "sim=3");
+    int64_t wall = test_now_ns() - t0;
+    char want[128];
+    snprintf(want, sizeof want, "start=%lld slept=%lld waited=%lld\n",
+             1000000000000LL, 10 * SECOND, 5 * SECOND);
+    CHECK_STR_CONTAINS(out, want);
+    CHECK_LT(wall, 1 * SECOND);
+    free(out);
+}
+
+/* A deadlock in the simulation says how to replay it before the usual
+ * report; outside the simulation it does not. */
+TEST(deadlock_names_seed)
+{
+    const char *env[] = {"GORTDEBUG=sim=99,simstrategy=pct", NULL};
+    struct test_child r;
+    test_run_child("deadlock_child", env, 60, &r);
+    CHECK_NE(r.exit_code == 0 && r.signal == 0, true);
+    const char *seed = strstr(r.err, "gort: sim seed=99 strategy=pct\n");
+    const char *dead = strstr(r.err, "all goroutines are asleep - deadlock!");
+    CHECK(seed != NULL);
+    CHECK(dead != NULL);
+    CHECK(seed < dead);
+    test_child_free(&r);
+
+    const char *env2[] = {"GORTDEBUG=", NULL};
+    test_run_child("deadlock_child", env2, 60, &r);
+    CHECK(strstr(r.err, "deadlock!") != NULL);
+    CHECK(strstr(r.err, "gort: sim") == NULL);
+    test_child_free(&r);
+}
+
+/* Bad values of sim, simstrategy and simpct are reported and ignored:
+ * the program runs in the normal mode (its clock is the real one, not
+ * the virtual clock's start).  With a valid seed the clock starts there. */
+TEST(bad_settings_reported)
+{
+    const char *env[] = {"GORTDEBUG=sim=x,simstrategy=fair,simpct=0", NULL};
+    struct test_child r;
+    test_run_child("clock_child", env, 60, &r);
+    if (r.exit_code != 0)
+        fprintf(stderr, "%s\n", r.err);
+    CHECK_EQ(r.exit_code, 0);
+    CHECK_STR_CONTAINS(r.err, "sim=\"x\" is not valid");
+    CHECK_STR_CONTAINS(r.err, "simstrategy=\"fair\" is not valid");
+    CHECK_STR_CONTAINS(r.err, "simpct=\"0\" is not valid");
+    CHECK_STR_CONTAINS(r.out, "now=");
+    CHECK(strstr(r.out, "now=1000000000000\n") == NULL);
+    test_child_free(&r);
+
+    const char *env2[] = {"GORTDEBUG=sim=0", NULL};
+    test_run_child("clock_child", env2, 60, &r);
+    CHECK_EQ(r.exit_code, 0);
+    CHECK_STR_CONTAINS(r.out, "now=1000000000000\n");
+    CHECK_EQ(strlen(r.err), 0);
+    test_child_free(&r);
+}
