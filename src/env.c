@@ -1011,6 +1011,16 @@ static int sim_setup(void)
     gort__sim.pctdepth = gort__debug.simpct ? gort__debug.simpct : 3;
     gort__sim.seed = gort__debug.simseed;
     store_relaxed(&gort__sim.now, GORT_SIM_EPOCH);
+    /* PCT's d-1 change points, uniform over its horizon, from the seed
+     * alone (not from an M's random state, which scheduling consumes). */
+    gort__sim.step = 0;
+    uint64_t x = gort__sim.seed ^ 0x5043540000000000u; /* "PCT" */
+    for (int32_t i = 0; i < 64; i++) {
+        x = gort__sim_mix(x);
+        gort__sim.change[i] = i < gort__sim.pctdepth - 1
+                                  ? 1 + (int64_t)(x % GORT_SIM_PCT_STEPS)
+                                  : -1;
+    }
     store_relaxed(&gort__sim.on, 1u);
     gort__debug.asyncpreemptoff = 1;
     gort__debug.netpollspin = 0;

@@ -1172,12 +1172,17 @@ void gort_gosched(void)
     gosched_common();
 }
 
-/* The simulation's preemption point: a yield with chance 1 in
- * GORT_SIM_YIELD_ONE_IN, drawn from the seeded state (docs/sim.md). */
+/* The simulation's preemption point (docs/sim.md): with the random
+ * strategy a yield with chance 1 in GORT_SIM_YIELD_ONE_IN, drawn from the
+ * seeded state; with PCT a yield at a change point or to a runnable G of
+ * higher priority. */
 static GORT_NOINLINE void sim_preempt_check(struct m *mp, struct g *gp)
 {
-    if (gp && !gp->foreign && mp->locks == 0 && mp->p &&
-        gort__fastrandn(GORT_SIM_YIELD_ONE_IN) == 0)
+    if (!gp || gp->foreign || mp->locks != 0 || !mp->p)
+        return;
+    if (gort__sim.strategy == SIM_PCT
+            ? gort__sim_pct_preempt(mp, gp)
+            : gort__fastrandn(GORT_SIM_YIELD_ONE_IN) == 0)
         gort__preempt_yield(mp, gp);
 }
 

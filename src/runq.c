@@ -501,6 +501,72 @@ static struct g **gsegq_at(struct gsegq *q, uint32_t *i)
     return NULL;
 }
 
+/* gp's PCT priority: drawn from the seeded state when the simulation
+ * first meets it (or its G struct's new goroutine), at least d. */
+static int64_t sim_prio(struct g *gp)
+{
+    if (gp->simgoid != gp->goid) {
+        gp->simgoid = gp->goid;
+        gp->simprio = gort__sim.pctdepth + (int64_t)gort__fastrandn(1u << 30);
+    }
+    return gp->simprio;
+}
+
+/* PCT's step: the index of a change point that falls on it, or -1. */
+static int32_t sim_pct_step(void)
+{
+    int64_t step = ++gort__sim.step;
+    for (int32_t i = 0; i < gort__sim.pctdepth - 1; i++)
+        if (gort__sim.change[i] == step)
+            return i;
+    return -1;
+}
+
+/* The index, among pp's runnext, ring and the global queue (in that
+ * order), of the G with the highest PCT priority (the first of equals),
+ * and that priority in *prio; -1 when all are empty.  sched.lock held. */
+static int64_t sim_pct_best(struct p *pp, int64_t *prio)
+{
+    int64_t best = -1, idx = 0;
+    *prio = INT64_MIN;
+#define SIM_CONSIDER(gp)                                                       \
+    do {                                                                       \
+        int64_t pr_ = sim_prio(gp);                                            \
+        if (pr_ > *prio) {                                                     \
+            *prio = pr_;                                                       \
+            best = idx;                                                        \
+        }                                                                      \
+        idx++;                                                                 \
+    } while (0)
+    struct g *next = load_relaxed(&pp->runnext);
+    if (next)
+        SIM_CONSIDER(next);
+    for (uint32_t h = pp->runqhead; h != pp->runqtail; h++)
+        SIM_CONSIDER(load_relaxed(&pp->runq[SLOT(h)]));
+    struct gsegq *qs[2] = {&gort__sched.runq_woken, &gort__sched.runq};
+    for (int k = 0; k < 2; k++)
+        for (struct gqseg *s = qs[k]->head; s; s = s->next)
+            for (uint32_t i = s->head; i < s->tail; i++)
+                SIM_CONSIDER(s->g[i]);
+#undef SIM_CONSIDER
+    return best;
+}
+
+bool gort__sim_pct_preempt(struct m *mp, struct g *gp)
+{
+    int32_t cp = sim_pct_step();
+    if (cp >= 0) {
+        gp->simprio = cp + 1;
+        gp->simgoid = gp->goid;
+        return true;
+    }
+    gort__lock_m(mp, &gort__sched.lock);
+    int64_t prio;
+    bool higher = sim_pct_best(mp->p, &prio) >= 0 && prio > sim_prio(gp);
+    gort__unlock_m(mp, &gort__sched.lock);
+    return higher;
+}
+
 struct g *gort__sim_runqpick(struct p *pp)
 {
     gort__lock(&gort__sched.lock);
@@ -513,7 +579,32 @@ struct g *gort__sim_runqpick(struct p *pp)
     struct g *gp = NULL;
     if (n == 0)
         goto out;
-    uint32_t r = gort__fastrandn(n);
+    uint32_t r;
+    if (gort__sim.strategy == SIM_PCT) {
+        /* The highest priority runs; at a change point the one chosen
+         * drops to the change point's low priority first. */
+        int64_t prio;
+        r = (uint32_t)sim_pct_best(pp, &prio);
+        int32_t cp = sim_pct_step();
+        if (cp >= 0) {
+            struct g *chosen;
+            if (r < nnext) {
+                chosen = next;
+            } else if (r < nnext + nring) {
+                chosen = load_relaxed(&pp->runq[SLOT(h + r - nnext)]);
+            } else {
+                uint32_t i = r - nnext - nring;
+                struct g **slot = gsegq_at(&gort__sched.runq_woken, &i);
+                if (!slot)
+                    slot = gsegq_at(&gort__sched.runq, &i);
+                chosen = *slot;
+            }
+            chosen->simprio = cp + 1;
+            r = (uint32_t)sim_pct_best(pp, &prio);
+        }
+    } else {
+        r = gort__fastrandn(n);
+    }
     if (r < nnext) {
         gp = next;
         store_relaxed(&pp->runnext, NULL);

@@ -33,6 +33,11 @@ GORT_HIDDEN void gort__gsegq_retire(struct gsegq *q);
  * queue, taken off its queue; NULL when all are empty.  The one P's
  * owner only; takes sched.lock. */
 GORT_HIDDEN struct g *gort__sim_runqpick(struct p *pp);
+/* PCT's preemption point for gp, running on mp (docs/sim.md): counts a
+ * step; returns true when gp must yield, at a change point (its priority
+ * has dropped) or when a runnable G has a higher priority.  Takes
+ * sched.lock. */
+GORT_HIDDEN bool gort__sim_pct_preempt(struct m *mp, struct g *gp);
 /* Free every segment of q, spares included. */
 GORT_HIDDEN void gort__gsegq_fini(struct gsegq *q);
 /* Is gp on the global queue?  (checkdead's message) */

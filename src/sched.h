@@ -322,6 +322,10 @@ struct g {
      * stack for the preemption's frames (preempt.c): GORT_PREEMPT_STK
      * bytes from here, or 0.  Kept while the G struct lives. */
     uintptr_t preemptstk;
+    /* The simulation's PCT priority (docs/sim.md), valid while simgoid
+     * is goid (a reused G gets a new one); the driving M only. */
+    int64_t simprio;
+    int64_t simgoid;
 };
 /* The size of a G's preemption stack (gp->preemptstk). */
 #if defined(GORT_ASAN)
@@ -919,12 +923,19 @@ enum { SIM_RANDOM = 0, SIM_PCT = 1 };
 #define GORT_SIM_EPOCH ((int64_t)1000000000000)
 /* A runtime entry (gort__preempt_check) yields with chance 1 in this. */
 #define GORT_SIM_YIELD_ONE_IN 4
+/* PCT's change points fall among this many scheduling steps. */
+#define GORT_SIM_PCT_STEPS 2000
 struct gort__simstate {
     uint32_t on;      /* atomic (relaxed): 1 in the simulation mode */
     int32_t strategy; /* SIM_RANDOM or SIM_PCT */
     int32_t pctdepth; /* PCT's d */
     uint64_t seed;
     int64_t now;      /* atomic (relaxed): the virtual clock */
+    /* PCT (the driving M only): scheduling steps so far, and the d-1
+     * steps (change[i] < 0: none) where the running G's priority drops
+     * to i + 1, below every first priority (which are d or more). */
+    int64_t step;
+    int64_t change[64];
 };
 GORT_HIDDEN extern struct gort__simstate gort__sim;
 /* splitmix64's finaliser: a seed spread over all 64 bits (seeds 1 and 2
