@@ -552,19 +552,25 @@ static int64_t sim_pct_best(struct p *pp, int64_t *prio)
     return best;
 }
 
+/* Steps count only where there is a choice (a runnable G besides the
+ * running one, or two runnable ones at a pick): a change point in a
+ * stretch where one G alone can run would change nothing (Burckhardt et
+ * al., 4.1). */
 bool gort__sim_pct_preempt(struct m *mp, struct g *gp)
 {
+    gort__lock_m(mp, &gort__sched.lock);
+    int64_t prio;
+    bool other = sim_pct_best(mp->p, &prio) >= 0;
+    gort__unlock_m(mp, &gort__sched.lock);
+    if (!other)
+        return false;
     int32_t cp = sim_pct_step();
     if (cp >= 0) {
         gp->simprio = cp + 1;
         gp->simgoid = gp->goid;
         return true;
     }
-    gort__lock_m(mp, &gort__sched.lock);
-    int64_t prio;
-    bool higher = sim_pct_best(mp->p, &prio) >= 0 && prio > sim_prio(gp);
-    gort__unlock_m(mp, &gort__sched.lock);
-    return higher;
+    return prio > sim_prio(gp);
 }
 
 struct g *gort__sim_runqpick(struct p *pp)
@@ -585,7 +591,7 @@ struct g *gort__sim_runqpick(struct p *pp)
          * drops to the change point's low priority first. */
         int64_t prio;
         r = (uint32_t)sim_pct_best(pp, &prio);
-        int32_t cp = sim_pct_step();
+        int32_t cp = n > 1 ? sim_pct_step() : -1;
         if (cp >= 0) {
             struct g *chosen;
             if (r < nnext) {
