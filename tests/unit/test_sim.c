@@ -64,6 +64,8 @@ static void workload_main(void *arg)
     for (int i = 0; i < WORKERS; i++)
         gort_go(worker, (void *)(intptr_t)i);
     gort_waitgroup_wait(&wwg);
+    CHECK_EQ(gort_chan_free(wch), 0);
+    CHECK_EQ(gort_chan_free(wch2), 0);
     printf("log=%.*s\n", wlen, wlog);
 }
 
@@ -87,6 +89,7 @@ static void sleep_main(void *arg)
     CHECK_EQ(gort_chan_recv_until(ch, &v, gort_deadline_in(5 * SECOND)),
              -ETIMEDOUT);
     int64_t t2 = gort_nanotime();
+    CHECK_EQ(gort_chan_free(ch), 0);
     printf("start=%lld slept=%lld waited=%lld\n", (long long)t0,
            (long long)(t1 - t0), (long long)(t2 - t1));
 }
