@@ -148,6 +148,7 @@ static void join_ms(struct m *self)
 static int boot(struct m *mp, void (*fn)(void *), void *arg)
 {
     gort__read_env();
+    gort__signals_sim();
     gort__fatal_set_dump(gort__traceback_fatal);
     gort__trace_register();
     gort__getm_set_slow(gort__foreign_getm);

@@ -76,6 +76,17 @@ void gort__printf(int fd, const char *fmt, ...)
     gort__libc_end(mp);
 }
 
+static uint32_t sim_reported; /* atomic: the replay line is out */
+void gort__sim_report(void)
+{
+    /* Acq-rel: one line, however many threads fail. */
+    if (!gort__sim_on() || xchg_acqrel(&sim_reported, 1u) != 0)
+        return;
+    gort__printf(2, "gort: sim seed=%llu strategy=%s\n",
+                 (unsigned long long)gort__sim.seed,
+                 gort__sim.strategy == SIM_PCT ? "pct" : "random");
+}
+
 /*
  * Claim the right to report a fatal error (or SIGQUIT).  The first caller
  * gets it.  A second error on the same thread while it reports aborts at
@@ -93,10 +104,7 @@ void gort__fatal_begin(void)
         store_rel(&dying_tid, tid);
         /* First, so that every report of a simulated run says how to
          * replay it (docs/sim.md). */
-        if (gort__sim_on())
-            gort__printf(2, "gort: sim seed=%llu strategy=%s\n",
-                         (unsigned long long)gort__sim.seed,
-                         gort__sim.strategy == SIM_PCT ? "pct" : "random");
+        gort__sim_report();
         return;
     }
     if (load_acq(&dying_tid) != tid) {

@@ -21,6 +21,9 @@ GORT_HIDDEN GORT_NORETURN void gort__fatal(const char *fmt, ...)
  * caller only (a second report on the same thread aborts, one on another
  * thread waits for the first to end the process). */
 GORT_HIDDEN void gort__fatal_begin(void);
+/* In the simulation mode, print "gort: sim seed=SEED strategy=S" to
+ * stderr, once per process (docs/sim.md); otherwise nothing. */
+GORT_HIDDEN void gort__sim_report(void);
 /* A fatal error is being reported. */
 GORT_HIDDEN bool gort__fatal_dying(void);
 /* Where a signal interrupted a thread (from its ucontext: os_linux.c). */

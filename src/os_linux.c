@@ -446,6 +446,19 @@ static void quit_handler(int sig, siginfo_t *info, void *uc)
     _exit(2);
 }
 
+/* SIGABRT in the simulation mode (the program's abort(), a failed
+ * assertion): the line that replays the run, then the default action.
+ * gort's own fatal errors reset SIGABRT before they abort. */
+static bool abrt_installed;
+static void abrt_handler(int sig, siginfo_t *info, void *uc)
+{
+    (void)info;
+    (void)uc;
+    gort__sim_report();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
 /* Install h for sig unless the program has its own handler or ignores
  * sig: a program's choice wins, as os/signal.Notify does in Go.  One
  * installed later simply replaces ours.  True when installed. */
@@ -587,6 +600,12 @@ int gort__signals_install(void)
     return 0;
 }
 
+void gort__signals_sim(void)
+{
+    if (gort__sim_on() && signals_installed && !abrt_installed)
+        abrt_installed = install_over_default(SIGABRT, abrt_handler);
+}
+
 void gort__signals_restore(void)
 {
     if (!signals_installed)
@@ -600,5 +619,6 @@ void gort__signals_restore(void)
     }
     restore_default(SIGQUIT, quit_handler, &quit_installed);
     restore_default(SIGPIPE, pipe_handler, &pipe_installed);
+    restore_default(SIGABRT, abrt_handler, &abrt_installed);
     signals_installed = false;
 }

@@ -33,5 +33,9 @@ GORT_HIDDEN void gort__signals_restore(void);
  * it is the one a gort write raised (GORT_NOSIGPIPE), which the write
  * reports as -EPIPE; that write then owes nothing.  Async-signal-safe. */
 GORT_HIDDEN bool gort__sigpipe_absorb(void);
+/* In the simulation mode (once the settings are read), SIGABRT's handler
+ * that prints the replay line (gort__sim_report); undone by
+ * gort__signals_restore. */
+GORT_HIDDEN void gort__signals_sim(void);
 
 #endif /* GORT_OS_LINUX_H */

@@ -124,6 +124,18 @@ TEST_HIDDEN(deadlock_child)
     gort_main(deadlock_main, NULL);
 }
 
+static void abort_main(void *arg)
+{
+    (void)arg;
+    gort_sleep(MS);
+    abort(); /* as a failed assertion does */
+}
+
+TEST_HIDDEN(abort_child)
+{
+    gort_main(abort_main, NULL);
+}
+
 /* ---------------------------------------------------------------------------
  * The cases.
  * ------------------------------------------------------------------------- */
@@ -220,6 +232,21 @@ TEST(deadlock_names_seed)
     test_run_child("deadlock_child", env2, 60, &r);
     CHECK(strstr(r.err, "deadlock!") != NULL);
     CHECK(strstr(r.err, "gort: sim") == NULL);
+    test_child_free(&r);
+}
+
+/* The program's own abort() (a failed assertion) in the simulation
+ * prints the replay line once and still dies by SIGABRT. */
+TEST(abort_names_seed)
+{
+    const char *env[] = {"GORTDEBUG=sim=5", NULL};
+    struct test_child r;
+    test_run_child("abort_child", env, 60, &r);
+    CHECK_EQ(r.signal, SIGABRT);
+    const char *line = "gort: sim seed=5 strategy=random\n";
+    const char *at = strstr(r.err, line);
+    CHECK(at != NULL);
+    CHECK(strstr(at + 1, line) == NULL);
     test_child_free(&r);
 }
 
