@@ -224,6 +224,8 @@ GORT_NORETURN GORT_EXTERN void gort_goexit(void);
  * Left to its default, GOMAXPROCS follows the CPUs available (affinity
  * mask, cgroup CPU limit), re-read once a second, as in Go 1.25; once
  * GORTMAXPROCS or a call with n > 0 set it, it no longer does.
+ * In the simulation mode (GORTDEBUG=sim=SEED, docs/sim.md) it stays 1: a
+ * call sets nothing and returns 1.
  */
 #define GORT_MAX_PROCS 1024
 GORT_EXTERN int gort_gomaxprocs(int n);

@@ -467,6 +467,9 @@ int gort_gomaxprocs(int n)
     struct g *gp = gort__getg();
     if (!gp || gp->foreign)
         return cur;
+    /* The simulation's one P (docs/sim.md). */
+    if (gort__sim_on())
+        return cur;
     if (n > GORT_MAX_PROCS)
         n = GORT_MAX_PROCS;
     /* From now on GOMAXPROCS is the program's, even when n is the value

@@ -102,7 +102,9 @@ TEST_HIDDEN(sleep_child)
 static void clock_main(void *arg)
 {
     (void)arg;
-    printf("now=%lld\n", (long long)gort_nanotime());
+    int was = gort_gomaxprocs(4);
+    printf("now=%lld procs=%d,%d\n", (long long)gort_nanotime(), was,
+           gort_gomaxprocs(0));
 }
 
 TEST_HIDDEN(clock_child)
@@ -252,7 +254,8 @@ TEST(abort_names_seed)
 
 /* Bad values of sim, simstrategy and simpct are reported and ignored:
  * the program runs in the normal mode (its clock is the real one, not
- * the virtual clock's start).  With a valid seed the clock starts there. */
+ * the virtual clock's start; gort_gomaxprocs sets GOMAXPROCS).  With a
+ * valid seed the clock starts there and GOMAXPROCS stays 1. */
 TEST(bad_settings_reported)
 {
     const char *env[] = {"GORTDEBUG=sim=x,simstrategy=fair,simpct=0", NULL};
@@ -265,13 +268,14 @@ TEST(bad_settings_reported)
     CHECK_STR_CONTAINS(r.err, "simstrategy=\"fair\" is not valid");
     CHECK_STR_CONTAINS(r.err, "simpct=\"0\" is not valid");
     CHECK_STR_CONTAINS(r.out, "now=");
-    CHECK(strstr(r.out, "now=1000000000000\n") == NULL);
+    CHECK(strstr(r.out, "now=1000000000000 ") == NULL);
+    CHECK_STR_CONTAINS(r.out, ",4\n"); /* the normal mode's GOMAXPROCS */
     test_child_free(&r);
 
     const char *env2[] = {"GORTDEBUG=sim=0", NULL};
     test_run_child("clock_child", env2, 60, &r);
     CHECK_EQ(r.exit_code, 0);
-    CHECK_STR_CONTAINS(r.out, "now=1000000000000\n");
+    CHECK_STR_CONTAINS(r.out, "now=1000000000000 procs=1,1\n");
     CHECK_EQ(strlen(r.err), 0);
     test_child_free(&r);
 }
