@@ -619,6 +619,8 @@ struct g *gort__sim_runqpick(struct p *pp)
         gp = load_relaxed(&pp->runq[SLOT(h + r)]);
         store_relaxed(&pp->runq[SLOT(h + r)],
                       load_relaxed(&pp->runq[SLOT(h)]));
+        /* Release, as in gort__runqget: our reads of the slots come
+         * before their reuse. */
         store_rel(&pp->runqhead, h + 1);
     } else {
         r -= nring;
