@@ -134,6 +134,7 @@ static void teardown(void)
     gort__stackfini();
     gort__foreign_fini();
     reset_globals();
+    gort__sim_fini();
     store_relaxed(&gort__sim.on, 0u); /* gort_nanotime is real again */
 }
 
@@ -161,6 +162,10 @@ static int boot(struct m *mp, void (*fn)(void *), void *arg)
     int32_t procs = gort__gomaxprocs; /* from the environment */
     gort__gomaxprocs = 0;
     gort__procresize(mp, procs);
+    /* The simulation's preemption points (docs/sim.md): every G of its
+     * one P runs asked to check in (proc.c, sim_preempt_point). */
+    if (gort__sim_on())
+        store_relaxed(&gort__allp[0]->maxprocs_ask, 1u);
     gort__unlock(&gort__sched.lock);
     return gort__newproc_main(mp->p, fn, arg,
                               (uintptr_t)__builtin_return_address(0));

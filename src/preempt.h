@@ -17,10 +17,6 @@ GORT_HIDDEN void gort__preempt_yield(struct m *mp, struct g *gp);
 static inline void gort__preempt_check_m(struct m *mp)
 {
     struct g *gp = mp->curg;
-    if (gort__sim_on()) {
-        gort__preempt_check(); /* the simulation's seeded yield */
-        return;
-    }
     /* Relaxed: a late sighting only delays the preemption a little. */
     if (GORT_UNLIKELY(gp && load_relaxed(&gp->preempt) && mp->locks == 0))
         gort__preempt_yield(mp, gp);

@@ -1172,28 +1172,25 @@ void gort_gosched(void)
     gosched_common();
 }
 
-/* The simulation's preemption point (docs/sim.md): with the random
- * strategy a yield with chance 1 in GORT_SIM_YIELD_ONE_IN, drawn from the
- * seeded state; with PCT a yield at a change point or to a runnable G of
- * higher priority. */
-static GORT_NOINLINE void sim_preempt_check(struct m *mp, struct g *gp)
+/* The simulation's preemption point (docs/sim.md), reached because every
+ * G runs with its preempt flag set there (the P's maxprocs_ask, which
+ * execute_prep copies, stays 1 from boot on).  With the random strategy
+ * a yield with chance 1 in GORT_SIM_YIELD_ONE_IN, drawn from the seeded
+ * state; with PCT a yield at a change point or to a runnable G of higher
+ * priority.  Returns whether gp yields; when not, its flag stays set. */
+static GORT_NOINLINE bool sim_preempt_point(struct m *mp, struct g *gp)
 {
-    if (!gp || gp->foreign || mp->locks != 0 || !mp->p)
-        return;
-    if (gort__sim.strategy == SIM_PCT
-            ? gort__sim_pct_preempt(mp, gp)
-            : gort__fastrandn(GORT_SIM_YIELD_ONE_IN) == 0)
-        gort__preempt_yield(mp, gp);
+    if (!mp->p)
+        return false;
+    return gort__sim.strategy == SIM_PCT
+               ? gort__sim_pct_preempt(mp, gp)
+               : gort__fastrandn(GORT_SIM_YIELD_ONE_IN) == 0;
 }
 
 void gort__preempt_check(void)
 {
     struct m *mp = gort__getm();
     struct g *gp = mp ? mp->curg : NULL;
-    if (gort__sim_on()) {
-        sim_preempt_check(mp, gp);
-        return;
-    }
     /* Relaxed: a late sighting only delays the preemption a little. */
     if (gp && load_relaxed(&gp->preempt) && mp->locks == 0)
         gort__preempt_yield(mp, gp);
@@ -1202,6 +1199,8 @@ void gort__preempt_check(void)
 void gort__preempt_yield(struct m *mp, struct g *gp)
 {
     if (GORT_UNLIKELY(gp->foreign))
+        return;
+    if (gort__sim_on() && !sim_preempt_point(mp, gp))
         return;
     store_relaxed(&gp->preempt, 0);
     store_relaxed(&mp->p->preempt, 0);

@@ -48,6 +48,7 @@
 #include "sched.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #define RQ GORT_RUNQ_SIZE
 #define SLOT(i) ((i) % (uint32_t)RQ)
@@ -501,15 +502,45 @@ static struct g **gsegq_at(struct gsegq *q, uint32_t *i)
     return NULL;
 }
 
+/* PCT's priorities, by goid (0: not drawn yet).  Beside the Gs rather
+ * than in struct g, which the normal mode's hot paths walk.  The driving
+ * M only (sched.lock held, or the preemption check of the one P's G). */
+static int64_t *sim_prios;
+static size_t sim_nprios;
+
+/* gp's slot in sim_prios, grown as goids grow. */
+static int64_t *sim_prio_slot(struct g *gp)
+{
+    size_t id = (size_t)gp->goid;
+    if (id >= sim_nprios) {
+        size_t n = sim_nprios ? 2 * sim_nprios : 1024;
+        while (n <= id)
+            n *= 2;
+        int64_t *np = gort__realloc(sim_prios, n * sizeof *np);
+        if (!np)
+            gort__fatal("out of memory: no room for %zu PCT priorities", n);
+        memset(np + sim_nprios, 0, (n - sim_nprios) * sizeof *np);
+        sim_prios = np;
+        sim_nprios = n;
+    }
+    return &sim_prios[id];
+}
+
 /* gp's PCT priority: drawn from the seeded state when the simulation
- * first meets it (or its G struct's new goroutine), at least d. */
+ * first meets its goroutine, at least d. */
 static int64_t sim_prio(struct g *gp)
 {
-    if (gp->simgoid != gp->goid) {
-        gp->simgoid = gp->goid;
-        gp->simprio = gort__sim.pctdepth + (int64_t)gort__fastrandn(1u << 30);
-    }
-    return gp->simprio;
+    int64_t *slot = sim_prio_slot(gp);
+    if (*slot == 0)
+        *slot = gort__sim.pctdepth + (int64_t)gort__fastrandn(1u << 30);
+    return *slot;
+}
+
+void gort__sim_fini(void)
+{
+    gort__free(sim_prios);
+    sim_prios = NULL;
+    sim_nprios = 0;
 }
 
 /* PCT's step: the index of a change point that falls on it, or -1. */
@@ -566,8 +597,7 @@ bool gort__sim_pct_preempt(struct m *mp, struct g *gp)
         return false;
     int32_t cp = sim_pct_step();
     if (cp >= 0) {
-        gp->simprio = cp + 1;
-        gp->simgoid = gp->goid;
+        *sim_prio_slot(gp) = cp + 1;
         return true;
     }
     return prio > sim_prio(gp);
@@ -605,7 +635,7 @@ struct g *gort__sim_runqpick(struct p *pp)
                     slot = gsegq_at(&gort__sched.runq, &i);
                 chosen = *slot;
             }
-            chosen->simprio = cp + 1;
+            *sim_prio_slot(chosen) = cp + 1;
             r = (uint32_t)sim_pct_best(pp, &prio);
         }
     } else {

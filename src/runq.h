@@ -38,6 +38,8 @@ GORT_HIDDEN struct g *gort__sim_runqpick(struct p *pp);
  * has dropped) or when a runnable G has a higher priority.  Takes
  * sched.lock. */
 GORT_HIDDEN bool gort__sim_pct_preempt(struct m *mp, struct g *gp);
+/* Free PCT's priorities (at shutdown). */
+GORT_HIDDEN void gort__sim_fini(void);
 /* Free every segment of q, spares included. */
 GORT_HIDDEN void gort__gsegq_fini(struct gsegq *q);
 /* Is gp on the global queue?  (checkdead's message) */

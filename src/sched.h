@@ -322,10 +322,6 @@ struct g {
      * stack for the preemption's frames (preempt.c): GORT_PREEMPT_STK
      * bytes from here, or 0.  Kept while the G struct lives. */
     uintptr_t preemptstk;
-    /* The simulation's PCT priority (docs/sim.md), valid while simgoid
-     * is goid (a reused G gets a new one); the driving M only. */
-    int64_t simprio;
-    int64_t simgoid;
 };
 /* The size of a G's preemption stack (gp->preemptstk). */
 #if defined(GORT_ASAN)
@@ -710,7 +706,9 @@ struct p {
                               starts on a new slice is asked to apply it at
                               its first preemption check.  Relaxed: sysmon
                               sets it on every P, gort__maxprocs_apply
-                              clears it with the world stopped */
+                              clears it with the world stopped.  In the
+                              simulation mode 1 throughout (docs/sim.md):
+                              every preemption check is a seeded point */
     uint32_t schedtick;    /* incremented on every non-inherited schedule;
                               owner writes, sysmon reads relaxed */
     uint32_t syscalltick;  /* incremented on every syscall; owner M writes,
