@@ -1014,6 +1014,9 @@ static int sim_setup(void)
     /* PCT's d-1 change points, uniform over its horizon, from the seed
      * alone (not from an M's random state, which scheduling consumes). */
     gort__sim.step = 0;
+    uint64_t r = gort__sim_mix(gort__sim.seed);
+    gort__sim.rand[0] = (uint32_t)(r | 1);
+    gort__sim.rand[1] = (uint32_t)(r >> 32) | 0x9e3779b9u;
     uint64_t x = gort__sim.seed ^ 0x5043540000000000u; /* "PCT" */
     for (int32_t i = 0; i < 64; i++) {
         x = gort__sim_mix(x);

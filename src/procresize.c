@@ -78,6 +78,11 @@ void gort__acquirep(struct m *mp, struct p *pp)
         gort__throw("gort__acquirep: P%d has status %u, want idle", pp->id,
                     st);
     store_relaxed(&mp->p, pp);
+    if (gort__sim_on()) {
+        /* The simulation's random state comes with its one P. */
+        mp->fastrand[0] = gort__sim.rand[0];
+        mp->fastrand[1] = gort__sim.rand[1];
+    }
     store_relaxed(&pp->sysmon_schedwhen, 0); /* restart sysmon's clock */
     /* Release: sysmon load-acquires pp->m and then reads the M. */
     store_rel(&pp->m, mp);
@@ -99,6 +104,11 @@ struct p *gort__releasep(struct m *mp)
                     (long long)mp->id, pp ? pp->id : -1,
                     pp && pp->m ? (long long)pp->m->id : -1LL);
     gort__trace_procstop(mp, pp);
+    if (gort__sim_on()) {
+        /* ...and leaves with it (the next holder's acquirep). */
+        gort__sim.rand[0] = mp->fastrand[0];
+        gort__sim.rand[1] = mp->fastrand[1];
+    }
     store_relaxed(&mp->p, NULL);
     store_relaxed(&pp->m, NULL);
     store_relaxed(&pp->status, P_IDLE);

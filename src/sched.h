@@ -934,6 +934,13 @@ struct gort__simstate {
      * to i + 1, below every first priority (which are d or more). */
     int64_t step;
     int64_t change[64];
+    /* The random state (an M's fastrand) of the one P while no M holds
+     * it: it passes with the P from M to M (gort__acquirep,
+     * gort__releasep), so the draws follow the seed whichever thread
+     * takes the P next (a wired goroutine's, say).  Plain: the P's
+     * hand-over (sched.lock, a note) orders one holder's writes before
+     * the next one's reads. */
+    uint32_t rand[2];
 };
 GORT_HIDDEN extern struct gort__simstate gort__sim;
 /* splitmix64's finaliser: a seed spread over all 64 bits (seeds 1 and 2

@@ -145,6 +145,35 @@ TEST_HIDDEN(pipe_child)
     CHECK_EQ(gort_main(pipe_main, NULL), 0);
 }
 
+/* The workload with half the workers wired to threads of their own
+ * (gort_lock_os_thread): the one P passes between Ms, still one at a
+ * time and in the seed's order. */
+static void wired_worker(void *arg)
+{
+    if ((intptr_t)arg % 2)
+        gort_lock_os_thread();
+    worker(arg);
+}
+
+static void wired_main(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(gort_chan_make(&wch, sizeof(int), 2), 0);
+    CHECK_EQ(gort_chan_make(&wch2, sizeof(int), 0), 0);
+    gort_waitgroup_add(&wwg, WORKERS);
+    for (int i = 0; i < WORKERS; i++)
+        gort_go(wired_worker, (void *)(intptr_t)i);
+    gort_waitgroup_wait(&wwg);
+    CHECK_EQ(gort_chan_free(wch), 0);
+    CHECK_EQ(gort_chan_free(wch2), 0);
+    printf("log=%.*s\n", wlen, wlog);
+}
+
+TEST_HIDDEN(wired_child)
+{
+    CHECK_EQ(gort_main(wired_main, NULL), 0);
+}
+
 static void clock_main(void *arg)
 {
     (void)arg;
@@ -221,6 +250,24 @@ TEST(same_seed_same_output)
         CHECK_EQ(strcmp(a, b), 0);
         free(a);
         free(b);
+    }
+}
+
+/* With half the workers wired to threads of their own, the one P passes
+ * between threads and the same seed still gives the same log (20 runs,
+ * both strategies). */
+TEST(same_seed_wired)
+{
+    const char *const settings[] = {"sim=5", "sim=5,simstrategy=pct"};
+    for (size_t i = 0; i < 2; i++) {
+        char *first = run_ok("wired_child", settings[i]);
+        CHECK_EQ(strlen(first), strlen("log=\n") + WORKERS * ROUNDS * 8);
+        for (int k = 0; k < 9; k++) {
+            char *again = run_ok("wired_child", settings[i]);
+            CHECK_EQ(strcmp(first, again), 0);
+            free(again);
+        }
+        free(first);
     }
 }
 
