@@ -343,6 +343,7 @@ int gort__fd_set_deadline(struct polldesc *pd, int mode, int64_t when)
         if (mode != m && mode != 'r' + 'w')
             continue;
         int64_t *dp = m == 'r' ? &pd->rd : &pd->wd;
+        int64_t *kp = m == 'r' ? &pd->rkey : &pd->wkey;
         struct gtimer *t = m == 'r' ? &pd->rt : &pd->wt;
         if (when == 0) {
             store_relaxed(dp, 0);
@@ -358,7 +359,19 @@ int gort__fd_set_deadline(struct polldesc *pd, int mode, int64_t when)
             }
         } else {
             store_relaxed(dp, when);
-            gort__gtimer_reset(t, when);
+            /* An idle deadline moved on at every request: at or after
+             * the last one set, it is pushed without locks, and the
+             * timer, when its heap key comes due, waits on for it
+             * (gort__timers_check).  An earlier one is started again
+             * under the locks.  Relaxed key: between concurrent setters
+             * of one deadline it is a hint, and the deadline one of
+             * their times, as a race between them allows. */
+            if (when < load_relaxed(kp) || !gort__gtimer_push(t, when)) {
+                /* Seq-cst: after a firing's or a stop's exchange. */
+                store_seqcst(&t->later, 0);
+                gort__gtimer_reset(t, when);
+            }
+            store_relaxed(kp, when);
         }
     }
     return 0;
@@ -487,6 +500,7 @@ static int fd_register(int fd, bool inq, bool hooked)
         gort__lock_init(&pd->wt.mu, LOCKRANK_TIMER);
         pd->rt.arg = pd->wt.arg = pd;
         pd->rt.f = pd->wt.f = deadline_fire;
+        pd->rt.pushable = pd->wt.pushable = true;
     }
     pd->link = NULL;
     store_relaxed(&pd->fd, fd);
@@ -506,6 +520,8 @@ static int fd_register(int fd, bool inq, bool hooked)
     store_relaxed(&pd->wg, PD_NIL);
     store_relaxed(&pd->rd, 0);
     store_relaxed(&pd->wd, 0);
+    store_relaxed(&pd->rkey, 0);
+    store_relaxed(&pd->wkey, 0);
     if ((err = gort__netpoll_open(fd, pd)) != 0) {
         pd->link = pollcache.free;
         pollcache.free = pd;

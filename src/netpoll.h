@@ -58,6 +58,9 @@ struct polldesc {
     uint32_t hk_parks[2], hk_seen[2], hk_checked[2];
     uintptr_t rg, wg;       /* atomic: PD_* (netpoll.c) or a G */
     int64_t rd, wd;         /* atomic: deadline (0 none, -1 expired) */
+    int64_t rkey, wkey;     /* atomic: the last deadline set on rt, wt; one
+                             * no earlier is pushed to the pending timer
+                             * without locks (gort__fd_set_deadline) */
     struct gtimer rt, wt;   /* deadline timers */
 };
 

@@ -464,14 +464,17 @@ struct gtimer {
     int32_t idx;           /* position in ts->heap; under ts->lock */
     bool selfonly;         /* only its own G starts it (sleep): forgotten
                               before f runs */
+    bool pushable;         /* any goroutine may move it later without
+                              locks (gort__gtimer_push): a descriptor's
+                              deadline; set before it is first started */
     int64_t when;          /* nanotime to fire; under ts->lock once heaped;
                               may be later than its heap key, never
                               earlier (gort__gtimer_reset) */
-    int64_t later;         /* atomic: a time its G pushed without locks
-                              while it was pending (gort__gtimer_push; a
-                              selfonly timer's), which the run loop takes
-                              for when once it comes due; 0: none;
-                              GTIMER_FIRING once taken to fire */
+    int64_t later;         /* atomic: a time pushed without locks while
+                              it was pending (gort__gtimer_push; a
+                              selfonly or pushable timer's), which the run
+                              loop takes for when once it comes due; 0:
+                              none; GTIMER_FIRING once taken to fire */
     int64_t period;        /* > 0: fires every period ns (a ticker); set
                               under mu while off the heap */
     void (*f)(struct gtimer *t, int64_t now);

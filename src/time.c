@@ -238,8 +238,8 @@ int64_t gort__timers_check(struct p *pp, int64_t now)
             t->f(t, now);
             continue;
         }
-        if (t->selfonly) {
-            /* Claim the firing against its G's pushes: one that comes
+        if (t->selfonly || t->pushable) {
+            /* Claim the firing against the pushes: one that comes
              * after this sees GTIMER_FIRING and starts the timer again
              * (under its locks, after us); one that came before is seen
              * here, and when it is later the timer stays.  Seq-cst: the
@@ -335,8 +335,9 @@ void gort__gtimer_reset(struct gtimer *t, int64_t when)
 bool gort__gtimer_push(struct gtimer *t, int64_t when)
 {
     /* Relaxed: the CAS decides.  Seq-cst CAS: against the run loop's
-     * exchange (gort__timers_check); a timer that has not fired since it
-     * was started is on a heap (ts, which its G set or saw set). */
+     * exchange (gort__timers_check) and a stop's (gort__gtimer_stop); a
+     * timer that has not fired or been stopped since it was started is
+     * on a heap (ts, which the starter set or saw set). */
     int64_t old = load_relaxed(&t->later);
     return old != GTIMER_FIRING && cas_seqcst(&t->later, old, when) &&
            load_relaxed(&t->ts) != NULL;
@@ -344,6 +345,11 @@ bool gort__gtimer_push(struct gtimer *t, int64_t when)
 
 bool gort__gtimer_stop(struct gtimer *t)
 {
+    /* A push after this fails and starts the timer again under mu, after
+     * the stop; one before it is undone by the stop.  Seq-cst: against
+     * the push's CAS. */
+    if (t->pushable)
+        store_seqcst(&t->later, GTIMER_FIRING);
     gort__lock(&t->mu);
     bool pending = gort__timer_remove(t);
     gort__unlock(&t->mu);

@@ -16,14 +16,14 @@ GORT_HIDDEN void gort__timers_move(struct p *from, struct p *to);
 GORT_HIDDEN void gort__timers_fini(struct p *pp);
 GORT_HIDDEN void gort__gtimer_reset(struct gtimer *t, int64_t when);
 GORT_HIDDEN bool gort__gtimer_stop(struct gtimer *t);
-/* Move a pending selfonly timer to when, without locks: its G records the
- * time, and the run loop takes it once the timer comes due.  True when t
- * was pending (and will come due at when, unless its heap key is later:
- * the caller knows it is not); false when not, and the caller must start
- * it (gort__gtimer_reset). */
+/* Move a pending selfonly or pushable timer to when, without locks: the
+ * caller records the time, and the run loop takes it once the timer comes
+ * due.  True when t was pending (and will come due at when, unless its
+ * heap key is later: the caller knows it is not); false when not, and the
+ * caller must start it (gort__gtimer_reset, after storing 0 in later). */
 GORT_HIDDEN bool gort__gtimer_push(struct gtimer *t, int64_t when);
-/* gtimer.later of a selfonly timer the run loop has taken to fire: its G
- * must start it again (gort__gtimer_reset, after storing 0 there). */
+/* gtimer.later of a selfonly or pushable timer the run loop has taken to
+ * fire: whoever starts it again stores 0 there first, then resets it. */
 #define GTIMER_FIRING INT64_MIN
 /* The calling goroutine's P, whose heap its timers go on (fatal, naming
  * who, outside a goroutine or on a thread gort did not create). */

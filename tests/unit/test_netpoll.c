@@ -276,7 +276,7 @@ static void dm_main(void *arg)
     CHECK_EQ(gort_fd_register(sv[0]), 0);
     CHECK_EQ(gort_fd_register(sv[1]), 0);
     dm_fd = sv[0];
-    for (int round = 0; round < 2; round++) {
+    for (int round = 0; round < 3; round++) {
         int64_t t0 = gort_nanotime(), last;
         if (round == 0) {
             /* Later, ten times: the timer keeps its first place in the
@@ -286,10 +286,19 @@ static void dm_main(void *arg)
                 last = t0 + i * 20 * ms;
                 CHECK_EQ(gort_fd_set_deadline(dm_fd, 'r', last), 0);
             }
-        } else {
+        } else if (round == 1) {
             /* Far, then near. */
             CHECK_EQ(gort_fd_set_deadline(dm_fd, 'r', t0 + 10000 * ms), 0);
             last = t0 + 50 * ms;
+            CHECK_EQ(gort_fd_set_deadline(dm_fd, 'r', last), 0);
+        } else {
+            /* Near, pushed far (without locks); once the near time has
+             * come and gone (the timer took the far one for its place),
+             * brought back nearer than the far one. */
+            CHECK_EQ(gort_fd_set_deadline(dm_fd, 'r', t0 + 20 * ms), 0);
+            CHECK_EQ(gort_fd_set_deadline(dm_fd, 'r', t0 + 10000 * ms), 0);
+            gort_sleep(40 * ms);
+            last = gort_nanotime() + 60 * ms;
             CHECK_EQ(gort_fd_set_deadline(dm_fd, 'r', last), 0);
         }
         gort_waitgroup_add(&dm_wg, 1);
@@ -302,16 +311,127 @@ static void dm_main(void *arg)
         CHECK(dm_end <= last + slack);
         CHECK_EQ(gort_fd_set_deadline(dm_fd, 'r', 0), 0);
     }
+    /* Pushed, then cleared: the read waits for data, past both times. */
+    int64_t t0 = gort_nanotime();
+    CHECK_EQ(gort_fd_set_deadline(dm_fd, 'r', t0 + 20 * ms), 0);
+    CHECK_EQ(gort_fd_set_deadline(dm_fd, 'r', t0 + 40 * ms), 0);
+    CHECK_EQ(gort_fd_set_deadline(dm_fd, 'r', 0), 0);
+    gort_waitgroup_add(&dm_wg, 1);
+    CHECK(gort_go(dm_reader, NULL) > 0);
+    gort_sleep(100 * ms);
+    CHECK_EQ(gort_write(sv[1], "x", 1), 1);
+    gort_waitgroup_wait(&dm_wg);
+    CHECK_EQ(dm_result, 1);
+    CHECK(dm_end >= t0 + 100 * ms);
     CHECK_EQ(gort_close(sv[0]), 0);
     CHECK_EQ(gort_close(sv[1]), 0);
 }
 
 /* A read deadline moved later ten times ends the read at the last one (the
  * timer's first place in the heap comes due first); moved earlier, at the
- * earlier one. */
+ * earlier one, also after a later one was pushed and taken by the timer;
+ * pushed and then cleared, it ends nothing. */
 TEST(deadline_moved)
 {
     run_main(dm_main, NULL);
+}
+
+/* Setters racing on one descriptor's read deadline: pushes (later),
+ * earlier times, clears and passed times from 4 goroutines on 4 Ps, while
+ * a reader's reads time out.  Then one deadline, set alone, ends a read
+ * on time: the races left the timer consistent. */
+#define DR_SETTERS 4
+static int dr_fd;
+static int dr_stop;    /* atomic */
+static int dr_timeouts; /* atomic */
+static gort_waitgroup dr_wg;
+
+static void dr_setter(void *arg)
+{
+    int id = (int)(intptr_t)arg;
+    const int64_t ms = 1000 * 1000;
+    for (int i = 0; i < (SANITIZED ? 2000 : 20000); i++) {
+        int64_t now = gort_nanotime();
+        int64_t when;
+        switch ((i + id) % 7) {
+        case 0:
+            when = 0;
+            break;
+        case 1:
+            when = now - 1; /* passed: ends a waiting read now */
+            break;
+        case 2:
+            when = now + ms;
+            break;
+        default:
+            when = now + (int64_t)(i % 50 + 1) * ms;
+            break;
+        }
+        CHECK_EQ(gort_fd_set_deadline(dr_fd, 'r', when), 0);
+        if (i % 64 == 0)
+            gort_gosched();
+    }
+    gort_waitgroup_done(&dr_wg);
+}
+
+static void dr_reader(void *arg)
+{
+    gort_waitgroup *wg = arg;
+    char c;
+    for (;;) {
+        long r = gort_read(dr_fd, &c, 1);
+        CHECK_EQ(r, -ETIMEDOUT);
+        ATOMIC_INC(&dr_timeouts);
+        if (ATOMIC_LOAD(&dr_stop))
+            break;
+        /* A passed deadline stays passed until the next set. */
+        gort_sleep(100 * 1000);
+    }
+    gort_waitgroup_done(wg);
+}
+
+static void dr_main(void *arg)
+{
+    (void)arg;
+    gort_gomaxprocs(4);
+    const int64_t ms = 1000 * 1000;
+    int sv[2];
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    CHECK_EQ(gort_fd_register(sv[0]), 0);
+    CHECK_EQ(gort_fd_register(sv[1]), 0);
+    dr_fd = sv[0];
+    gort_waitgroup rwg = GORT_WAITGROUP_INIT;
+    gort_waitgroup_add(&rwg, 1);
+    CHECK(gort_go(dr_reader, &rwg) > 0);
+    gort_waitgroup_add(&dr_wg, DR_SETTERS);
+    for (int i = 0; i < DR_SETTERS; i++)
+        CHECK(gort_go(dr_setter, (void *)(intptr_t)i) > 0);
+    gort_waitgroup_wait(&dr_wg);
+    /* A passed deadline ends the reader's last read. */
+    ATOMIC_STORE(&dr_stop, 1);
+    CHECK_EQ(gort_fd_set_deadline(dr_fd, 'r', gort_nanotime() - 1), 0);
+    gort_waitgroup_wait(&rwg);
+    int n = ATOMIC_LOAD(&dr_timeouts);
+    say("%d reads timed out while the setters raced\n", n);
+    CHECK_GT(n, 1);
+    /* Now one deadline, set alone, ends one read on time. */
+    ATOMIC_STORE(&dr_timeouts, 0);
+    int64_t last = gort_nanotime() + 30 * ms;
+    CHECK_EQ(gort_fd_set_deadline(dr_fd, 'r', last), 0);
+    gort_waitgroup_add(&rwg, 1);
+    CHECK(gort_go(dr_reader, &rwg) > 0);
+    gort_waitgroup_wait(&rwg);
+    int64_t end = gort_nanotime();
+    CHECK_EQ(ATOMIC_LOAD(&dr_timeouts), 1);
+    CHECK(end >= last);
+    CHECK(end <= last + (SANITIZED ? 300 : 100) * ms);
+    CHECK_EQ(gort_close(sv[0]), 0);
+    CHECK_EQ(gort_close(sv[1]), 0);
+}
+
+TEST(deadline_setters_race)
+{
+    run_main(dr_main, NULL);
 }
 
 static long cw_result = 1;
