@@ -4,11 +4,12 @@
  *
  * A job's "done" channel is closed to tell everyone the job is over.
  * The worker closes it when it has finished; the supervisor closes it
- * when a client cancels the job, to stop it early.  The client cancels
- * only a job that has not finished yet.  Both closers believe they are
- * the only one.  When the cancel comes before the worker's close, or
- * together with it and the supervisor's select picks the cancel, the
- * channel is closed twice, which is a fatal error.
+ * when a client cancels the job, to stop it early.  The client waits as
+ * long as the job usually takes and cancels it if it has not finished by
+ * then.  Both closers believe they are the only one.  When the cancel
+ * comes before the worker's close, or together with it and the
+ * supervisor's select picks the cancel, the channel is closed twice,
+ * which is a fatal error.
  *
  * The fix: one owner closes.  The supervisor would close a separate
  * "cancel" channel that the worker selects on, and only the worker
@@ -16,23 +17,21 @@
  */
 #include "planted.h"
 
-#define ROUNDS 3
-#define STEPS 3
+#define ROUNDS 2
+#define MS 1000000LL
+#define JOB MS      /* how long the job takes */
+#define PATIENCE MS /* how long the client waits for it */
 
 static gort_waitgroup wg;
 
 struct job {
-    gort_chan *done, *cancel, *progress;
+    gort_chan *done, *cancel;
 };
 
 static void worker(void *arg)
 {
     struct job *j = arg;
-    int step = 0;
-    for (int i = 0; i < STEPS; i++) {
-        step = i;
-        gort_chan_send(j->progress, &step);
-    }
+    gort_sleep(JOB);
     /* BUG: the supervisor may have closed it already. */
     NOTE("worker closes done");
     gort_chan_close(j->done);
@@ -43,6 +42,7 @@ static void client(void *arg)
 {
     struct job *j = arg;
     bool ok;
+    gort_sleep(PATIENCE);
     /* Cancel the job unless done is closed already. */
     if (!gort_chan_tryrecv(j->done, NULL, &ok)) {
         int why = 1;
@@ -59,8 +59,7 @@ static void run(void *arg)
     for (int r = 0; r < ROUNDS; r++) {
         struct job j;
         if (gort_chan_make(&j.done, 0, 0) != 0 ||
-            gort_chan_make(&j.cancel, sizeof(int), 1) != 0 ||
-            gort_chan_make(&j.progress, sizeof(int), STEPS) != 0)
+            gort_chan_make(&j.cancel, sizeof(int), 1) != 0)
             abort();
         gort_waitgroup_add(&wg, 2);
         gort_go(worker, &j);
@@ -76,7 +75,6 @@ static void run(void *arg)
         gort_waitgroup_wait(&wg);
         gort_chan_free(j.done);
         gort_chan_free(j.cancel);
-        gort_chan_free(j.progress);
     }
     NOTE("%d rounds, %d cancelled", ROUNDS, early);
 }
