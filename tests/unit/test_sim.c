@@ -213,6 +213,81 @@ TEST_HIDDEN(abort_child)
     gort_main(abort_main, NULL);
 }
 
+/* Faults on demand (gort_sim_fault): FAULT_CALLS calls from the main
+ * goroutine, counted, the first FAULT_BITS of them shown as 0s and 1s;
+ * calls from a thread gort did not create, which never fault; and calls
+ * before and after gort_main, which never do either. */
+#define FAULT_CALLS 200000
+#define FAULT_BITS 128
+static int foreign_faults;
+
+static void *foreign_fault_thread(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 1000; i++)
+        foreign_faults += gort_sim_fault();
+    return NULL;
+}
+
+static void fault_main(void *arg)
+{
+    (void)arg;
+    char bits[FAULT_BITS + 1] = {0};
+    int faults = 0;
+    for (int i = 0; i < FAULT_CALLS; i++) {
+        bool f = gort_sim_fault();
+        if (i < FAULT_BITS)
+            bits[i] = f ? '1' : '0';
+        faults += f;
+    }
+    /* The join blocks this thread, and with it the simulation, until the
+     * other thread is done: as a system call would. */
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, foreign_fault_thread, NULL), 0);
+    CHECK_EQ(pthread_join(t, NULL), 0);
+    printf("active=%d faults=%d bits=%s foreign=%d\n", gort_sim_active(),
+           faults, bits, foreign_faults);
+}
+
+TEST_HIDDEN(fault_child)
+{
+    int outside = gort_sim_fault() + gort_sim_active();
+    CHECK_EQ(gort_main(fault_main, NULL), 0);
+    outside += gort_sim_fault() + gort_sim_active();
+    printf("outside=%d\n", outside);
+}
+
+/* The workload, with every worker asking for a fault at each round and
+ * only counting them: the faults' draws are not the scheduler's, so the
+ * log is the same whatever the rate. */
+static int wfaults;
+
+static void fault_worker(void *arg)
+{
+    for (int i = 0; i < ROUNDS; i++)
+        wfaults += gort_sim_fault();
+    worker(arg);
+}
+
+static void fault_workload_main(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(gort_chan_make(&wch, sizeof(int), 2), 0);
+    CHECK_EQ(gort_chan_make(&wch2, sizeof(int), 0), 0);
+    gort_waitgroup_add(&wwg, WORKERS);
+    for (int i = 0; i < WORKERS; i++)
+        gort_go(fault_worker, (void *)(intptr_t)i);
+    gort_waitgroup_wait(&wwg);
+    CHECK_EQ(gort_chan_free(wch), 0);
+    CHECK_EQ(gort_chan_free(wch2), 0);
+    printf("log=%.*s\nfaults=%d\n", wlen, wlog, wfaults);
+}
+
+TEST_HIDDEN(fault_workload_child)
+{
+    CHECK_EQ(gort_main(fault_workload_main, NULL), 0);
+}
+
 /* ---------------------------------------------------------------------------
  * The cases.
  * ------------------------------------------------------------------------- */
@@ -386,5 +461,128 @@ TEST(bad_settings_reported)
     CHECK_EQ(r.exit_code, 0);
     CHECK_STR_CONTAINS(r.out, "now=1000000000000 procs=1,1\n");
     CHECK_EQ(strlen(r.err), 0);
+    test_child_free(&r);
+}
+
+/* The numbers a fault_child printed. */
+struct faults {
+    int active, faults, foreign, outside;
+    char bits[FAULT_BITS + 1];
+};
+
+static struct faults run_faults(const char *debug)
+{
+    char *out = run_ok("fault_child", debug);
+    struct faults f = {0};
+    CHECK_EQ(sscanf(out, "active=%d faults=%d bits=%128s foreign=%d\n"
+                         "outside=%d",
+                    &f.active, &f.faults, f.bits, &f.foreign, &f.outside),
+             5);
+    CHECK_EQ(strlen(f.bits), FAULT_BITS);
+    free(out);
+    return f;
+}
+
+/* Outside the simulation mode gort_sim_fault never injects a fault and
+ * gort_sim_active is false, whatever simfault says; in the mode, before
+ * and after gort_main neither is true, and a thread gort did not create
+ * gets no fault even at a rate of one in one. */
+TEST(fault_only_in_sim)
+{
+    struct faults f = run_faults("simfault=1000000");
+    CHECK_EQ(f.active, 0);
+    CHECK_EQ(f.faults, 0);
+    CHECK_EQ(f.foreign, 0);
+    CHECK_EQ(f.outside, 0);
+    f = run_faults("sim=4,simfault=1000000");
+    CHECK_EQ(f.active, 1);
+    CHECK_EQ(f.faults, FAULT_CALLS);
+    CHECK_EQ(f.foreign, 0);
+    CHECK_EQ(f.outside, 0);
+    /* The default rate is 0: never. */
+    f = run_faults("sim=4");
+    CHECK_EQ(f.active, 1);
+    CHECK_EQ(f.faults, 0);
+}
+
+/* The same seed injects the same faults at the same calls (both
+ * strategies); another seed other ones. */
+TEST(fault_same_seed)
+{
+    const char *const settings[] = {"sim=9,simfault=100000",
+                                    "sim=9,simfault=100000,simstrategy=pct"};
+    for (size_t i = 0; i < 2; i++) {
+        struct faults a = run_faults(settings[i]);
+        struct faults b = run_faults(settings[i]);
+        CHECK_EQ(a.faults, b.faults);
+        CHECK_EQ(strcmp(a.bits, b.bits), 0);
+    }
+    struct faults a = run_faults("sim=9,simfault=100000");
+    struct faults c = run_faults("sim=10,simfault=100000");
+    /* 128 calls at 10% agreeing by chance: about 1 in 10^13. */
+    CHECK_NE(strcmp(a.bits, c.bits), 0);
+}
+
+/* Over FAULT_CALLS calls the share of faults is the rate.  The counts
+ * are fixed by the seeds; the bounds (binomial, 200,000 calls) are ten
+ * standard deviations or more on each side, so that a change of the
+ * generator that keeps it uniform cannot fail them either. */
+TEST(fault_rate)
+{
+    static const struct {
+        int ppm, lo, hi;
+    } rates[] = {
+        {1000, 100, 300},          /* expect 200, sd 14 */
+        {250000, 48000, 52000},    /* expect 50,000, sd 194 */
+        {900000, 178500, 181500},  /* expect 180,000, sd 134 */
+    };
+    for (size_t i = 0; i < sizeof rates / sizeof rates[0]; i++)
+        for (int seed = 1; seed <= 3; seed++) {
+            char debug[64];
+            snprintf(debug, sizeof debug, "sim=%d,simfault=%d", seed,
+                     rates[i].ppm);
+            struct faults f = run_faults(debug);
+            CHECK_GE(f.faults, rates[i].lo);
+            CHECK_LE(f.faults, rates[i].hi);
+        }
+}
+
+/* The faults' draws leave the schedule alone: the workload's log with
+ * every worker asking for faults is the same at rates 0 and one in two,
+ * and only the count of faults differs. */
+TEST(fault_keeps_schedule)
+{
+    const char *const settings[][2] = {
+        {"sim=21", "sim=21,simfault=500000"},
+        {"sim=21,simstrategy=pct", "sim=21,simstrategy=pct,simfault=500000"},
+    };
+    for (size_t i = 0; i < 2; i++) {
+        char *a = run_ok("fault_workload_child", settings[i][0]);
+        char *b = run_ok("fault_workload_child", settings[i][1]);
+        CHECK_STR_CONTAINS(a, "faults=0\n");
+        CHECK(strstr(b, "faults=0\n") == NULL);
+        size_t loglen = strlen("log=\n") + WORKERS * ROUNDS * 8;
+        CHECK_EQ(strncmp(a, b, loglen), 0);
+        free(a);
+        free(b);
+    }
+}
+
+/* Bad values of simfault are reported and ignored (the rate stays 0). */
+TEST(fault_bad_settings_reported)
+{
+    const char *env[] = {"GORTDEBUG=sim=4,simfault=x,simfault=1000001,"
+                         "simfault=-1,simfault=0.5",
+                         NULL};
+    struct test_child r;
+    test_run_child("fault_child", env, 60, &r);
+    CHECK_EQ(r.exit_code, 0);
+    CHECK_STR_CONTAINS(r.err, "simfault=\"x\" is not valid (want a number "
+                              "of faults per million calls from 0 to "
+                              "1000000)");
+    CHECK_STR_CONTAINS(r.err, "simfault=\"1000001\" is not valid");
+    CHECK_STR_CONTAINS(r.err, "simfault=\"-1\" is not valid");
+    CHECK_STR_CONTAINS(r.err, "simfault=\"0.5\" is not valid");
+    CHECK_STR_CONTAINS(r.out, "active=1 faults=0 ");
     test_child_free(&r);
 }
