@@ -435,6 +435,14 @@ TEST(abort_names_seed)
     CHECK(at != NULL);
     CHECK(strstr(at + 1, line) == NULL);
     test_child_free(&r);
+
+    /* With faults the line names their rate, which replays them too. */
+    const char *env2[] = {"GORTDEBUG=sim=5,simfault=1000", NULL};
+    test_run_child("abort_child", env2, 60, &r);
+    CHECK_EQ(r.signal, SIGABRT);
+    CHECK_STR_CONTAINS(r.err, "gort: sim seed=5 strategy=random "
+                              "simfault=1000\n");
+    test_child_free(&r);
 }
 
 /* Bad values of sim, simstrategy and simpct are reported and ignored:
