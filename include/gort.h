@@ -1426,6 +1426,35 @@ GORT_EXTERN int gort_trace_start(const char *path);
  */
 GORT_EXTERN int gort_trace_stop(void);
 
+/* ---------------------------------------------------------------------------
+ * Simulation mode.  GORTDEBUG=sim=SEED runs the program under a seeded,
+ * replayable scheduler on a virtual clock (docs/sim.md).
+ * ------------------------------------------------------------------------- */
+
+/*
+ * Whether the program runs in the simulation mode (GORTDEBUG=sim=SEED):
+ * one thread runs the goroutines in an order drawn from the seed, and
+ * gort_nanotime, sleeps and deadlines follow a virtual clock.  False
+ * before gort_main and after it returns.  Callable from any thread.
+ */
+GORT_EXTERN bool gort_sim_active(void);
+
+/*
+ * Whether to inject a fault here: in the simulation mode, true with the
+ * chance GORTDEBUG=simfault=N gives (N faults per million calls, 0 to
+ * 1000000; default 0, never), drawn from the seed, so that a replay with
+ * the same seed injects the same faults at the same calls.  The faults
+ * have their own random state: the draws change no scheduling choice
+ * (what the program does with a fault may).  Outside the mode always
+ * false, at the cost of one load.  Call from a goroutine; on a thread
+ * that is not running one (a thread gort did not create) it returns false
+ * and draws nothing, since such a thread runs when the kernel runs it and
+ * its draws could not be replayed.  Typical use: before a call whose
+ * failure the program must survive, take the error path as if the call
+ * had failed (docs/sim.md has an example).
+ */
+GORT_EXTERN bool gort_sim_fault(void);
+
 #ifdef __cplusplus
 }
 #endif

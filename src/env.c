@@ -8,7 +8,8 @@
  *   GORTDEBUG      comma-separated key=value pairs, like Go's GODEBUG
  *                  (schedtrace, scheddetail, asyncpreemptoff, randomize,
  *                  stackguard, checkdeadoff, stackidle, lockfence,
- *                  trace, netpollspin) into gort__debug (lockfence
+ *                  trace, netpollspin, and the simulation's sim,
+ *                  simstrategy, simpct, simfault) into gort__debug (lockfence
  *                  takes effect when the library is loaded: lock_futex.c
  *                  reads it then);
  *   GORTMAXPROCS   the number of Ps, like GOMAXPROCS;
@@ -349,6 +350,7 @@ enum dkind {
     D_SEED,  /* sim=SEED: a uint64_t into simseed, and sim set to 1 */
     D_STRAT, /* random | pct */
     D_DEPTH, /* 1 .. 64 */
+    D_PPM,   /* parts per million, 0 .. 1,000,000 */
 };
 
 /* What each kind wants, for the message about a bad value. */
@@ -361,6 +363,7 @@ static const char *const dkind_want[] = {
     [D_SEED] = "a seed from 0 to 18446744073709551615",
     [D_STRAT] = "random or pct",
     [D_DEPTH] = "a number of change points from 1 to 64",
+    [D_PPM] = "a number of faults per million calls from 0 to 1000000",
 };
 
 /* The settings, with the field of struct gort_debugvars each sets: an
@@ -385,6 +388,7 @@ static const struct dsetting {
     {"sim", offsetof(struct gort_debugvars, sim), D_SEED},
     {"simstrategy", offsetof(struct gort_debugvars, simstrategy), D_STRAT},
     {"simpct", offsetof(struct gort_debugvars, simpct), D_DEPTH},
+    {"simfault", offsetof(struct gort_debugvars, simfault), D_PPM},
 };
 #define NDSETTINGS (sizeof dsettings / sizeof dsettings[0])
 
@@ -402,9 +406,13 @@ static bool debug_value(enum dkind k, const char *v, size_t n, int32_t *out)
     switch (k) {
     case D_MS:
     case D_US:
+    case D_PPM:
     case D_BOOL:
         if (!parse_u64(v, n,
-                       k == D_MS ? INT32_MAX : k == D_US ? 1000000 : 1, &x))
+                       k == D_MS     ? INT32_MAX
+                       : k == D_BOOL ? 1
+                                     : 1000000,
+                       &x))
             return false;
         *out = (int32_t)x;
         return true;
@@ -1010,6 +1018,7 @@ static int sim_setup(void)
     gort__sim.strategy = gort__debug.simstrategy;
     gort__sim.pctdepth = gort__debug.simpct ? gort__debug.simpct : 3;
     gort__sim.seed = gort__debug.simseed;
+    gort__sim.faultppm = gort__debug.simfault;
     store_relaxed(&gort__sim.now, GORT_SIM_EPOCH);
     /* PCT's d-1 change points, uniform over its horizon, from the seed
      * alone (not from an M's random state, which scheduling consumes). */
@@ -1017,6 +1026,11 @@ static int sim_setup(void)
     uint64_t r = gort__sim_mix(gort__sim.seed);
     gort__sim.rand[0] = (uint32_t)(r | 1);
     gort__sim.rand[1] = (uint32_t)(r >> 32) | 0x9e3779b9u;
+    /* gort_sim_fault's stream: another mix of the seed ("FLT"), so that
+     * it is unrelated to the scheduler's.  Neither half may be 0. */
+    r = gort__sim_mix(gort__sim.seed ^ 0x464c540000000000u);
+    gort__sim.faultrand[0] = (uint32_t)r | 1u;
+    gort__sim.faultrand[1] = (uint32_t)(r >> 32) | 0x9e3779b9u;
     uint64_t x = gort__sim.seed ^ 0x5043540000000000u; /* "PCT" */
     for (int32_t i = 0; i < 64; i++) {
         x = gort__sim_mix(x);

@@ -82,9 +82,17 @@ void gort__sim_report(void)
     /* Acq-rel: one line, however many threads fail. */
     if (!gort__sim_on() || xchg_acqrel(&sim_reported, 1u) != 0)
         return;
-    gort__printf(2, "gort: sim seed=%llu strategy=%s\n",
-                 (unsigned long long)gort__sim.seed,
-                 gort__sim.strategy == SIM_PCT ? "pct" : "random");
+    /* The fault rate too when there is one: it is part of what replays
+     * the run (gort_sim_fault). */
+    if (gort__sim.faultppm > 0)
+        gort__printf(2, "gort: sim seed=%llu strategy=%s simfault=%d\n",
+                     (unsigned long long)gort__sim.seed,
+                     gort__sim.strategy == SIM_PCT ? "pct" : "random",
+                     (int)gort__sim.faultppm);
+    else
+        gort__printf(2, "gort: sim seed=%llu strategy=%s\n",
+                     (unsigned long long)gort__sim.seed,
+                     gort__sim.strategy == SIM_PCT ? "pct" : "random");
 }
 
 /*

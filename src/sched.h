@@ -905,6 +905,7 @@ struct gort_debugvars {
     int32_t sim;             /* 1: sim=SEED was given (docs/sim.md) */
     int32_t simstrategy;     /* SIM_RANDOM or SIM_PCT */
     int32_t simpct;          /* PCT's priority-change points (d) */
+    int32_t simfault;        /* gort_sim_fault's rate, per million calls */
     uint64_t simseed;        /* sim=SEED */
     char trace[GORT_TRACE_PATH_MAX]; /* trace=path: trace file, "" off */
 };
@@ -944,6 +945,13 @@ struct gort__simstate {
      * hand-over (sched.lock, a note) orders one holder's writes before
      * the next one's reads. */
     uint32_t rand[2];
+    /* gort_sim_fault: its rate per million calls, and its own random
+     * state, seeded from the seed alone and apart from the scheduler's
+     * so that calls that inject nothing leave the schedule as it was.
+     * Touched only by the goroutine running on the one P's holder:
+     * plain, ordered between holders as rand[] is. */
+    int32_t faultppm;
+    uint32_t faultrand[2];
 };
 GORT_HIDDEN extern struct gort__simstate gort__sim;
 /* splitmix64's finaliser: a seed spread over all 64 bits (seeds 1 and 2

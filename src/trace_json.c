@@ -747,7 +747,10 @@ static void finish(struct gort__tracew *w)
                m_tid(m->id));
     }
     out_s(o, "\n],\n\"metadata\":{\"producer\":\"gort\",\"format_version\":1,"
-             "\"clock\":\"CLOCK_MONOTONIC\",\"start_ns\":");
+             "\"clock\":\"");
+    /* The simulation mode's timestamps are its virtual clock's. */
+    out_s(o, gort__sim_on() ? "virtual" : "CLOCK_MONOTONIC");
+    out_s(o, "\",\"start_ns\":");
     out_i64(o, gort__tr.t0);
     out_s(o, ",\"stop_ns\":");
     out_i64(o, t1);
@@ -782,8 +785,13 @@ void *gort__tracew_main(void *arg)
         if (stop)
             break; /* everything was queued before wstop */
         int64_t now = gort_nanotime();
-        /* Acquire: t0, which the samples are relative to, was set first. */
-        if (load_acq(&gort__tr.began) && now - w->lastsample >= 1000 * 1000)
+        /* Acquire: t0, which the samples are relative to, was set first.
+         * None in the simulation mode: this thread wakes by the real
+         * clock, so what it would sample, and at which virtual time,
+         * would differ from run to run of the same seed, whose trace is
+         * otherwise the same (docs/sim.md). */
+        if (!gort__sim_on() && load_acq(&gort__tr.began) &&
+            now - w->lastsample >= 1000 * 1000)
             sample(w, now);
         gort__futexsleep(&gort__tr.wgen, gen, 1000 * 1000);
     }

@@ -43,10 +43,11 @@ LAYERS = [
     ("core", "G, M, P, sched and the status change; the OS; locks; fatal "
              "errors; settings; run queues; stacks; symbol tables; "
              "sanitizer glue; scheduling statistics; the hooks; the "
-             "library's version",
+             "library's version; the simulation mode's faults",
      ["sched", "tracehooks", "os_linux", "lock_futex", "lockrank",
       "fatal", "env",
-      "symbolize", "runq", "stack", "san", "schedstats", "version"]),
+      "symbolize", "runq", "stack", "san", "schedstats", "version",
+      "sim"]),
     ("scheduler", "scheduling, Ps, the preemption trampoline (arch/), "
                   "sysmon and the schedtrace it prints, "
                   "syscalls, preemption, the runtime semaphore, timers, "

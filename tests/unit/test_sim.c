@@ -10,6 +10,7 @@
 #include "test_util.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define SECOND (1000 * MS)
@@ -213,6 +214,81 @@ TEST_HIDDEN(abort_child)
     gort_main(abort_main, NULL);
 }
 
+/* Faults on demand (gort_sim_fault): FAULT_CALLS calls from the main
+ * goroutine, counted, the first FAULT_BITS of them shown as 0s and 1s;
+ * calls from a thread gort did not create, which never fault; and calls
+ * before and after gort_main, which never do either. */
+#define FAULT_CALLS 200000
+#define FAULT_BITS 128
+static int foreign_faults;
+
+static void *foreign_fault_thread(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 1000; i++)
+        foreign_faults += gort_sim_fault();
+    return NULL;
+}
+
+static void fault_main(void *arg)
+{
+    (void)arg;
+    char bits[FAULT_BITS + 1] = {0};
+    int faults = 0;
+    for (int i = 0; i < FAULT_CALLS; i++) {
+        bool f = gort_sim_fault();
+        if (i < FAULT_BITS)
+            bits[i] = f ? '1' : '0';
+        faults += f;
+    }
+    /* The join blocks this thread, and with it the simulation, until the
+     * other thread is done: as a system call would. */
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, foreign_fault_thread, NULL), 0);
+    CHECK_EQ(pthread_join(t, NULL), 0);
+    printf("active=%d faults=%d bits=%s foreign=%d\n", gort_sim_active(),
+           faults, bits, foreign_faults);
+}
+
+TEST_HIDDEN(fault_child)
+{
+    int outside = gort_sim_fault() + gort_sim_active();
+    CHECK_EQ(gort_main(fault_main, NULL), 0);
+    outside += gort_sim_fault() + gort_sim_active();
+    printf("outside=%d\n", outside);
+}
+
+/* The workload, with every worker asking for a fault at each round and
+ * only counting them: the faults' draws are not the scheduler's, so the
+ * log is the same whatever the rate. */
+static int wfaults;
+
+static void fault_worker(void *arg)
+{
+    for (int i = 0; i < ROUNDS; i++)
+        wfaults += gort_sim_fault();
+    worker(arg);
+}
+
+static void fault_workload_main(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(gort_chan_make(&wch, sizeof(int), 2), 0);
+    CHECK_EQ(gort_chan_make(&wch2, sizeof(int), 0), 0);
+    gort_waitgroup_add(&wwg, WORKERS);
+    for (int i = 0; i < WORKERS; i++)
+        gort_go(fault_worker, (void *)(intptr_t)i);
+    gort_waitgroup_wait(&wwg);
+    CHECK_EQ(gort_chan_free(wch), 0);
+    CHECK_EQ(gort_chan_free(wch2), 0);
+    printf("log=%.*s\nfaults=%d\n", wlen, wlog, wfaults);
+}
+
+TEST_HIDDEN(fault_workload_child)
+{
+    CHECK_EQ(gort_main(fault_workload_main, NULL), 0);
+}
+
 /* ---------------------------------------------------------------------------
  * The cases.
  * ------------------------------------------------------------------------- */
@@ -359,6 +435,14 @@ TEST(abort_names_seed)
     CHECK(at != NULL);
     CHECK(strstr(at + 1, line) == NULL);
     test_child_free(&r);
+
+    /* With faults the line names their rate, which replays them too. */
+    const char *env2[] = {"GORTDEBUG=sim=5,simfault=1000", NULL};
+    test_run_child("abort_child", env2, 60, &r);
+    CHECK_EQ(r.signal, SIGABRT);
+    CHECK_STR_CONTAINS(r.err, "gort: sim seed=5 strategy=random "
+                              "simfault=1000\n");
+    test_child_free(&r);
 }
 
 /* Bad values of sim, simstrategy and simpct are reported and ignored:
@@ -387,4 +471,304 @@ TEST(bad_settings_reported)
     CHECK_STR_CONTAINS(r.out, "now=1000000000000 procs=1,1\n");
     CHECK_EQ(strlen(r.err), 0);
     test_child_free(&r);
+}
+
+/* The numbers a fault_child printed. */
+struct faults {
+    int active, faults, foreign, outside;
+    char bits[FAULT_BITS + 1];
+};
+
+static struct faults run_faults(const char *debug)
+{
+    char *out = run_ok("fault_child", debug);
+    struct faults f = {0};
+    CHECK_EQ(sscanf(out, "active=%d faults=%d bits=%128s foreign=%d\n"
+                         "outside=%d",
+                    &f.active, &f.faults, f.bits, &f.foreign, &f.outside),
+             5);
+    CHECK_EQ(strlen(f.bits), FAULT_BITS);
+    free(out);
+    return f;
+}
+
+/* Outside the simulation mode gort_sim_fault never injects a fault and
+ * gort_sim_active is false, whatever simfault says; in the mode, before
+ * and after gort_main neither is true, and a thread gort did not create
+ * gets no fault even at a rate of one in one. */
+TEST(fault_only_in_sim)
+{
+    struct faults f = run_faults("simfault=1000000");
+    CHECK_EQ(f.active, 0);
+    CHECK_EQ(f.faults, 0);
+    CHECK_EQ(f.foreign, 0);
+    CHECK_EQ(f.outside, 0);
+    f = run_faults("sim=4,simfault=1000000");
+    CHECK_EQ(f.active, 1);
+    CHECK_EQ(f.faults, FAULT_CALLS);
+    CHECK_EQ(f.foreign, 0);
+    CHECK_EQ(f.outside, 0);
+    /* The default rate is 0: never. */
+    f = run_faults("sim=4");
+    CHECK_EQ(f.active, 1);
+    CHECK_EQ(f.faults, 0);
+}
+
+/* The same seed injects the same faults at the same calls (both
+ * strategies); another seed other ones. */
+TEST(fault_same_seed)
+{
+    const char *const settings[] = {"sim=9,simfault=100000",
+                                    "sim=9,simfault=100000,simstrategy=pct"};
+    for (size_t i = 0; i < 2; i++) {
+        struct faults a = run_faults(settings[i]);
+        struct faults b = run_faults(settings[i]);
+        CHECK_EQ(a.faults, b.faults);
+        CHECK_EQ(strcmp(a.bits, b.bits), 0);
+    }
+    struct faults a = run_faults("sim=9,simfault=100000");
+    struct faults c = run_faults("sim=10,simfault=100000");
+    /* 128 calls at 10% agreeing by chance: about 1 in 10^13. */
+    CHECK_NE(strcmp(a.bits, c.bits), 0);
+}
+
+/* Over FAULT_CALLS calls the share of faults is the rate.  The counts
+ * are fixed by the seeds; the bounds (binomial, 200,000 calls) are ten
+ * standard deviations or more on each side, so that a change of the
+ * generator that keeps it uniform cannot fail them either. */
+TEST(fault_rate)
+{
+    static const struct {
+        int ppm, lo, hi;
+    } rates[] = {
+        {1000, 100, 300},          /* expect 200, sd 14 */
+        {250000, 48000, 52000},    /* expect 50,000, sd 194 */
+        {900000, 178500, 181500},  /* expect 180,000, sd 134 */
+    };
+    for (size_t i = 0; i < sizeof rates / sizeof rates[0]; i++)
+        for (int seed = 1; seed <= 3; seed++) {
+            char debug[64];
+            snprintf(debug, sizeof debug, "sim=%d,simfault=%d", seed,
+                     rates[i].ppm);
+            struct faults f = run_faults(debug);
+            CHECK_GE(f.faults, rates[i].lo);
+            CHECK_LE(f.faults, rates[i].hi);
+        }
+}
+
+/* The faults' draws leave the schedule alone: the workload's log with
+ * every worker asking for faults is the same at rates 0 and one in two,
+ * and only the count of faults differs. */
+TEST(fault_keeps_schedule)
+{
+    const char *const settings[][2] = {
+        {"sim=21", "sim=21,simfault=500000"},
+        {"sim=21,simstrategy=pct", "sim=21,simstrategy=pct,simfault=500000"},
+    };
+    for (size_t i = 0; i < 2; i++) {
+        char *a = run_ok("fault_workload_child", settings[i][0]);
+        char *b = run_ok("fault_workload_child", settings[i][1]);
+        CHECK_STR_CONTAINS(a, "faults=0\n");
+        CHECK(strstr(b, "faults=0\n") == NULL);
+        size_t loglen = strlen("log=\n") + WORKERS * ROUNDS * 8;
+        CHECK_EQ(strncmp(a, b, loglen), 0);
+        free(a);
+        free(b);
+    }
+}
+
+/* Bad values of simfault are reported and ignored (the rate stays 0). */
+TEST(fault_bad_settings_reported)
+{
+    const char *env[] = {"GORTDEBUG=sim=4,simfault=x,simfault=1000001,"
+                         "simfault=-1,simfault=0.5",
+                         NULL};
+    struct test_child r;
+    test_run_child("fault_child", env, 60, &r);
+    CHECK_EQ(r.exit_code, 0);
+    CHECK_STR_CONTAINS(r.err, "simfault=\"x\" is not valid (want a number "
+                              "of faults per million calls from 0 to "
+                              "1000000)");
+    CHECK_STR_CONTAINS(r.err, "simfault=\"1000001\" is not valid");
+    CHECK_STR_CONTAINS(r.err, "simfault=\"-1\" is not valid");
+    CHECK_STR_CONTAINS(r.err, "simfault=\"0.5\" is not valid");
+    CHECK_STR_CONTAINS(r.out, "active=1 faults=0 ");
+    test_child_free(&r);
+}
+
+/* ---------------------------------------------------------------------------
+ * Same seed, same trace.
+ *
+ * A trace (GORTDEBUG=trace=path) of a run in the simulation mode, hashed
+ * over what the seed decides: every event's kind, goroutine, track,
+ * virtual time, arguments and order, and the trace's start and stop
+ * times.  Left out, because the kernel decides them: the Ms' identities
+ * (the Threads tracks' numbers and names, whose names carry the kernel's
+ * thread ids, and which M took the P after a hand-off between threads,
+ * which depends on which thread went idle first), and the count of
+ * records written (it counts those thread names).  The Threads tracks'
+ * events are still hashed, each without its track, in the order of their
+ * virtual times (equal times by their text), since the order in which
+ * the writer meets different Ms' buffers is the kernel's.  The Procs and
+ * Scheduler tracks are hashed each in the order the file gives, which is
+ * the order they were recorded in (docs/sim.md, "The trace").
+ * ------------------------------------------------------------------------- */
+
+/* One line of the trace that counts, with where it sorts. */
+struct tline {
+    int pid, tid;
+    double ts;
+    size_t seq;
+    char *text;
+};
+
+static int tline_cmp(const void *a, const void *b)
+{
+    const struct tline *x = a, *y = b;
+    if (x->pid != y->pid)
+        return x->pid < y->pid ? -1 : 1;
+    if (x->pid == 2) {
+        if (x->ts != y->ts)
+            return x->ts < y->ts ? -1 : 1;
+        return strcmp(x->text, y->text);
+    }
+    if (x->tid != y->tid)
+        return x->tid < y->tid ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static uint64_t fnv(uint64_t h, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 0x100000001b3u;
+    return h;
+}
+
+/* The number after `key` in line, or -1 when it has none. */
+static long long field(const char *line, const char *key)
+{
+    const char *at = strstr(line, key);
+    return at ? strtoll(at + strlen(key), NULL, 10) : -1;
+}
+
+/* The trace file's hash (above); *nevents gets the events hashed. */
+static uint64_t trace_hash(const char *path, int *nevents)
+{
+    FILE *f = fopen(path, "r");
+    CHECK(f != NULL);
+    struct tline *v = NULL;
+    size_t n = 0, cap = 0;
+    uint64_t h = 0xcbf29ce484222325u;
+    char *line = NULL;
+    size_t lcap = 0;
+    ssize_t len;
+    bool meta = false;
+    while ((len = getline(&line, &lcap, f)) > 0) {
+        if (strncmp(line, "\"metadata\":", 11) == 0) {
+            const char *keys[] = {"\"clock\":", "\"start_ns\":",
+                                  "\"stop_ns\":", "\"dropped_events\":"};
+            CHECK_STR_CONTAINS(line, "\"clock\":\"virtual\"");
+            CHECK_EQ(field(line, "\"dropped_events\":"), 0);
+            for (size_t k = 1; k < 4; k++) {
+                long long x = field(line, keys[k]);
+                h = fnv(h, (const char *)&x, sizeof x);
+            }
+            meta = true;
+            continue;
+        }
+        if (strncmp(line, "{\"ph\":\"", 7) != 0)
+            continue;
+        struct tline t = {(int)field(line, "\"pid\":"),
+                          (int)field(line, "\"tid\":"), 0, n, NULL};
+        if (t.pid == 2 && line[7] == 'M')
+            continue; /* a thread's name: the kernel's thread id */
+        if (t.pid == 2) {
+            /* The M's track number out: {"ph":"X","pid":2,"tid":N,... */
+            char *tid = strstr(line, "\"tid\":");
+            char *comma = tid ? strchr(tid, ',') : NULL;
+            CHECK(comma != NULL);
+            memmove(tid, comma + 1, strlen(comma + 1) + 1);
+        }
+        const char *ts = strstr(line, "\"ts\":");
+        t.ts = ts ? strtod(ts + 5, NULL) : -1;
+        t.text = strdup(line);
+        if (n == cap) {
+            cap = cap ? 2 * cap : 1024;
+            v = realloc(v, cap * sizeof *v);
+            CHECK(v != NULL);
+        }
+        v[n++] = t;
+    }
+    free(line);
+    fclose(f);
+    CHECK(meta); /* the trace is whole */
+    qsort(v, n, sizeof *v, tline_cmp);
+    for (size_t i = 0; i < n; i++) {
+        h = fnv(h, v[i].text, strlen(v[i].text));
+        free(v[i].text);
+    }
+    free(v);
+    *nevents = (int)n;
+    return h;
+}
+
+/* Run `child` under GORTDEBUG=<debug>,trace=<a file>; the trace's hash. */
+static uint64_t traced_run(const char *child, const char *debug,
+                           int *nevents)
+{
+    char path[] = "/tmp/gort_sim_traceXXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    close(fd);
+    char settings[256];
+    snprintf(settings, sizeof settings, "%s,trace=%s", debug, path);
+    free(run_ok(child, settings));
+    uint64_t h = trace_hash(path, nevents);
+    unlink(path);
+    return h;
+}
+
+/* The same seed gives the same trace, for three workloads: the channel
+ * and sleep one (50 runs), the one with wired goroutines passing the P
+ * between threads (10 runs with each strategy), and the pipe one (10
+ * runs).  Another seed gives another trace.  GORT_SIM_TRACE_RUNS=N runs
+ * each N times instead: N=1000 is the check of docs/sim.md. */
+TEST(same_seed_same_trace)
+{
+    const char *env = getenv("GORT_SIM_TRACE_RUNS");
+    int runs = env && atoi(env) > 0 ? atoi(env) : 0;
+    static const struct {
+        const char *child, *debug;
+        int runs; /* without GORT_SIM_TRACE_RUNS */
+    } cases[] = {
+        {"workload_child", "sim=42", 50},
+        {"wired_child", "sim=42", 10},
+        {"wired_child", "sim=42,simstrategy=pct", 10},
+        {"pipe_child", "sim=42", 10},
+    };
+    uint64_t first[4];
+    for (size_t c = 0; c < 4; c++) {
+        int k = runs ? runs : cases[c].runs, nev0 = 0;
+        first[c] = traced_run(cases[c].child, cases[c].debug, &nev0);
+        CHECK_GT(nev0, 50);
+        for (int i = 1; i < k; i++) {
+            int nev;
+            uint64_t h = traced_run(cases[c].child, cases[c].debug, &nev);
+            if (h != first[c])
+                fprintf(stderr, "%s %s: run %d hash %016llx, run 1 %016llx\n",
+                        cases[c].child, cases[c].debug, i + 1,
+                        (unsigned long long)h,
+                        (unsigned long long)first[c]);
+            CHECK_EQ(nev, nev0);
+            CHECK(h == first[c]);
+        }
+        printf("%s %s: %d runs, %d events, trace hash %016llx\n",
+               cases[c].child, cases[c].debug, k, nev0,
+               (unsigned long long)first[c]);
+    }
+    int nev;
+    uint64_t other = traced_run("workload_child", "sim=43", &nev);
+    CHECK(other != first[0]);
+    uint64_t wother = traced_run("wired_child", "sim=43", &nev);
+    CHECK(wother != first[1]);
 }
