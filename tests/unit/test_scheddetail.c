@@ -270,7 +270,7 @@ TEST(dead_g_goids)
  * started five. */
 TEST(timerslen)
 {
-    long long a[1];
+    long long a[1] = {0};
     char *b = detail_block("timers", a, 1, NULL);
     char pre[32];
     snprintf(pre, sizeof pre, "  G%lld: status=2()", a[0]);
@@ -326,7 +326,7 @@ TEST(p_syscall_status)
  * preemptoff names gort_preempt_disable on main's M, and only there. */
 TEST(locked_ids)
 {
-    long long a[2];
+    long long a[2] = {0, 0};
     int n;
     char *b = detail_block("locked", a, 2, &n);
     CHECK_EQ(n, 2);
@@ -372,7 +372,7 @@ TEST(locked_ids)
  * main runs. */
 TEST(m_blocked)
 {
-    long long a[2];
+    long long a[2] = {0, 0};
     char *b = detail_block("locked", a, 2, NULL);
     int asleep = 0, awake = 0;
     for (const char *s = detail_line(b, "  M"); s;
