@@ -82,17 +82,17 @@ void gort__sim_report(void)
     /* Acq-rel: one line, however many threads fail. */
     if (!gort__sim_on() || xchg_acqrel(&sim_reported, 1u) != 0)
         return;
-    /* The fault rate too when there is one: it is part of what replays
-     * the run (gort_sim_fault). */
+    /* PCT's depth and the fault rate too, when they apply: they are part
+     * of what replays the run.  Each part is written apart (async-signal
+     * context: no buffer to build the line in). */
+    gort__printf(2, "gort: sim seed=%llu strategy=%s",
+                 (unsigned long long)gort__sim.seed,
+                 gort__sim.strategy == SIM_PCT ? "pct" : "random");
+    if (gort__sim.strategy == SIM_PCT)
+        gort__printf(2, " simpct=%d", (int)gort__sim.pctdepth);
     if (gort__sim.faultppm > 0)
-        gort__printf(2, "gort: sim seed=%llu strategy=%s simfault=%d\n",
-                     (unsigned long long)gort__sim.seed,
-                     gort__sim.strategy == SIM_PCT ? "pct" : "random",
-                     (int)gort__sim.faultppm);
-    else
-        gort__printf(2, "gort: sim seed=%llu strategy=%s\n",
-                     (unsigned long long)gort__sim.seed,
-                     gort__sim.strategy == SIM_PCT ? "pct" : "random");
+        gort__printf(2, " simfault=%d", (int)gort__sim.faultppm);
+    gort__printf(2, "\n");
 }
 
 /*

@@ -408,7 +408,7 @@ TEST(deadlock_names_seed)
     struct test_child r;
     test_run_child("deadlock_child", env, 60, &r);
     CHECK_NE(r.exit_code == 0 && r.signal == 0, true);
-    const char *seed = strstr(r.err, "gort: sim seed=99 strategy=pct\n");
+    const char *seed = strstr(r.err, "gort: sim seed=99 strategy=pct simpct=3\n");
     const char *dead = strstr(r.err, "all goroutines are asleep - deadlock!");
     CHECK(seed != NULL);
     CHECK(dead != NULL);
