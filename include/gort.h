@@ -1455,6 +1455,19 @@ GORT_EXTERN bool gort_sim_active(void);
  */
 GORT_EXTERN bool gort_sim_fault(void);
 
+/*
+ * A preemption point for the simulation mode, in the program's own code
+ * (the mode has no signal-based preemption): after a number of calls
+ * drawn from the seed, 1 to 16, the call is a point as a gort call is,
+ * where the strategy may make the goroutine yield.  For loops that call
+ * no gort function; gort_simpoints.h makes every function entry of code
+ * compiled with -finstrument-functions call it.  Outside the mode, off a
+ * goroutine's stack (a signal handler on the alternate stack, a thread
+ * gort did not create) or with preemption disabled it does nothing, at
+ * the cost of one load outside the mode.
+ */
+GORT_EXTERN void gort_sim_point(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -952,7 +952,12 @@ struct gort__simstate {
      * plain, ordered between holders as rand[] is. */
     int32_t faultppm;
     uint32_t faultrand[2];
+    /* gort_sim_point: calls left until the next one that is a
+     * preemption point (sim.c).  Plain, as rand[]. */
+    int32_t points;
 };
+/* The most gort_sim_point calls between two preemption points. */
+#define GORT_SIM_POINT_SPAN 16
 GORT_HIDDEN extern struct gort__simstate gort__sim;
 /* splitmix64's finaliser: a seed spread over all 64 bits (seeds 1 and 2
  * then start unrelated random sequences). */

@@ -19,8 +19,19 @@
  * create, or a call before or after gort_main) gets no fault and draws
  * nothing: it runs when the kernel runs it, so its draws would not
  * replay, and they would race with the goroutines' draws.
+ *
+ * gort_sim_point is a preemption point in the program's own code: the
+ * mode has no signal-based preemption (a signal lands when the kernel
+ * decides), so a goroutine that calls no gort function would otherwise
+ * never give way.  Every GORT_SIM_POINT_SPAN calls or fewer (a count
+ * drawn from the seed, gort__sim.points) it becomes a point as a gort
+ * call is: gort__preempt_check, where the strategy decides whether the
+ * goroutine yields.  gort_simpoints.h makes every function entry of a
+ * program compiled with -finstrument-functions such a call, which is
+ * where Go's compiler puts its own preemption checks.
  */
 #include "defs.h"
+#include "preempt.h"
 #include "sched.h"
 
 bool gort_sim_active(void)
@@ -62,4 +73,31 @@ bool gort_sim_fault(void)
     if (!gort__sim_on())
         return false;
     return sim_fault();
+}
+
+/* The mode's half of gort_sim_point. */
+static GORT_NOINLINE void sim_point(void)
+{
+    struct m *mp = gort__getm_noextra();
+    if (!mp || !mp->p || mp->locks || !mp->curg || mp->curg->foreign ||
+        mp->curg->preemptoff)
+        return;
+    /* On the goroutine's own stack: not a signal handler on the
+     * alternate stack, not the scheduler's stack. */
+    uintptr_t sp = (uintptr_t)&mp;
+    struct g *gp = mp->curg;
+    if (sp <= gp->stack.lo || sp > gp->stack.hi)
+        return;
+    if (gort__sim.points > 1) {
+        gort__sim.points--;
+        return;
+    }
+    gort__sim.points = 1 + gort__fastrand() % GORT_SIM_POINT_SPAN;
+    gort__preempt_check_m(mp);
+}
+
+void gort_sim_point(void)
+{
+    if (gort__sim_on())
+        sim_point();
 }

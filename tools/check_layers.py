@@ -43,20 +43,20 @@ LAYERS = [
     ("core", "G, M, P, sched and the status change; the OS; locks; fatal "
              "errors; settings; run queues; stacks; symbol tables; "
              "sanitizer glue; scheduling statistics; the hooks; the "
-             "library's version; the simulation mode's faults",
+             "library's version",
      ["sched", "tracehooks", "os_linux", "lock_futex", "lockrank",
       "fatal", "env",
-      "symbolize", "runq", "stack", "san", "schedstats", "version",
-      "sim"]),
+      "symbolize", "runq", "stack", "san", "schedstats", "version"]),
     ("scheduler", "scheduling, Ps, the preemption trampoline (arch/), "
                   "sysmon and the schedtrace it prints, "
                   "syscalls, preemption, the runtime semaphore, timers, "
-                  "the network poller",
+                  "the network poller, what a program asks of the "
+                  "simulation mode (its faults and preemption points)",
      ["aarch64_preempt", "x86_64_preempt", "proc", "procresize",
       "mthread", "newproc", "foreign", "sysmon",
       "debug", "syscall", "preempt", "rawsys", "sema", "time", "timers",
       "netpoll",
-      "netpoll_epoll"]),
+      "netpoll_epoll", "sim"]),
     ("objects", "channels, select, sync, timer channels, descriptor I/O, "
                 "listening and dialing by address, signals delivered to "
                 "channels, the goroutine side of gort-hook",

@@ -3,11 +3,14 @@
 """The ctest cases of tests/sim (sim.cmake).
 
 usage: shake_test.py --shake GORT_SHAKE planted PROGRAM
+       shake_test.py --shake GORT_SHAKE clean PROGRAM
        shake_test.py --shake GORT_SHAKE self PASSING FAILING
 
 planted: gort-shake with PCT from seed 1 must find PROGRAM's bug within
 1000 runs (exit status 1) and print the command that replays it; the seed
 it names, replayed 20 times, must fail the same way every time (exit 1).
+
+clean: PROGRAM passes 300 seeds of each strategy (exit 0).
 
 self: gort-shake's own behaviour: PASSING (a program that passes on every
 seed) gives exit 0 in each mode; FAILING (a planted bug found within 100
@@ -176,6 +179,11 @@ def main(argv):
     tool, mode, rest = argv[1], argv[2], argv[3:]
     if mode == "planted" and len(rest) == 1:
         planted(tool, rest[0])
+    elif mode == "clean" and len(rest) == 1:
+        rc, out, err = shake(tool, ["--seed", "1", "--runs", "600", "-s",
+                                    "both", "-j", "2", "-t", "30", "-q",
+                                    rest[0]])
+        check(rc == 0, "no seed of 300 a strategy fails", show(rc, out, err))
     elif mode == "self" and len(rest) == 2:
         self_test(tool, rest[0], rest[1])
     else:

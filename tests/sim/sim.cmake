@@ -14,6 +14,19 @@ foreach(p ${GORT_SIM_PLANTED})
   target_compile_definitions(sim_${p} PRIVATE _GNU_SOURCE)
   target_link_libraries(sim_${p} PRIVATE gort_static)
 endforeach()
+# Preemption points at function entries (gort_simpoints.h): the same
+# program built with them, where the simulation finds its bug, and without,
+# where it passes every seed.
+add_executable(sim_spin_update ${CMAKE_CURRENT_SOURCE_DIR}/sim/spin_update.c)
+target_compile_options(sim_spin_update PRIVATE ${GORT_C_FLAGS}
+  -finstrument-functions)
+target_compile_definitions(sim_spin_update PRIVATE _GNU_SOURCE WITH_SIMPOINTS)
+target_link_libraries(sim_spin_update PRIVATE gort_static)
+add_executable(sim_spin_update_plain
+  ${CMAKE_CURRENT_SOURCE_DIR}/sim/spin_update.c)
+target_compile_options(sim_spin_update_plain PRIVATE ${GORT_C_FLAGS})
+target_compile_definitions(sim_spin_update_plain PRIVATE _GNU_SOURCE)
+target_link_libraries(sim_spin_update_plain PRIVATE gort_static)
 add_executable(sim_passes ${CMAKE_CURRENT_SOURCE_DIR}/sim/passes.c)
 target_compile_options(sim_passes PRIVATE ${GORT_C_FLAGS})
 target_compile_definitions(sim_passes PRIVATE _GNU_SOURCE)
@@ -27,6 +40,14 @@ if(PYTHON3_EXE AND NOT CMAKE_CROSSCOMPILING)
       planted $<TARGET_FILE:sim_${p}>)
     set_tests_properties(sim.${p} PROPERTIES TIMEOUT 120 LABELS sim)
   endforeach()
+  add_test(NAME sim.spin_update COMMAND ${PYTHON3_EXE}
+    ${CMAKE_CURRENT_SOURCE_DIR}/sim/shake_test.py --shake ${shake}
+    planted $<TARGET_FILE:sim_spin_update>)
+  add_test(NAME sim.spin_update_plain COMMAND ${PYTHON3_EXE}
+    ${CMAKE_CURRENT_SOURCE_DIR}/sim/shake_test.py --shake ${shake}
+    clean $<TARGET_FILE:sim_spin_update_plain>)
+  set_tests_properties(sim.spin_update sim.spin_update_plain PROPERTIES
+    TIMEOUT 120 LABELS sim)
   add_test(NAME sim.gort_shake COMMAND ${PYTHON3_EXE}
     ${CMAKE_CURRENT_SOURCE_DIR}/sim/shake_test.py --shake ${shake}
     self $<TARGET_FILE:sim_passes> $<TARGET_FILE:sim_lost_update>)
