@@ -83,8 +83,9 @@ static GORT_NOINLINE void sim_point(void)
         mp->curg->preemptoff)
         return;
     /* On the goroutine's own stack: not a signal handler on the
-     * alternate stack, not the scheduler's stack. */
-    uintptr_t sp = (uintptr_t)&mp;
+     * alternate stack, not the scheduler's stack.  The frame's address,
+     * not a local's (AddressSanitizer may keep locals elsewhere). */
+    uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
     struct g *gp = mp->curg;
     if (sp <= gp->stack.lo || sp > gp->stack.hi)
         return;
