@@ -50,7 +50,6 @@
 #define ATOMIC_LOAD(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define ATOMIC_STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 
-/* Run fn(arg) under a fresh gort_main and check that it started. */
 /* A mkstemp/mkdtemp template in buf: "/tmp/<prefix>" and the six
  * placeholder characters those calls replace. */
 static inline char *tmp_template(char *buf, size_t size, const char *prefix)
@@ -62,6 +61,7 @@ static inline char *tmp_template(char *buf, size_t size, const char *prefix)
     return buf;
 }
 
+/* Run fn(arg) under a fresh gort_main and check that it started. */
 static inline void run_main(void (*fn)(void *), void *arg)
 {
     int err = gort_main(fn, arg);

@@ -716,8 +716,8 @@ static uint64_t trace_hash(const char *path, int *nevents)
 static uint64_t traced_run(const char *child, const char *debug,
                            int *nevents)
 {
-    char path[] = "/tmp/gort_sim_traceXXXXXX";
-    int fd = mkstemp(path);
+    char path[64];
+    int fd = mkstemp(tmp_template(path, sizeof path, "gort_sim_trace"));
     CHECK(fd >= 0);
     close(fd);
     char settings[256];
