@@ -299,8 +299,9 @@ static void sleep_fd_main(void *arg)
     int p[2];
     CHECK_EQ(gort_pipe(p), 0);
     char c;
-    /* t0 before the deadline is made, which is 20 ms after a later
-     * clock reading (qemu once took 1.2 ms between the two). */
+    /* t0 before the deadline is made: the deadline is 20 ms after a
+     * clock reading of its own, which a slow first call (an emulator's
+     * translation of new code) can put well after t0. */
     t0 = now_ns();
     CHECK_EQ(gort_fd_deadline(p[0], GORT_FD_READ, gort_deadline_in(20 * MS)),
              0);

@@ -1503,10 +1503,10 @@ static void lh_main(void *arg)
 
 /* A handler of the program's without SA_ONSTACK runs on the goroutine's
  * stack; one that runs for 50 ms, while goroutines outnumber the Ps, is
- * never preempted: it ends on the thread it began on.  (Injected there,
- * a preemption resumed the goroutine on another thread, where the
- * interrupted code went on with the first thread's registers: one case
- * was a runtime lock counted on one M and released on another.) */
+ * never preempted: it ends on the thread it began on.  (A preemption
+ * injected there would resume the goroutine on another thread, where the
+ * interrupted code would go on with the first thread's registers, such
+ * as a runtime lock count half updated.) */
 TEST(long_handler_stays)
 {
     lh_spin = (SANITIZED ? 100 : 50) * MS;

@@ -182,9 +182,9 @@ static void run_kept(void *arg)
  * leaves the call's).  Without asynchronous preemption: `errno = v` is a
  * call for the address and a store, and a preemption between the two
  * moves the goroutine to another thread with the old thread's address in
- * a register (the README's rule on thread-local addresses; under qemu,
- * which delivers signals where a call returns, 2 of 400,000 stores went
- * to the old thread so). */
+ * a register (the README's rule on thread-local addresses), which is not
+ * what this case is about.  An emulator that delivers signals where a
+ * call returns lands there often. */
 TEST(errno_kept_by_gort_calls)
 {
     setenv("GORTMAXPROCS", PROCS, 1);
