@@ -171,15 +171,23 @@ static long fd_read(struct polldesc *pd, void *buf, size_t n)
         /* With TCP_INQ a full read tells too whether it emptied the
          * socket: a client that writes a request and then reads exactly
          * the reply's size saves the read(2) that would fail before the
-         * next reply. */
+         * next reply.  Only a read that may fill its buffer needs that,
+         * and recvmsg with its control message costs more than read(2)
+         * (docs/design.md, "The network poller"), so a socket asks only
+         * while its reads come back full: after the first full read, and
+         * until one comes back short. */
         int left = -1;
-        ssize_t r = pd->inq ? read_inq(pd->fd, buf, n, &left)
-                            : gort__libc.read(pd->fd, buf, n);
+        bool ask = pd->inq && load_relaxed(&pd->rdfull);
+        ssize_t r = ask ? read_inq(pd->fd, buf, n, &left)
+                        : gort__libc.read(pd->fd, buf, n);
         if (r >= 0) {
-            /* Relaxed: a hint for this descriptor's reader; any value is
-             * safe (it only decides whether to try read(2) first). */
+            /* Relaxed, both: hints for this descriptor's reader; any
+             * value is safe (they only decide whether to try read(2)
+             * first, and which call reads). */
             if (pd->stream && r > 0 && ((size_t)r < n || left == 0))
                 store_relaxed(&pd->rdrained, 1);
+            if (pd->inq && ((size_t)r == n) != ask)
+                store_relaxed(&pd->rdfull, (size_t)r == n);
             return r;
         }
         int e = GORT_ERRNO;

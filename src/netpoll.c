@@ -515,6 +515,7 @@ static int fd_register(int fd, bool inq, bool hooked)
     pd->noclose = false;
     store_relaxed(&pd->hk_epoch, 0);
     store_relaxed(&pd->rdrained, 0);
+    store_relaxed(&pd->rdfull, 0);
     store_relaxed(&pd->rdhup, 0);
     store_relaxed(&pd->rg, PD_NIL);
     store_relaxed(&pd->wg, PD_NIL);

@@ -30,6 +30,9 @@ struct polldesc {
                              * registration */
     uint32_t rdrained;      /* atomic: the last read was short (see
                              * fdio.c, fd_read) */
+    uint32_t rdfull;        /* atomic: on an inq socket, the last read
+                             * filled its buffer, so the next one asks
+                             * what it leaves (fdio.c, fd_read) */
     uint32_t rdhup;         /* atomic: an event said hang-up or error:
                              * reads never wait first again */
     bool hooked;            /* registered by gort-hook (hook.c) for the

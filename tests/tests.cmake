@@ -50,9 +50,9 @@ gort_test(test_tls TIMEOUT 120)
 gort_test(test_lockthread TIMEOUT 120)
 gort_test(test_foreign TIMEOUT 180)
 gort_test(test_netpoll TIMEOUT 180)
-# tcp_inq counts gort's recvmsg calls through a wrapper, poll_spin its
-# epoll_wait calls.
-target_link_options(test_netpoll PRIVATE -Wl,--wrap=recvmsg
+# tcp_inq counts gort's read and recvmsg calls through wrappers, poll_spin
+# its epoll_wait calls.
+target_link_options(test_netpoll PRIVATE -Wl,--wrap=recvmsg -Wl,--wrap=read
   -Wl,--wrap=epoll_wait)
 # Listening and dialing by address (gort.h, "Networks"), over loopback.
 gort_test(test_net TIMEOUT 120)
