@@ -182,6 +182,7 @@ int gort_main(void (*fn)(void *), void *arg)
     gort__runtime_init_time = gort_nanotime();
     gort__track_clock_init();
     gort__spinpay_reset();
+    gort__spintrial_reset();
     struct m *mp = gort__allocm();
     if (!mp) {
         store_rel(&gort_running, 0);

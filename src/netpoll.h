@@ -106,6 +106,18 @@ GORT_HIDDEN void gort__spinpay_record(int64_t gap, int64_t spin, bool probe);
 GORT_HIDDEN void gort__spinpay_reset(void);
 /* A sleep of the poller cost its thread cpu ns of CPU (measured). */
 GORT_HIDDEN void gort__spinpay_sleepcpu(int64_t cpu);
+/* The spin trial (netpoll.c): while spinpay says spin, windows of
+ * spinning and of sleeping compare the process's CPU time per descriptor
+ * wake-up.  Is a window's end due at now?  End it (or start the first)
+ * with the process's CPU time and wake-ups so far.  Does the current
+ * window spin?  Drop the open window (the spin went off).  Reset.  The
+ * poller M only. */
+GORT_HIDDEN bool gort__spintrial_due(int64_t now);
+GORT_HIDDEN void gort__spintrial_turn(int64_t now, int64_t cpu,
+                                      uint64_t wakeups);
+GORT_HIDDEN bool gort__spintrial_spin(void);
+GORT_HIDDEN void gort__spintrial_drop(void);
+GORT_HIDDEN void gort__spintrial_reset(void);
 
 /* A registered descriptor's pollDesc, for fdio.c's calls.  Register fd
  * (inq: a TCP socket with TCP_INQ on): 0 or -errno. */

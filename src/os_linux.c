@@ -120,6 +120,14 @@ int64_t gort_nanotime(void)
     return gort__nanotime_real();
 }
 
+uint64_t gort__process_cputime(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 uint64_t gort__thread_cputime(int32_t tid)
 {
     /* The clock id pthread_getcpuclockid makes from a thread id (the

@@ -17,6 +17,9 @@ GORT_HIDDEN int64_t gort__nanotime_real(void);
 /* The CPU time thread tid (0: the caller) has used, in ns; 0 if
  * unknown. */
 GORT_HIDDEN uint64_t gort__thread_cputime(int32_t tid);
+/* The CPU time the whole process has used (all its threads, ended ones
+ * included), in ns; 0 if unknown. */
+GORT_HIDDEN uint64_t gort__process_cputime(void);
 GORT_HIDDEN int gort__newosproc(struct m *mp, void *(*start)(void *));
 GORT_HIDDEN int gort__minit(struct m *mp);
 GORT_HIDDEN void gort__unminit(struct m *mp);

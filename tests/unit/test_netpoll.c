@@ -1540,3 +1540,102 @@ TEST(spin_policy)
     say("decision changes over 640 alternating spells: %d\n", flips);
     CHECK_LE(flips, 40);
 }
+
+/* ---------------------------------------------------------------------------
+ * spin_trial
+ * ------------------------------------------------------------------------- */
+
+/* The trial's clock, the process's CPU time and its wake-ups, as
+ * gort__netpoll_sleep would read them. */
+static int64_t st_now, st_cpu;
+static uint64_t st_wakeups;
+
+/* n windows of 10 ms with `wakeups` wake-ups each, costing spin_ns or
+ * sleep_ns of CPU a wake-up as the window spins or sleeps.  Returns how
+ * many spun. */
+static int st_windows(int n, uint64_t wakeups, int64_t spin_ns,
+                      int64_t sleep_ns)
+{
+    int spun = 0;
+    for (int i = 0; i < n; i++) {
+        CHECK(gort__spintrial_due(st_now));
+        gort__spintrial_turn(st_now, st_cpu, st_wakeups);
+        bool spin = gort__spintrial_spin();
+        spun += spin;
+        st_now += 10 * 1000 * 1000;
+        CHECK(!gort__spintrial_due(st_now - 1));
+        st_wakeups += wakeups;
+        st_cpu += (int64_t)wakeups * (spin ? spin_ns : sleep_ns);
+    }
+    return spun;
+}
+
+/* The spin trial, fed CPU times and wake-ups directly: sleeping measured
+ * first, then spinning; the cheaper mode runs seven windows in eight, and
+ * the choice follows the costs when they change, but not a difference of
+ * under a sixteenth; a window with fewer than 64 wake-ups stays open (and
+ * is dropped after 200 ms); a dropped window does not count. */
+TEST(spin_trial)
+{
+    gort__spintrial_reset();
+    st_now = 1000 * 1000 * 1000;
+    st_cpu = 5 * 1000 * 1000;
+    /* Each mode once, sleeping first. */
+    CHECK(gort__spintrial_due(st_now));
+    gort__spintrial_turn(st_now, st_cpu, st_wakeups);
+    CHECK(!gort__spintrial_spin());
+    st_now += 10 * 1000 * 1000;
+    st_wakeups += 1000;
+    st_cpu += 1000 * 8000;
+    gort__spintrial_turn(st_now, st_cpu, st_wakeups);
+    CHECK(gort__spintrial_spin());
+    st_now += 10 * 1000 * 1000;
+    st_wakeups += 1000;
+    st_cpu += 1000 * 10000;
+    /* Spinning costs 10 us a wake-up, sleeping 8: one window in eight
+     * spins. */
+    int spun = st_windows(80, 1000, 10000, 8000);
+    say("windows that spun out of 80, spinning dearer: %d\n", spun);
+    CHECK_GE(spun, 9);
+    CHECK_LE(spun, 11);
+    /* Spinning gets cheaper (6 us): its average, a quarter weight a
+     * window, passes below 15/16 of sleeping's in its fourth window
+     * (10, 9, 8.25, 7.69, 7.27 us), the 32nd, and from then seven
+     * windows in eight spin. */
+    spun = st_windows(80, 1000, 6000, 8000);
+    say("windows that spun out of 80 after spinning got cheaper: %d\n", spun);
+    CHECK_GE(spun, 42);
+    CHECK_LE(spun, 50);
+    spun = st_windows(80, 1000, 6000, 8000);
+    CHECK_GE(spun, 69);
+    CHECK_LE(spun, 71);
+    /* A difference under a sixteenth changes nothing: spinning stays. */
+    spun = st_windows(160, 1000, 8200, 8000);
+    say("windows that spun out of 160, spinning 1/40 dearer: %d\n", spun);
+    CHECK_GE(spun, 138);
+    /* Too few wake-ups: the window stays open (its mode with it)... */
+    gort__spintrial_turn(st_now, st_cpu, st_wakeups);
+    bool mode = gort__spintrial_spin();
+    int64_t start = st_now;
+    st_now += 50 * 1000 * 1000;
+    st_wakeups += 10;
+    st_cpu += 10 * 1000 * 1000; /* 1 ms a wake-up: must not count */
+    gort__spintrial_turn(st_now, st_cpu, st_wakeups);
+    CHECK_EQ(gort__spintrial_spin(), mode);
+    CHECK(gort__spintrial_due(start + 10 * 1000 * 1000));
+    /* ... and is dropped after 200 ms without counting. */
+    st_now = start + 200 * 1000 * 1000;
+    gort__spintrial_turn(st_now, st_cpu, st_wakeups);
+    CHECK(!gort__spintrial_due(st_now + 1));
+    st_now += 10 * 1000 * 1000;
+    st_wakeups += 1000;
+    st_cpu += 1000 * (gort__spintrial_spin() ? 6000 : 8000);
+    spun = st_windows(80, 1000, 6000, 8000);
+    CHECK_GE(spun, 69);
+    /* Dropped (the spin went off): the next turn only opens a window. */
+    gort__spintrial_drop();
+    st_cpu += 1000 * 1000 * 1000; /* a second of CPU, not counted */
+    st_wakeups += 1000;
+    spun = st_windows(80, 1000, 6000, 8000);
+    CHECK_GE(spun, 69);
+}
