@@ -973,13 +973,10 @@ void gort__spinpay_reset(void)
  * first event, with the events that came meanwhile, and handles them as
  * one batch, so that the sleeps it pays are far fewer than the spells a
  * spinning poller sees; the client, answered in batches, sends in batches
- * too.  Under redis-benchmark's 50 connections the spin's hits came 2-20
- * µs apart and each counted as a sleep saved, while the process without
- * the spin slept once in 36 requests; it spent 15% more CPU a request
- * with the spin (docs/design.md, "Every busy-wait is bounded by what it
- * saves").  No model of the gaps sees that, so it is measured: while
- * spinpay says spin, time is cut into windows of 10 ms, and each window
- * either spins or sleeps.  At each window's end the poller reads the
+ * too (docs/design.md, "Every busy-wait is bounded by what it saves", has
+ * the measurements).  No model of the gaps sees that, so it is measured:
+ * while spinpay says spin, time is cut into windows of 10 ms, and each
+ * window either spins or sleeps.  At each window's end the poller reads the
  * process's CPU time and its descriptor wake-ups (goroutines the poller
  * readied, all Ms), and keeps for each mode a moving average of the CPU
  * per wake-up (a quarter weight a window).  The cheaper mode runs seven
@@ -1065,7 +1062,9 @@ static uint64_t netpoll_wakeups(void)
 {
     uint64_t n = 0;
     /* Ms are never freed while the runtime runs (allm is push-only);
-     * acquire pairs with the release that published each. */
+     * acquire pairs with the release that published each.  Relaxed
+     * counts: each M adds to its own, and a sum a little old only moves
+     * a wake-up from one window to the next. */
     for (struct m *mp = load_acq(&gort__allm); mp; mp = mp->alllink)
         n += load_relaxed(&mp->nnetpollwake);
     return n;
