@@ -980,17 +980,23 @@ void gort__spinpay_reset(void)
  * process's CPU time and its descriptor wake-ups (goroutines the poller
  * readied, all Ms), and keeps for each mode a moving average of the CPU
  * per wake-up (a quarter weight a window).  The cheaper mode runs seven
- * windows in eight and the other the eighth, so a change in the load
- * is seen within a few dozen windows; the two swap only for a difference
- * of a sixteenth.  A window with fewer than 64 wake-ups stays open until
- * it has them, or is dropped after 200 ms; the open window is dropped
- * whenever spinpay says sleep.  Costs: two clock reads and a walk over
- * the Ms every 10 ms, and the eighth window in the dearer mode.
+ * windows in eight and the other the eighth; the two swap only for a
+ * difference of a sixteenth.  A dearer mode that costs a quarter more or
+ * worse in the window it gets is tried half as often after it, down to
+ * one window in 64, and one in eight again once it comes within that
+ * quarter or the choice changes: a window in eight at a quarter more
+ * would add 3% to the CPU of a load that never changes, while a load
+ * that does change is still seen within a few dozen windows.  A window
+ * with fewer than 64 wake-ups stays open until it has them, or is dropped
+ * after 200 ms; the open window is dropped whenever spinpay says sleep.
+ * Costs: two clock reads and a walk over the Ms every 10 ms, and one
+ * window in 8 to 64 in the dearer mode.
  */
 #define TRIAL_WINDOW_NS (10 * 1000 * 1000)
 #define TRIAL_MIN_WAKEUPS 64
 #define TRIAL_MAX_NS (200 * 1000 * 1000)
 #define TRIAL_OTHER_EVERY 8
+#define TRIAL_OTHER_RAREST 64
 static struct {
     int64_t start;  /* the open window's start (nanotime); 0: none */
     int64_t cpu0;   /* the process's CPU time then, ns */
@@ -1000,7 +1006,14 @@ static struct {
     int64_t avg[2]; /* CPU ns a wake-up, [0] sleeping, [1] spinning; 0:
                      * not measured yet */
     uint32_t n;     /* windows since the last in the dearer mode */
+    uint32_t every; /* one window in `every` runs the dearer mode; 0:
+                     * TRIAL_OTHER_EVERY */
 } spintrial;
+
+static uint32_t trial_every(void)
+{
+    return spintrial.every ? spintrial.every : TRIAL_OTHER_EVERY;
+}
 
 bool gort__spintrial_due(int64_t now)
 {
@@ -1017,24 +1030,32 @@ void gort__spintrial_turn(int64_t now, int64_t cpu, uint64_t wakeups)
                 return; /* the window stays open */
         } else if (dcpu > 0) {
             int64_t per = dcpu / (int64_t)dw;
+            bool favor = spintrial.favor;
+            int64_t best = spintrial.avg[favor];
+            bool tried = spintrial.spin != favor && best != 0;
             int64_t *a = &spintrial.avg[spintrial.spin];
             *a = *a ? *a + (per - *a) / 4 : per;
             int64_t sleep = spintrial.avg[0], spin = spintrial.avg[1];
             if (sleep && spin)
-                spintrial.favor = spintrial.favor ? 16 * spin <= 17 * sleep
-                                                  : 16 * spin < 15 * sleep;
+                spintrial.favor = favor ? 16 * spin <= 17 * sleep
+                                        : 16 * spin < 15 * sleep;
+            uint32_t every = trial_every();
+            if (spintrial.favor != favor || (tried && 4 * per < 5 * best))
+                spintrial.every = TRIAL_OTHER_EVERY;
+            else if (tried && every < TRIAL_OTHER_RAREST)
+                spintrial.every = 2 * every;
         }
     }
     spintrial.start = now;
     spintrial.cpu0 = cpu;
     spintrial.wake0 = wakeups;
-    /* Each mode measured once first, then the cheaper one seven windows
-     * in eight. */
+    /* Each mode measured once first, then the cheaper one all windows
+     * but one in `every`. */
     if (spintrial.avg[0] == 0)
         spintrial.spin = false;
     else if (spintrial.avg[1] == 0)
         spintrial.spin = true;
-    else if (++spintrial.n >= TRIAL_OTHER_EVERY) {
+    else if (++spintrial.n >= trial_every()) {
         spintrial.n = 0;
         spintrial.spin = !spintrial.favor;
     } else {

@@ -1571,8 +1571,10 @@ static int st_windows(int n, uint64_t wakeups, int64_t spin_ns,
 }
 
 /* The spin trial, fed CPU times and wake-ups directly: sleeping measured
- * first, then spinning; the cheaper mode runs seven windows in eight, and
- * the choice follows the costs when they change, but not a difference of
+ * first, then spinning; the cheaper mode runs all windows but one in 8 to
+ * 64, the dearer mode's windows halving while it costs a quarter more or
+ * worse and back to one in eight once it comes within that quarter; the
+ * choice follows the costs when they change, but not a difference of
  * under a sixteenth; a window with fewer than 64 wake-ups stays open (and
  * is dropped after 200 ms); a dropped window does not count. */
 TEST(spin_trial)
@@ -1592,27 +1594,43 @@ TEST(spin_trial)
     st_now += 10 * 1000 * 1000;
     st_wakeups += 1000;
     st_cpu += 1000 * 10000;
-    /* Spinning costs 10 us a wake-up, sleeping 8: one window in eight
-     * spins. */
-    int spun = st_windows(80, 1000, 10000, 8000);
-    say("windows that spun out of 80, spinning dearer: %d\n", spun);
-    CHECK_GE(spun, 9);
-    CHECK_LE(spun, 11);
+    /* Spinning costs 10 us a wake-up, sleeping 8, a quarter more: it is
+     * tried after 16 windows, then 32, then every 64. */
+    int spun = st_windows(112, 1000, 10000, 8000);
+    say("windows that spun out of 112, spinning a quarter dearer: %d\n",
+        spun);
+    CHECK_EQ(spun, 3);
+    spun = st_windows(256, 1000, 10000, 8000);
+    CHECK_EQ(spun, 4);
+    /* Spinning a tenth dearer (8.8 us): within a quarter, so from its
+     * next window on it is tried one window in eight again, and it stays
+     * the dearer mode (its average falls from 10 us towards 8.8, never
+     * below 17/16 of 8). */
+    spun = st_windows(64, 1000, 8800, 8000);
+    CHECK_GE(spun, 1);
+    spun = st_windows(160, 1000, 8800, 8000);
+    say("windows that spun out of 160, spinning a tenth dearer: %d\n", spun);
+    CHECK_GE(spun, 19);
+    CHECK_LE(spun, 21);
     /* Spinning gets cheaper (6 us): its average, a quarter weight a
-     * window, passes below 15/16 of sleeping's in its fourth window
-     * (10, 9, 8.25, 7.69, 7.27 us), the 32nd, and from then seven
-     * windows in eight spin. */
+     * window it gets, passes below 15/16 of sleeping's within four of
+     * them, and from then seven windows in eight spin at first, more
+     * as sleeping, a third dearer, is tried less often. */
+    spun = st_windows(40, 1000, 6000, 8000);
+    say("windows that spun out of 40 after spinning got cheaper: %d\n",
+        spun);
+    CHECK_GE(spun, 8);
     spun = st_windows(80, 1000, 6000, 8000);
-    say("windows that spun out of 80 after spinning got cheaper: %d\n", spun);
-    CHECK_GE(spun, 42);
-    CHECK_LE(spun, 50);
-    spun = st_windows(80, 1000, 6000, 8000);
-    CHECK_GE(spun, 69);
-    CHECK_LE(spun, 71);
-    /* A difference under a sixteenth changes nothing: spinning stays. */
+    CHECK_GE(spun, 70);
+    spun = st_windows(256, 1000, 6000, 8000);
+    CHECK_GE(spun, 251);
+    /* A difference under a sixteenth changes nothing: spinning stays;
+     * sleeping, now within a quarter, is tried one window in eight. */
+    spun = st_windows(64, 1000, 8200, 8000);
     spun = st_windows(160, 1000, 8200, 8000);
     say("windows that spun out of 160, spinning 1/40 dearer: %d\n", spun);
-    CHECK_GE(spun, 138);
+    CHECK_GE(spun, 139);
+    CHECK_LE(spun, 141);
     /* Too few wake-ups: the window stays open (its mode with it)... */
     gort__spintrial_turn(st_now, st_cpu, st_wakeups);
     bool mode = gort__spintrial_spin();
