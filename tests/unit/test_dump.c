@@ -415,11 +415,15 @@ TEST(not_started)
  * running_and_preempted
  * ------------------------------------------------------------------------- */
 
-static int spin_stop;
+static int spin_stop, spin_started;
 
+/* The count before the loop keeps the loop off the function's first
+ * instruction: the signal lands anywhere in the loop, and a frame at
+ * the very entry would print no offset (as Go's tracebacks do). */
 static NOINLINE void spin_until_stop(void *arg)
 {
     (void)arg;
+    ATOMIC_INC(&spin_started);
     while (!ATOMIC_LOAD(&spin_stop))
         ;
     ATOMIC_INC(&bs_sink);
