@@ -105,6 +105,31 @@ static int sock_port(int fd, bool peer, struct sockaddr_storage *ss)
     return ntohs(((struct sockaddr_in6 *)ss)->sin6_port);
 }
 
+/* A socket bound to the loopback address of family at port and not
+ * listening, so that a dial there is refused whatever else runs on the
+ * machine (a listener of another test that got the same port number for
+ * the other family, or a connect that meets itself); -1 when the port is
+ * taken. */
+static int hold_port(int family, int port)
+{
+    int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    CHECK_GE(fd, 0);
+    struct sockaddr_in sa4 = {.sin_family = AF_INET,
+                              .sin_port = htons((uint16_t)port),
+                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct sockaddr_in6 sa6 = {.sin6_family = AF_INET6,
+                               .sin6_port = htons((uint16_t)port),
+                               .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+    int r = family == AF_INET
+                ? bind(fd, (struct sockaddr *)&sa4, sizeof sa4)
+                : bind(fd, (struct sockaddr *)&sa6, sizeof sa6);
+    if (r != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 static int sock_family(int fd)
 {
     struct sockaddr_storage ss;
@@ -416,18 +441,32 @@ static void restrict_main(void *arg)
         return;
     }
     hostport(a, sizeof a, "::1", p4);
-    FAILS(gort_dial("tcp", a, gort_no_deadline()), -ECONNREFUSED);
+    int hold = hold_port(AF_INET6, p4);
+    if (hold >= 0) { /* else another listener has [::1]:p4 */
+        FAILS(gort_dial("tcp", a, gort_no_deadline()), -ECONNREFUSED);
+        close(hold);
+    }
     gort_close(l4);
-    /* "tcp6" listens on IPv6 alone: IPV6_V6ONLY on, 127.0.0.1 refused. */
-    int l6 = gort_listen("tcp6", ":0");
-    check_gort_fd(l6);
+    /* "tcp6" listens on IPv6 alone: IPV6_V6ONLY on, 127.0.0.1 refused
+     * (on a port whose IPv4 number is held, so nothing else answers). */
+    int l6 = -1, p6 = 0;
+    hold = -1;
+    for (int i = 0; i < 20 && hold < 0; i++) {
+        if (l6 >= 0)
+            gort_close(l6);
+        l6 = gort_listen("tcp6", ":0");
+        check_gort_fd(l6);
+        p6 = sock_port(l6, false, NULL);
+        hold = hold_port(AF_INET, p6);
+    }
+    CHECK_GE(hold, 0);
     CHECK_EQ(sock_family(l6), AF_INET6);
     CHECK_EQ(sockopt(l6, IPPROTO_IPV6, IPV6_V6ONLY), 1);
-    int p6 = sock_port(l6, false, NULL);
     hostport(a, sizeof a, "::1", p6);
     CHECK_EQ(round_trip(l6, "tcp6", a, NULL), AF_INET6);
     hostport(a, sizeof a, "127.0.0.1", p6);
     FAILS(gort_dial("tcp", a, gort_no_deadline()), -ECONNREFUSED);
+    close(hold);
     /* The empty host of "tcp6" is ::1. */
     hostport(a, sizeof a, "", p6);
     CHECK_EQ(round_trip(l6, "tcp6", a, NULL), AF_INET6);
