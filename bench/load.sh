@@ -344,6 +344,9 @@ rate_runs() {
     record "$group" "$side" "$run" "latency_p99_$tag" us "${L[p99_us]}"
     record "$group" "$side" "$run" "achieved_rps_$tag" req/s "${L[achieved_rps]}"
     record "$group" "$side" "$run" "client_cpu_us_per_req_$tag" us "${L[client_cpu_us_per_req]}"
+    # -1: the kernel gives no run-queue times (no schedstat files).
+    [[ "${L[server_runq_wait_ms_per_s]:--1}" != -* ]] &&
+      record "$group" "$side" "$run" "runq_wait_ms_per_s_$tag" ms "${L[server_runq_wait_ms_per_s]}"
     ((rate > 0)) && record "$group" "$side" "$run" "send_late_p99_$tag" us "${L[late_p99_us]}"
   done
   stop
@@ -469,7 +472,7 @@ echo
 [[ -n "${CONTROL_SPIN:-}" ]] &&
   printf 'RESULT name=load_control procs=1 metric=spin_cpu_ms_per_s value=%s unit=ms server=spin\n' "$CONTROL_SPIN"
 awk -F '\t' -v procs="$PROCS" '
-  $3 !~ /^(client_cpu|send_late)/ {
+  $3 !~ /^(client_cpu|send_late|runq_wait)/ {
     v = $5 + 0
     fmt = (v >= 100) ? "%.1f" : (v >= 1) ? "%.2f" : "%.4f"
     printf "RESULT name=load_%s procs=%s metric=%s value=" fmt " unit=%s server=%s\n", $1, procs, $3, v, $4, $2
@@ -552,8 +555,8 @@ GEN=$(awk -F '\t' -v rates="$RATES" '
   { med[$1, $2, $3] = $5; lo[$1, $2, $3] = $6; hi[$1, $2, $3] = $7
     if (!(($1, $2) in seen)) { seen[$1, $2] = 1; order[++n] = $1 SUBSEP $2 } }
   END {
-    print "| server | rate asked | achieved req/s (min..max) | sends late p99 us | loadgen CPU us/req |"
-    print "|---|---|---|---|---|"
+    print "| server | rate asked | achieved req/s (min..max) | sends late p99 us | loadgen CPU us/req | server run-queue wait ms/s |"
+    print "|---|---|---|---|---|---|"
     nr = split(rates, R, " ")
     for (i = 1; i <= n; i++) {
       split(order[i], k, SUBSEP)
@@ -561,11 +564,12 @@ GEN=$(awk -F '\t' -v rates="$RATES" '
         t = (R[ri] == 0) ? "rsat" : "r" R[ri]
         if (!((k[1], k[2], "achieved_rps_" t) in med)) continue
         late = ((k[1], k[2], "send_late_p99_" t) in med) ? sprintf("%.0f", med[k[1], k[2], "send_late_p99_" t]) : "-"
-        printf "| %s %s | %s | %.0f (%.0f..%.0f) | %s | %.1f |\n", k[1], k[2],
+        wait = ((k[1], k[2], "runq_wait_ms_per_s_" t) in med) ? sprintf("%.0f", med[k[1], k[2], "runq_wait_ms_per_s_" t]) : "-"
+        printf "| %s %s | %s | %.0f (%.0f..%.0f) | %s | %.1f | %s |\n", k[1], k[2],
           (R[ri] == 0) ? "saturation" : R[ri],
           med[k[1], k[2], "achieved_rps_" t], lo[k[1], k[2], "achieved_rps_" t],
           hi[k[1], k[2], "achieved_rps_" t], late,
-          med[k[1], k[2], "client_cpu_us_per_req_" t]
+          med[k[1], k[2], "client_cpu_us_per_req_" t], wait
       }
     }
   }' "$STATS")

@@ -54,6 +54,14 @@
  * spending 15 us a request uses 75 ms, which ticks would give to +-27%.
  * The tick figures are read too and printed beside it as a check.
  *
+ * Run-queue wait.  Also read at both edges: how long the processes'
+ * threads were runnable but waiting for a CPU (/proc/PID/task/TID/
+ * schedstat), printed as ms a second of the window (1,000: one thread
+ * always waiting).  Client and server share the machine's CPUs; a server
+ * that keeps more threads runnable than there are CPUs left makes them,
+ * and the client, wait (docs/benchmarks.md).  Threads that exit within
+ * the window are not counted.
+ *
  * Idle mode (-idle).  The connections are opened at most 64 at a time,
  * each makes one request (so the server has served it and holds the
  * connection as a kept-alive one), and then they all stay open without
@@ -708,6 +716,9 @@ struct cpu {
     int64_t ns;    /* CPU-time clocks, summed: nanoseconds */
     long ticks;    /* utime + stime from /proc/PID/stat, summed */
     long rss_kb;   /* VmRSS, summed */
+    int64_t wait;  /* ns its threads were runnable but not running (the
+                      second field of /proc/PID/task/TID/schedstat),
+                      summed over the threads alive now; -1 unknown */
 };
 
 /* utime + stime (fields 14 and 15) of /proc/PID/stat, or -1. */
@@ -745,6 +756,38 @@ static long rss_kb(pid_t pid)
     return kb;
 }
 
+/* The time pid's threads have spent waiting for a CPU while runnable, ns,
+ * or -1 when the kernel does not say (no schedstat files). */
+static int64_t runq_wait(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return -1;
+    int64_t sum = 0;
+    bool any = false;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char file[320];
+        unsigned long long run, wait;
+        snprintf(file, sizeof file, "/proc/%d/task/%s/schedstat", (int)pid,
+                 e->d_name);
+        FILE *f = fopen(file, "r");
+        if (!f)
+            continue;
+        if (fscanf(f, "%llu %llu", &run, &wait) == 2) {
+            sum += (int64_t)wait;
+            any = true;
+        }
+        fclose(f);
+    }
+    closedir(d);
+    return any ? sum : -1;
+}
+
 /* Read the CPU time of pids[0..n) into *c; false (with a message) when a
  * process is gone. */
 static bool read_cpu(const pid_t *pids, int n, struct cpu *c)
@@ -763,6 +806,8 @@ static bool read_cpu(const pid_t *pids, int n, struct cpu *c)
         c->ns += (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
         c->ticks += t;
         c->rss_kb += rss_kb(pids[i]);
+        int64_t w = runq_wait(pids[i]);
+        c->wait = w < 0 || c->wait < 0 ? -1 : c->wait + w;
     }
     return true;
 }
@@ -914,6 +959,17 @@ static int finish_idle(void)
     return errs ? 1 : 0;
 }
 
+/* Run-queue wait between two readings, ms a second of wall time (1,000
+ * is one thread always waiting for a CPU); -1 when unknown. */
+static double wait_ms_per_s(const struct cpu *a, const struct cpu *b,
+                            double sec)
+{
+    if (a->wait < 0 || b->wait < 0 || sec <= 0)
+        return -1;
+    double ms = (double)(b->wait - a->wait) / 1e6;
+    return ms > 0 ? ms / sec : 0;
+}
+
 static int finish_load(void)
 {
     size_t n, nl;
@@ -925,30 +981,34 @@ static int finish_load(void)
                          tick_ns() / 1e6;
     double me_ms = (double)(win.me1.ns - win.me0.ns) / 1e6;
     double per = n ? 1e3 / (double)n : 0; /* ms -> us per request */
+    double srv_wait = wait_ms_per_s(&win.srv0, &win.srv1, sec);
+    double me_wait = wait_ms_per_s(&win.me0, &win.me1, sec);
     long errs = atomic_load(&nerrors);
     printf("LOAD mode=load proto=%s conns=%d rate=%.0f arrival=%s "
            "seconds=%.3f achieved_rps=%.1f requests=%zu errors=%ld "
            "p50_us=%.1f p99_us=%.1f max_us=%.1f late_p50_us=%.1f "
            "late_p99_us=%.1f late_max_us=%.1f server_cpu_ms=%.3f "
            "server_cpu_us_per_req=%.3f server_cpu_ms_stat=%.0f "
-           "cpu_check=%s client_cpu_us_per_req=%.3f\n",
+           "cpu_check=%s client_cpu_us_per_req=%.3f "
+           "server_runq_wait_ms_per_s=%.1f client_runq_wait_ms_per_s=%.1f\n",
            cfg.proto->name, cfg.conns, cfg.rate,
            cfg.rate == 0 ? "closed" : cfg.poisson ? "poisson" : "even", sec,
            (double)n / sec, n, errs, pct_us(lat, n, 0.5),
            pct_us(lat, n, 0.99), pct_us(lat, n, 1.0), pct_us(late, nl, 0.5),
            pct_us(late, nl, 0.99), pct_us(late, nl, 1.0), srv_ms,
            srv_ms * per, srv_ms_stat, cpu_check(srv_ms, srv_ms_stat),
-           me_ms * per);
+           me_ms * per, srv_wait, me_wait);
     fprintf(stderr, "loadgen: %s, %d connections, rate %s: %.0f requests/s "
             "(%zu in %.3f s), latency us p50 %.1f p99 %.1f max %.1f; "
             "sends late us p50 %.1f p99 %.1f; server CPU %.2f us a request "
             "(%.1f ms; %.0f ms by ticks), this process %.2f us; "
+            "run-queue wait ms a second: server %.1f, this process %.1f; "
             "%ld errors\n",
             cfg.proto->name, cfg.conns,
             cfg.rate == 0 ? "saturation" : "open", (double)n / sec, n, sec,
             pct_us(lat, n, 0.5), pct_us(lat, n, 0.99), pct_us(lat, n, 1.0),
             pct_us(late, nl, 0.5), pct_us(late, nl, 0.99), srv_ms * per,
-            srv_ms, srv_ms_stat, me_ms * per, errs);
+            srv_ms, srv_ms_stat, me_ms * per, srv_wait, me_wait, errs);
     free(lat);
     free(late);
     if (n == 0 && !errs) {
