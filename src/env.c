@@ -8,7 +8,7 @@
  *   GORTDEBUG      comma-separated key=value pairs, like Go's GODEBUG
  *                  (schedtrace, scheddetail, asyncpreemptoff, randomize,
  *                  stackguard, checkdeadoff, stackidle, lockfence,
- *                  trace, netpollspin, and the simulation's sim,
+ *                  trace, netpollspin, cpucrowd, and the simulation's sim,
  *                  simstrategy, simpct, simfault) into gort__debug (lockfence
  *                  takes effect when the library is loaded: lock_futex.c
  *                  reads it then);
@@ -351,6 +351,7 @@ enum dkind {
     D_STRAT, /* random | pct */
     D_DEPTH, /* 1 .. 64 */
     D_PPM,   /* parts per million, 0 .. 1,000,000 */
+    D_CROWD, /* 0, 1 or 2 */
 };
 
 /* What each kind wants, for the message about a bad value. */
@@ -364,6 +365,7 @@ static const char *const dkind_want[] = {
     [D_STRAT] = "random or pct",
     [D_DEPTH] = "a number of change points from 1 to 64",
     [D_PPM] = "a number of faults per million calls from 0 to 1000000",
+    [D_CROWD] = "0 (never crowded), 1 (measured) or 2 (always crowded)",
 };
 
 /* The settings, with the field of struct gort_debugvars each sets: an
@@ -385,6 +387,7 @@ static const struct dsetting {
     {"lockfence", offsetof(struct gort_debugvars, lockfence), D_BOOL},
     {"trace", offsetof(struct gort_debugvars, trace), D_PATH},
     {"netpollspin", offsetof(struct gort_debugvars, netpollspin), D_US},
+    {"cpucrowd", offsetof(struct gort_debugvars, cpucrowd), D_CROWD},
     {"sim", offsetof(struct gort_debugvars, sim), D_SEED},
     {"simstrategy", offsetof(struct gort_debugvars, simstrategy), D_STRAT},
     {"simpct", offsetof(struct gort_debugvars, simpct), D_DEPTH},
@@ -423,6 +426,11 @@ static bool debug_value(enum dkind k, const char *v, size_t n, int32_t *out)
                 return true;
             }
         return false;
+    case D_CROWD:
+        if (!parse_u64(v, n, 2, &x))
+            return false;
+        *out = (int32_t)x;
+        return true;
     case D_DEPTH:
         if (!parse_u64(v, n, 64, &x) || x == 0)
             return false;
@@ -1059,6 +1067,7 @@ void gort__read_env(void)
                                           .stackidle = GORT_STACK_IDLE_MS,
                                           .netpollspin = GORT_NETPOLL_SPIN_US,
                                           .lockfence = 1,
+                                          .cpucrowd = 1,
                                           .hook = 1};
     gort__parse_debug(getenv("GORTDEBUG"), &gort__debug);
     gort__ncpu = gort__affinity_cpus();

@@ -105,7 +105,9 @@ static struct m *needm(void)
     struct g *gp = foreign_g();
     if (!gp)
         gort__fatal("out of memory making a G for a foreign thread");
-    mp->procid = gort__gettid();
+    /* Release: after foreign, which sysmon's crowd meter reads once it
+     * sees the id (sysmon.c). */
+    store_rel(&mp->procid, gort__gettid());
     mp->errnop = gort__errno_ptr();
     uint64_t seed = (uint64_t)gort_nanotime() ^ (uint64_t)(uintptr_t)mp;
     mp->fastrand[0] = (uint32_t)(seed | 1);

@@ -42,6 +42,7 @@
  *     decide the process is dying.
  *   - gort__signals_install/restore bracket one gort_main.
  */
+#include "atomic.h"
 #include "fatal.h"
 #include "libc.h"
 #include "os_linux.h"
@@ -252,7 +253,9 @@ void gort__free(void *p)
 /* Per-thread set-up, on the new thread.  Mirrors minit (os_linux.go). */
 int gort__minit(struct m *mp)
 {
-    mp->procid = gort__gettid();
+    /* Release: sysmon's crowd meter reads it with the M's other fields
+     * (sysmon.c). */
+    store_rel(&mp->procid, gort__gettid());
     size_t sz = sigaltstack_size();
     void *mem = mmap(NULL, sz, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);

@@ -433,6 +433,17 @@ static GORT_NOINLINE bool sim_advance(struct p *pp)
     return true;
 }
 
+/* Whether the CPUs are crowded (sysmon.c, "The crowd meter") and Gs run
+ * short on pp (its runavg under GORT_WAKE_WORTH_NS): then one event loop
+ * does the network's work, and a second thread would only wait for a
+ * CPU (poll_nap_ok).  pp is the caller's own (runavg is owner only). */
+static bool crowded_short(const struct p *pp)
+{
+    /* Relaxed: sysmon's hint, re-read at every use. */
+    return load_relaxed(&gort__sched.crowded) &&
+           pp->runavg < GORT_WAKE_WORTH_NS;
+}
+
 /* The part of findrunnable that looks without giving up the P.  Returns a
  * G, or NULL with *again set when the search must restart. */
 static struct g *findrunnable_fast(struct m *mp, struct p *pp, bool *inherit,
@@ -452,10 +463,14 @@ static struct g *findrunnable_fast(struct m *mp, struct p *pp, bool *inherit,
      * every other P is idle: there is nothing to steal, so this M goes
      * on to block in epoll as the poller, which returns at once with
      * whatever is ready (a server at partial load would otherwise make
-     * two epoll calls for every idle spell). */
+     * two epoll calls for every idle spell).  Nor while the CPUs are
+     * crowded (crowded_short): what this poll finds would start a second
+     * event loop beside the other P's, for which no CPU is free; this M
+     * steals, then gives up its P. */
     int32_t procs = load_acq(&gort__gomaxprocs);
     if (gort__netpoll_waiters() > 0 &&
-        load_relaxed(&gort__sched.npidle) < procs - 1) {
+        load_relaxed(&gort__sched.npidle) < procs - 1 &&
+        !crowded_short(pp)) {
         int64_t last = load_seqcst(&gort__sched.lastpoll);
         if (last != 0) {
             struct gqueue q;
@@ -483,11 +498,118 @@ static struct g *findrunnable_fast(struct m *mp, struct p *pp, bool *inherit,
     return NULL;
 }
 
+/* With a P, the first readied goroutine is ours to run and the rest are
+ * injected (one per other idle P globally, with an M for each, the others
+ * on our P): a single readiness wakes no other thread (Go's findRunnable
+ * does the same).  Without a P, all are injected.  Returns whether we hold
+ * a P, with *gpp the G to run or NULL to search again. */
+static bool after_poll(struct m *mp, struct gqueue *ready, int32_t nready,
+                       struct g **gpp)
+{
+    gort__lock(&gort__sched.lock);
+    struct p *p2 = load_relaxed(&gort__sched.gcwaiting)
+                       ? NULL
+                       : gort__pidleget_locked();
+    gort__unlock(&gort__sched.lock);
+    if (!p2) {
+        gort__injectglist(ready, nready);
+        return false;
+    }
+    gort__acquirep(mp, p2);
+    struct g *gp = nready > 0 ? gort__gqueue_pop(ready) : NULL;
+    if (nready > 1)
+        gort__injectglist(ready, nready - 1);
+    /* Run what is due everywhere now (then gp, or search again). */
+    int32_t n = load_acq(&gort__gomaxprocs);
+    int64_t now = gort_nanotime();
+    for (int32_t i = 0; i < n; i++)
+        gort__timers_check(gort__allp_load()[i], now);
+    *gpp = gp;
+    return true;
+}
+
+/*
+ * The poll nap, while the CPUs are crowded (sched.crowded, set by sysmon
+ * when this process's threads wait for CPUs: sysmon.c, "The crowd
+ * meter").  An M that gives up its P while another P still runs Gs would
+ * sleep in epoll as the poller, and then every request that arrives wakes
+ * it to run on a second CPU, beside the running P which would have come
+ * to it within microseconds.  With a CPU free that is parallelism; with
+ * none it is a third runnable thread where two CPUs are already taken,
+ * and the kernel time-slices it against ours and everyone else's.  So
+ * while crowded, and while Gs run short here (this P's runavg under
+ * GORT_WAKE_WORTH_NS, the bound injectglist uses for the same trade),
+ * the M naps GORT_POLL_NAP_NS on a futex nobody wakes instead, and the
+ * running P polls when it runs dry (it sleeps in epoll as the poller and
+ * returns at once with what has come), as a single-threaded event loop
+ * does.  After the nap the M polls without blocking if nobody else is
+ * polling, and runs what it finds on an idle P.
+ *
+ * The nap bounds what a long-running G on the other P costs the network:
+ * its descriptors wait at most one nap.  A nap whose poll finds events
+ * nobody polled for during it turns napping off for GORT_POLL_NAP_OFF_NS,
+ * so a P busy with long Gs leaves the poller in epoll as before.  One M
+ * naps at a time (sched.napping); the others stop as usual.  Not in the
+ * simulation, where the one P's M drives the clock.
+ */
+/* What an M giving up its P does about the poller. */
+enum pollnap { PN_POLL, PN_NAP, PN_STOP };
+
+static enum pollnap poll_nap_ok(int64_t runavg)
+{
+    /* Relaxed: sysmon's hint, re-read at every drop. */
+    if (!load_relaxed(&gort__sched.crowded) ||
+        runavg >= GORT_WAKE_WORTH_NS || gort__sim_on())
+        return PN_POLL;
+    int32_t procs = load_acq(&gort__gomaxprocs);
+    /* Relaxed: hints; a wrong guess costs one nap or one epoll sleep. */
+    if (load_relaxed(&gort__sched.npidle) >= procs ||
+        gort__netpoll_waiters() == 0)
+        return PN_POLL;
+    int64_t off = load_relaxed(&gort__sched.napoff);
+    if (off != 0 && gort_nanotime() < off)
+        return PN_POLL;
+    /* Acq_rel: the one napper; poll_nap's release store ends it.  The
+     * others stop: the napper looks within a nap, the running P sooner. */
+    return cas_acqrel(&gort__sched.napping, 0, 1) ? PN_NAP : PN_STOP;
+}
+
+/* Nap, then poll without blocking.  Returns how many Gs it readied into
+ * *ready, or -1 when it did not poll (a poller is in epoll, or another M
+ * polled just now): the caller stops. */
+static int32_t poll_nap(int64_t until, struct gqueue *ready)
+{
+    int64_t began = gort_nanotime();
+    int64_t ns = GORT_POLL_NAP_NS;
+    if (until != 0 && until - began < ns)
+        ns = until - began > 0 ? until - began : 0;
+    if (ns > 0) {
+        uint32_t word = 0;
+        gort__futexsleep(&word, 0, ns);
+    }
+    /* Release: pairs with poll_nap_ok's CAS. */
+    store_rel(&gort__sched.napping, 0);
+    /* As sysmon's poll: only when no M sleeps in epoll (lastpoll 0), and
+     * claimed by moving lastpoll on, so two Ms never poll at once. */
+    int64_t last = load_seqcst(&gort__sched.lastpoll);
+    int64_t now = gort_nanotime();
+    if (last == 0 || !cas_acqrel(&gort__sched.lastpoll, last, now))
+        return -1;
+    int32_t n = gort__netpoll(0, ready);
+    /* Nobody polled during the nap and something was waiting: the other
+     * P runs long.  Relaxed: a hint. */
+    if (n > 0 && last < began)
+        store_relaxed(&gort__sched.napoff, now + GORT_POLL_NAP_OFF_NS);
+    return n;
+}
+
 /* Give up the P and park, re-checking for work on the way so none is
  * stranded.  Returns a G (with the M holding a P again), or NULL with the
  * M either holding a P to search again or told to exit (*exit). */
 static struct g *findrunnable_drop(struct m *mp, struct p *pp, bool *exit)
 {
+    /* Ours while we hold pp (owner only): read before we let it go. */
+    int64_t runavg = pp->runavg;
     gort__lock(&gort__sched.lock);
     if (load_relaxed(&gort__sched.gcwaiting)) {
         gort__unlock(&gort__sched.lock);
@@ -538,40 +660,29 @@ static struct g *findrunnable_drop(struct m *mp, struct p *pp, bool *exit)
         }
     }
     /* Sleep until the next timer of any P, or a descriptor's readiness,
-     * as the one poller M (Go's blocking netpoll); the others stop. */
+     * as the one poller M (Go's blocking netpoll); the others stop.  But
+     * while the CPUs are crowded and another P runs short Gs, nap
+     * instead (poll_nap_ok). */
     /* In the simulation the timers are the P holder's (sim_advance): a
      * poller here waits for descriptors only. */
     int64_t until = gort__sim_on() ? 0 : gort__timers_earliest();
     if ((until != 0 || gort__netpoll_waiters() > 0) &&
-        !load_relaxed(&gort__sched.exiting) &&
-        xchg_seqcst(&gort__sched.lastpoll, 0) != 0) {
+        !load_relaxed(&gort__sched.exiting)) {
         struct gqueue ready;
-        int32_t nready = gort__netpoll_sleep(until, &ready);
-        /* Seq-cst: pairs with gort__netpoll_wake_by's load of lastpoll. */
-        store_seqcst(&gort__sched.lastpoll, gort_nanotime());
-        gort__lock(&gort__sched.lock);
-        struct p *p2 = load_relaxed(&gort__sched.gcwaiting)
-                           ? NULL
-                           : gort__pidleget_locked();
-        gort__unlock(&gort__sched.lock);
-        if (!p2) {
-            gort__injectglist(&ready, nready);
-        } else {
-            /* With a P, the first readied goroutine is ours to run and
-             * the rest are injected (one per other idle P globally, with
-             * an M for each, the others on our P): a single readiness
-             * wakes no other thread (Go's findRunnable does the same). */
-            gort__acquirep(mp, p2);
-            struct g *gp = nready > 0 ? gort__gqueue_pop(&ready) : NULL;
-            if (nready > 1)
-                gort__injectglist(&ready, nready - 1);
-            /* Run what is due everywhere now (then gp, or search again). */
-            int32_t n = load_acq(&gort__gomaxprocs);
-            int64_t now = gort_nanotime();
-            for (int32_t i = 0; i < n; i++)
-                gort__timers_check(gort__allp_load()[i], now);
-            return gp;
+        int32_t nready = -1;
+        enum pollnap pn = poll_nap_ok(runavg);
+        if (pn == PN_NAP) {
+            nready = poll_nap(until, &ready);
+        } else if (pn == PN_POLL &&
+                   xchg_seqcst(&gort__sched.lastpoll, 0) != 0) {
+            nready = gort__netpoll_sleep(until, &ready);
+            /* Seq-cst: pairs with gort__netpoll_wake_by's load of
+             * lastpoll. */
+            store_seqcst(&gort__sched.lastpoll, gort_nanotime());
         }
+        struct g *gp;
+        if (nready >= 0 && after_poll(mp, &ready, nready, &gp))
+            return gp;
     }
     if (!gort__stopm(mp))
         *exit = true;
@@ -1042,10 +1153,12 @@ void gort__injectglist(struct gqueue *q, int32_t n)
      * 61 ticks, which gave round trips of milliseconds.  But when the
      * batch is short work (this P's runavg, how long a G runs, times n,
      * under GORT_WAKE_WORTH_NS), this M runs it all: waking a thread
-     * costs more CPU than the work, and more time too. */
+     * costs more CPU than the work, and more time too.  So it does while
+     * the CPUs are crowded and Gs run short here (crowded_short): the
+     * thread woken would wait for a CPU. */
     int32_t idle = pp ? load_relaxed(&gort__sched.npidle) : n;
     if (pp && idle > 0 &&
-        pp->runavg * n < GORT_WAKE_WORTH_NS)
+        (pp->runavg * n < GORT_WAKE_WORTH_NS || crowded_short(pp)))
         idle = 0;
     int32_t nglob = idle < n ? idle : n;
     if (nglob > 0) {

@@ -191,6 +191,16 @@ static void observe(int32_t tid, struct obs *o)
     }
 }
 
+int64_t gort__thread_runq_wait(int32_t tid)
+{
+    char buf[256];
+    unsigned long long run, wait;
+    if (read_task_file(tid, "schedstat", buf, sizeof buf) <= 0 ||
+        sscanf(buf, "%llu %llu", &run, &wait) != 2)
+        return -1;
+    return (int64_t)wait;
+}
+
 /* Times the thread was switched in; false if unknown.  schedstat's third
  * field, or the sum of the context switch counts in status (a switch-out
  * for every switch-in but the current one) where schedstat is missing. */

@@ -40,5 +40,8 @@ GORT_HIDDEN enum rawsys_result gort__rawsys_inspect(struct p *pp, int64_t now,
 GORT_HIDDEN void gort__rawsys_thread_start(struct m *mp, struct m **mfast);
 GORT_HIDDEN void gort__rawsys_back(struct m *mp);
 GORT_HIDDEN void gort__rawsys_thread_exit(struct m *mp);
+/* How long thread tid of this process has waited for a CPU while
+ * runnable, ns (schedstat's second field), or -1 when unknown. */
+GORT_HIDDEN int64_t gort__thread_runq_wait(int32_t tid);
 
 #endif /* GORT_RAWSYS_H */

@@ -110,6 +110,25 @@ _Static_assert(GORT_RUNQ_SIZE >= 2 &&
  * the M that readied it, not spread over other threads (injectglist): a
  * thread's wake-up would cost more CPU and latency than the work. */
 #define GORT_WAKE_WORTH_NS (50 * 1000)
+/* While the CPUs are crowded, an M that gives up its P while another P
+ * runs short Gs naps this long rather than sleep in epoll (proc.c,
+ * poll_nap): the most a descriptor waits while the other P runs a long
+ * G. */
+#define GORT_POLL_NAP_NS (1000 * 1000)
+/* A nap that found events nobody had polled for turns napping off for
+ * this long. */
+#define GORT_POLL_NAP_OFF_NS (100 * 1000 * 1000)
+/* The crowd meter (sysmon.c): a window is at least this long; the CPUs
+ * are crowded when this process's threads waited for a CPU at least
+ * GORT_CROWD_WAIT_PERMILLE thousandths of the window (summed over its
+ * threads: 250 is a quarter of a thread waiting all the time); while
+ * crowded, one window in GORT_CROWD_TRIAL_EVERY (up to one in
+ * GORT_CROWD_TRIAL_MAX while it stays so) is run uncrowded to see whether
+ * it still is. */
+#define GORT_CROWD_WINDOW_NS (10 * 1000 * 1000)
+#define GORT_CROWD_WAIT_PERMILLE 250
+#define GORT_CROWD_TRIAL_EVERY 8
+#define GORT_CROWD_TRIAL_MAX 64
 /* A G that has run 10 ms on one P is preempted (forcePreemptNS). */
 #define GORT_FORCE_PREEMPT_NS (10 * 1000 * 1000)
 /* A G is asked to yield for its P's due timer only once it has run this
@@ -567,7 +586,10 @@ struct m {
     struct p *nextp;       /* P handed over by startm; written before the
                               wake-up note, read after it */
     int64_t id;
-    int32_t procid;        /* kernel thread id */
+    int32_t procid;        /* kernel thread id; atomic where sysmon reads
+                              it for all Ms (the crowd meter) */
+    int64_t runqwait;      /* ns it had waited for a CPU at sysmon's last
+                              crowd reading (0: none); sysmon's */
     bool spinning;         /* looking for work; owner writes, counted in
                               sched.nmspinning */
     bool exiting;          /* told to exit at shutdown; set under sched.lock
@@ -847,6 +869,10 @@ struct schedt {
     int64_t lastpoll GORT_CACHELINE; /* atomic: 0 while an M sleeps as
                                         the poller, else when it last did */
     int64_t polluntil;     /* atomic: when the poller wakes, 0 unknown */
+    uint32_t crowded;      /* atomic: this process's threads wait for
+                              CPUs (sysmon.c, the crowd meter) */
+    uint32_t napping;      /* atomic: an M naps off epoll (proc.c) */
+    int64_t napoff;        /* atomic: no nap before this nanotime */
     uint32_t pollgen;      /* atomic: bumped (futex) to wake the poller */
 
     gort_lock gfree_lock GORT_CACHELINE; /* protects gfree */
@@ -899,6 +925,9 @@ struct gort_debugvars {
                                 pool before sysmon returns its pages */
     int32_t netpollspin;     /* us the poller polls without blocking
                                 before it sleeps in epoll_wait; read
+                                atomically (tests change it) */
+    int32_t cpucrowd;        /* 0: never crowded; 1: sysmon's meter
+                                decides; 2: always (sysmon.c); read
                                 atomically (tests change it) */
     int32_t hook;            /* 0: gort-hook's calls are the C library's
                                 (docs/hooks.md) */

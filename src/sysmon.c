@@ -388,6 +388,114 @@ static uint64_t activity(void)
  * 10-40 ms. */
 #define HOOK_CHECK_NS (10 * 1000 * 1000)
 
+/* ---------------------------------------------------------------------------
+ * The crowd meter.
+ *
+ * gort runs GOMAXPROCS Ps as if each had a CPU to itself.  When other
+ * processes take the CPUs (a load generator beside a server, other
+ * services on the host), a second P running a second event loop adds a
+ * runnable thread where every CPU is taken: the kernel time-slices it
+ * against ours and theirs, each wake-up of an M waits for a CPU, and the
+ * work is done in smaller, dearer batches.  The meter sees that as the
+ * time this process's Ms spend runnable but waiting for a CPU
+ * (schedstat's second field), summed over windows of at least
+ * GORT_CROWD_WINDOW_NS.  A window in which they waited at least
+ * GORT_CROWD_WAIT_PERMILLE thousandths of its length sets sched.crowded,
+ * and while it is set the network's work stays in one event loop when
+ * its Gs run short (proc.c: crowded_short, poll_nap_ok).  Crowded, the
+ * wait falls (that is the point), so one window in
+ * GORT_CROWD_TRIAL_EVERY runs uncrowded again and decides from its own
+ * wait; while trials find the CPUs still crowded, one in 16, 32, then
+ * GORT_CROWD_TRIAL_MAX.
+ *
+ * It measures only while it can matter: GORTDEBUG=cpucrowd=1 (the
+ * default), 2 Ps or more, goroutines waiting on descriptors, and a round
+ * that finds a P running (a reading opens a /proc file per M, which an
+ * idle server should not pay; a window with idle rounds in it just lasts
+ * longer).  cpucrowd=2 keeps the CPUs crowded, cpucrowd=0 never.
+ * ------------------------------------------------------------------------- */
+
+static struct gort__crowd crowd; /* sysmon's */
+static int64_t crowd_began;      /* the window's start; 0: none */
+
+/* What the Ms waited for a CPU since the last reading, ns. */
+static int64_t crowd_read(void)
+{
+    int64_t sum = 0;
+    int n = 0;
+    for (struct m *mp = load_acq(&gort__allm); mp && n < 64;
+         mp = mp->alllink) {
+        /* Acquire: the M's thread stores its id once, as it starts, with
+         * a release after its foreign flag. */
+        int32_t tid = load_acq(&mp->procid);
+        if (tid <= 0 || mp->foreign)
+            continue;
+        n++;
+        int64_t w = gort__thread_runq_wait(tid);
+        if (w < 0)
+            continue;
+        if (mp->runqwait != 0 && w > mp->runqwait)
+            sum += w - mp->runqwait;
+        mp->runqwait = w;
+    }
+    return sum;
+}
+
+void gort__crowd_step(struct gort__crowd *c, int64_t wait, int64_t window)
+{
+    bool high = window > 0 &&
+                wait * 1000 >= (int64_t)GORT_CROWD_WAIT_PERMILLE * window;
+    if (c->trial || !c->crowded) {
+        /* A trial that finds the CPUs still crowded doubles the wait for
+         * the next, up to GORT_CROWD_TRIAL_MAX windows: a steady load
+         * pays less for looking.  Anything else starts over. */
+        c->every = c->trial && high && c->every != 0
+                       ? (c->every * 2 > GORT_CROWD_TRIAL_MAX
+                              ? GORT_CROWD_TRIAL_MAX
+                              : c->every * 2)
+                       : GORT_CROWD_TRIAL_EVERY;
+        c->trial = false;
+        c->crowded = high;
+        c->windows = 0;
+    } else if (++c->windows >= c->every - 1) {
+        c->trial = true;
+        c->windows = 0;
+    }
+}
+
+bool gort__crowd_on(const struct gort__crowd *c)
+{
+    return c->crowded && !c->trial;
+}
+
+static void crowd_meter(int64_t now)
+{
+    /* Relaxed: a knob tests change while sysmon runs. */
+    int32_t mode = load_relaxed(&gort__debug.cpucrowd);
+    int32_t procs = load_relaxed(&gort__gomaxprocs);
+    if (mode != 1 || procs < 2 || gort__netpoll_waiters() == 0 ||
+        gort__sim_on()) {
+        crowd = (struct gort__crowd){0};
+        crowd_began = 0;
+        /* Relaxed: a hint, read where Ms choose how to find work. */
+        store_relaxed(&gort__sched.crowded, mode == 2 ? 1u : 0u);
+        return;
+    }
+    if (load_relaxed(&gort__sched.npidle) >= procs)
+        return; /* every P idle: the window goes on */
+    if (crowd_began == 0) {
+        crowd_read(); /* the Ms' waits so far: the window's start */
+        crowd_began = now;
+        return;
+    }
+    if (now - crowd_began < GORT_CROWD_WINDOW_NS)
+        return;
+    gort__crowd_step(&crowd, crowd_read(), now - crowd_began);
+    crowd_began = now;
+    /* Relaxed: as above. */
+    store_relaxed(&gort__sched.crowded, gort__crowd_on(&crowd) ? 1u : 0u);
+}
+
 static void *sysmon(void *arg)
 {
     struct m *mp = arg;
@@ -490,6 +598,7 @@ static void *sysmon(void *arg)
         else
             idle++;
         resignal_marked(now);
+        crowd_meter(now);
         /* Poll the network if nobody has for 10 ms (Go's sysmon). */
         int64_t last = load_seqcst(&gort__sched.lastpoll);
         if (gort__netpoll_waiters() > 0 && last != 0 &&

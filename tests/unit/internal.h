@@ -62,6 +62,11 @@
  *     (netpoll.c)               gort__spinpay_spin, gort__spinpay_sleepcpu,
  *                               gort__spinpay_counts, SPINPAY_PROBE,
  *                               SPINPAY_SLEEP
+ *   the crowd meter (sysmon.c)  struct gort__crowd, gort__crowd_step,
+ *                               gort__crowd_on, GORT_CROWD_TRIAL_EVERY,
+ *                               GORT_CROWD_TRIAL_MAX,
+ *                               GORT_CROWD_WAIT_PERMILLE, gort__sched
+ *                               (crowded)
  *   fatal errors (fatal.c)      gort__throw, gort__fatal
  *   stack walks (traceback.c)   struct tbstart, gort__unwind,
  *                               GORT_TB_MAXFRAMES, gort__async_preempt_ret
@@ -71,7 +76,8 @@
  *
  * What the tests set, through the functions below: the scheduler's global
  * state (rt_sched_reset, rt_set_gomaxprocs, rt_globrunq_pop(_locked)), the
- * debug knobs (rt_set_randomize, rt_set_schedtrace, rt_set_netpollspin),
+ * debug knobs (rt_set_randomize, rt_set_schedtrace, rt_set_netpollspin,
+ * rt_set_cpucrowd),
  * the goroutine stack size (rt_set_stack_size), a G's wait start
  * (rt_set_waitsince) and the tracer's writer (rt_set_trace_stall).
  */
@@ -92,6 +98,7 @@
 #include "../../src/sema.h"
 #include "../../src/stack.h"
 #include "../../src/symbolize.h"
+#include "../../src/sysmon.h"
 #include "../../src/trace.h"
 
 #include <string.h>
@@ -168,6 +175,16 @@ static inline int32_t rt_set_netpollspin(int32_t us)
 {
     int32_t old = load_relaxed(&gort__debug.netpollspin);
     store_relaxed(&gort__debug.netpollspin, us);
+    return old;
+}
+
+/* GORTDEBUG=cpucrowd (0, 1 or 2); returns the value before.  Any time:
+ * sysmon reads it at each round, atomically (relaxed), and sets
+ * gort__sched.crowded from it. */
+static inline int32_t rt_set_cpucrowd(int32_t mode)
+{
+    int32_t old = load_relaxed(&gort__debug.cpucrowd);
+    store_relaxed(&gort__debug.cpucrowd, mode);
     return old;
 }
 
