@@ -1724,34 +1724,47 @@ TEST(crowd_meter)
 static int cr2_pipes[CR2_NG][2];
 static int cr2_tid[CR2_NG];
 static gort_waitgroup cr2_wg;
-static int64_t cr2_work_ns = 20 * 1000;
+static int cr2_trigger[2]; /* main -> the writer thread: one byte a round */
 
-/* Read one byte, work cr2_work_ns on the CPU, note the thread. */
+/* Read one byte, work 8 us on the CPU, note the thread; `rounds` times. */
 static void cr2_reader(void *arg)
 {
-    int i = (int)(intptr_t)arg;
+    int i = (int)(intptr_t)arg & 0xff, rounds = (int)(intptr_t)arg >> 8;
+    for (int r = 0; r < rounds; r++) {
+        unsigned char c;
+        CHECK_EQ(gort_read(cr2_pipes[i][0], &c, 1), 1);
+        int64_t end = gort_nanotime() + 8 * 1000;
+        while (gort_nanotime() < end)
+            ;
+        cr2_tid[i] = (int)syscall(SYS_gettid);
+        gort_waitgroup_done(&cr2_wg);
+    }
+}
+
+/* A plain thread: for each byte on the trigger, after 2 ms (every reader
+ * parked again, every P idle), a byte to every reader's pipe at once. */
+static void *cr2_writer(void *arg)
+{
+    (void)arg;
     unsigned char c;
-    CHECK_EQ(gort_read(cr2_pipes[i][0], &c, 1), 1);
-    int64_t end = gort_nanotime() + cr2_work_ns;
-    while (gort_nanotime() < end)
-        ;
-    cr2_tid[i] = (int)syscall(SYS_gettid);
-    gort_waitgroup_done(&cr2_wg);
+    while (read(cr2_trigger[0], &c, 1) == 1) {
+        struct timespec ts = {0, 2 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        for (int i = 0; i < CR2_NG; i++)
+            CHECK_EQ(write(cr2_pipes[i][1], "x", 1), 1);
+    }
+    return NULL;
 }
 
 /* Rounds of CR2_NG goroutines readied by one poll: how many rounds ran on
- * more than one thread. */
+ * more than one thread.  The main G only starts each round (a short run:
+ * the P's runavg is the readers'). */
 static int cr2_rounds(int rounds)
 {
     int spread = 0;
     for (int r = 0; r < rounds; r++) {
         gort_waitgroup_add(&cr2_wg, CR2_NG);
-        for (int i = 0; i < CR2_NG; i++)
-            CHECK_NE(gort_go(cr2_reader, (void *)(intptr_t)i), 0);
-        /* Every reader parked in its read, every P idle. */
-        gort_sleep(5 * 1000 * 1000);
-        for (int i = 0; i < CR2_NG; i++)
-            CHECK_EQ(write(cr2_pipes[i][1], "x", 1), 1);
+        CHECK_EQ(write(cr2_trigger[1], "t", 1), 1);
         gort_waitgroup_wait(&cr2_wg);
         for (int i = 1; i < CR2_NG; i++)
             if (cr2_tid[i] != cr2_tid[0]) {
@@ -1790,17 +1803,23 @@ static void cr2_main(void *arg)
     for (int i = 0; i < CR2_NG; i++) {
         CHECK_EQ(pipe2(cr2_pipes[i], O_NONBLOCK | O_CLOEXEC), 0);
         CHECK_EQ(gort_fd_register(cr2_pipes[i][0]), 0);
+        CHECK_NE(gort_go(cr2_reader,
+                         (void *)(intptr_t)(i | (10 + 2 * CR2_ROUNDS) << 8)),
+                 0);
     }
+    CHECK_EQ(pipe2(cr2_trigger, O_CLOEXEC), 0);
+    pthread_t wr;
+    CHECK_EQ(pthread_create(&wr, NULL, cr2_writer, NULL), 0);
 
     /* Crowded: a batch of short goroutines readied together runs on the
      * thread that polled it (the P's runavg learns they are short in the
-     * first rounds; 16 of them at 20 us are over GORT_WAKE_WORTH_NS, so
+     * first rounds; 16 of them at 8 us are over GORT_WAKE_WORTH_NS, so
      * uncrowded the batch is spread to the other P). */
     cr2_rounds(10);
     int spread = cr2_rounds(CR2_ROUNDS);
     say("crowded: %d of %d rounds ran on more than one thread\n", spread,
         CR2_ROUNDS);
-    CHECK_LE(spread, CR2_ROUNDS / 10);
+    CHECK_LE(spread, CR2_ROUNDS / 4);
     rt_set_cpucrowd(0);
     end = gort_nanotime() + 2000 * 1000 * 1000LL;
     while (load_relaxed(&gort__sched.crowded) && gort_nanotime() < end)
@@ -1808,6 +1827,9 @@ static void cr2_main(void *arg)
     CHECK(!load_relaxed(&gort__sched.crowded));
     say("not crowded: %d of %d rounds ran on more than one thread\n",
         cr2_rounds(CR2_ROUNDS), CR2_ROUNDS);
+    CHECK_EQ(close(cr2_trigger[1]), 0); /* the writer reads EOF */
+    CHECK_EQ(pthread_join(wr, NULL), 0);
+    CHECK_EQ(close(cr2_trigger[0]), 0);
 
     /* Crowded, with a G that never yields on the other P: the descriptor
      * of a G on this P still gets polled within a nap (1 ms) of the M
@@ -1859,8 +1881,10 @@ static void cr2_main(void *arg)
 }
 
 /* While the CPUs are crowded (GORTDEBUG=cpucrowd=2) on 2 Ps: 16 short
- * goroutines readied by one poll run on the polling thread in at least 9
- * rounds of 10 (not crowded, printed: the batch is spread); and with a G
+ * goroutines (8 us each) readied by one poll run on the polling thread in
+ * at least 3 rounds of 4 (the rest: a napper that polled part of the
+ * batch; not crowded, printed: about half the rounds or more are
+ * spread); and with a G
  * that never yields on the other P, pipe round trips with an echoing
  * thread take under 5 ms at the median (a nap, not sysmon's 10 ms
  * poll). */
