@@ -1067,7 +1067,6 @@ void gort__read_env(void)
                                           .stackidle = GORT_STACK_IDLE_MS,
                                           .netpollspin = GORT_NETPOLL_SPIN_US,
                                           .lockfence = 1,
-                                          .cpucrowd = 1,
                                           .hook = 1};
     gort__parse_debug(getenv("GORTDEBUG"), &gort__debug);
     gort__ncpu = gort__affinity_cpus();

@@ -926,8 +926,9 @@ struct gort_debugvars {
     int32_t netpollspin;     /* us the poller polls without blocking
                                 before it sleeps in epoll_wait; read
                                 atomically (tests change it) */
-    int32_t cpucrowd;        /* 0: never crowded; 1: sysmon's meter
-                                decides; 2: always (sysmon.c); read
+    int32_t cpucrowd;        /* 0 (the default): never crowded; 1:
+                                sysmon's meter decides; 2: always
+                                (sysmon.c); read
                                 atomically (tests change it) */
     int32_t hook;            /* 0: gort-hook's calls are the C library's
                                 (docs/hooks.md) */

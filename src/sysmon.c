@@ -408,8 +408,11 @@ static uint64_t activity(void)
  * wait; while trials find the CPUs still crowded, one in 16, 32, then
  * GORT_CROWD_TRIAL_MAX.
  *
- * It measures only while it can matter: GORTDEBUG=cpucrowd=1 (the
- * default), 2 Ps or more, goroutines waiting on descriptors, and a round
+ * It is off unless GORTDEBUG=cpucrowd=1: the wait says the CPUs are
+ * taken, not that a second event loop would not pay for itself, and a
+ * server that needs more than one CPU loses by keeping to one
+ * (docs/design.md).  It measures only while it can matter: cpucrowd=1,
+ * 2 Ps or more, goroutines waiting on descriptors, and a round
  * that finds a P running (a reading opens a /proc file per M, which an
  * idle server should not pay; a window with idle rounds in it just lasts
  * longer).  cpucrowd=2 keeps the CPUs crowded, cpucrowd=0 never.
