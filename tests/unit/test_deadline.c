@@ -773,7 +773,7 @@ static void mx_main(void *arg)
     ATOMIC_STORE(&mx_release, 1);
     CHECK_EQ(gort_mutex_lock_until(&mx, gort_deadline_in(2 * SECOND)), 0);
     gort_mutex_unlock(&mx);
-    CHECK_EQ(mx.state, 0);
+    CHECK_EQ(ATOMIC_LOAD(&mx.state), 0); /* unlocks write it atomically */
 
     /* A waiter that gave up ahead of a plain one: its proxy takes the
      * unlock's wake-up and passes the mutex on, so the plain waiter gets
@@ -802,7 +802,7 @@ static void mx_main(void *arg)
     /* Nothing left behind: no waiter counted, no unit, no proxy. */
     gort_mutex_lock(&mx);
     gort_mutex_unlock(&mx);
-    CHECK_EQ(mx.state, 0);
+    CHECK_EQ(ATOMIC_LOAD(&mx.state), 0); /* unlocks write it atomically */
     CHECK_EQ(mx.sema, 0);
 }
 
