@@ -145,8 +145,10 @@ static inline int count_fds(void)
             continue;
         char path[300], target[64];
         snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
+        /* A descriptor closed since readdir listed it is not open
+         * (readlink fails): sysmon's /proc reads come and go so. */
         ssize_t len = readlink(path, target, sizeof target - 1);
-        if (len >= 6 && memcmp(target, "/proc/", 6) == 0)
+        if (len < 0 || (len >= 6 && memcmp(target, "/proc/", 6) == 0))
             continue;
         n++;
     }

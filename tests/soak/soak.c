@@ -264,8 +264,10 @@ static int count_fds(void)
         if (e->d_name[0] == '.')
             continue;
         snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
+        /* A descriptor closed since readdir listed it is not open
+         * (readlink fails): sysmon's /proc reads come and go so. */
         ssize_t len = readlink(path, target, sizeof target - 1);
-        if (len >= 6 && memcmp(target, "/proc/", 6) == 0)
+        if (len < 0 || (len >= 6 && memcmp(target, "/proc/", 6) == 0))
             continue;
         n++;
     }
