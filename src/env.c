@@ -365,7 +365,7 @@ static const char *const dkind_want[] = {
     [D_STRAT] = "random or pct",
     [D_DEPTH] = "a number of change points from 1 to 64",
     [D_PPM] = "a number of faults per million calls from 0 to 1000000",
-    [D_CROWD] = "0 (never crowded), 1 (measured) or 2 (always crowded)",
+    [D_CROWD] = "0 (two event loops), 1 (tried and measured) or 2 (one loop)",
 };
 
 /* The settings, with the field of struct gort_debugvars each sets: an
@@ -1066,6 +1066,7 @@ void gort__read_env(void)
     gort__debug = (struct gort_debugvars){.stackguard = -1,
                                           .stackidle = GORT_STACK_IDLE_MS,
                                           .netpollspin = GORT_NETPOLL_SPIN_US,
+                                          .cpucrowd = 1,
                                           .lockfence = 1,
                                           .hook = 1};
     gort__parse_debug(getenv("GORTDEBUG"), &gort__debug);

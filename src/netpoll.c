@@ -1078,8 +1078,7 @@ void gort__spintrial_reset(void)
     memset(&spintrial, 0, sizeof spintrial);
 }
 
-/* Goroutines the poller has readied so far, all Ms. */
-static uint64_t netpoll_wakeups(void)
+uint64_t gort__netpoll_wakeups(void)
 {
     uint64_t n = 0;
     /* Ms are never freed while the runtime runs (allm is push-only);
@@ -1117,7 +1116,7 @@ static bool spin_before_sleep(int64_t until, struct gqueue *q, int32_t *n,
     if (how == SPINPAY_SPIN) {
         if (gort__spintrial_due(now))
             gort__spintrial_turn(now, (int64_t)gort__process_cputime(),
-                                 netpoll_wakeups());
+                                 gort__netpoll_wakeups());
         if (!gort__spintrial_spin())
             return false;
     }

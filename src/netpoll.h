@@ -78,6 +78,8 @@ static inline bool gort__netpoll_inited(void)
 GORT_HIDDEN void gort__netpoll_fini(void);
 /* Goroutines parked in IO wait. */
 GORT_HIDDEN uint32_t gort__netpoll_waiters(void);
+/* Goroutines the poller has readied so far, all Ms. */
+GORT_HIDDEN uint64_t gort__netpoll_wakeups(void);
 /* For the backend: readiness for mode ('r', 'w' or 'r' + 'w') arrived on
  * pd (hup: it hung up or failed); the Gs it unblocks, RUNNABLE, go in q.
  * Returns how many. */

@@ -118,16 +118,22 @@ _Static_assert(GORT_RUNQ_SIZE >= 2 &&
 /* A nap that found events nobody had polled for turns napping off for
  * this long. */
 #define GORT_POLL_NAP_OFF_NS (100 * 1000 * 1000)
-/* The crowd meter (sysmon.c): a window is at least this long; the CPUs
- * are crowded when this process's threads waited for a CPU at least
- * GORT_CROWD_WAIT_PERMILLE thousandths of the window (summed over its
- * threads: 250 is a quarter of a thread waiting all the time); while
- * crowded, one window in GORT_CROWD_TRIAL_EVERY (up to one in
- * GORT_CROWD_TRIAL_MAX while it stays so) is run uncrowded to see whether
- * it still is. */
+/* The crowd meter (sysmon.c): a window lasts at least
+ * GORT_CROWD_WINDOW_NS and has at least GORT_CROWD_MIN_WAKEUPS
+ * descriptor wake-ups (one that has not had them after GORT_CROWD_MAX_NS
+ * ends the trial); the CPUs are crowded when this process's threads
+ * waited for a CPU at least GORT_CROWD_WAIT_PERMILLE thousandths of a
+ * window run with two loops (summed over its threads: 250 is a quarter
+ * of a thread waiting all the time); while they are, the mode that
+ * readies more goroutines a second runs all windows but one in
+ * GORT_CROWD_TRIAL_EVERY (up to one in GORT_CROWD_TRIAL_MAX while the
+ * other stays an eighth behind). */
 #define GORT_CROWD_WINDOW_NS (10 * 1000 * 1000)
+#define GORT_CROWD_MIN_WAKEUPS 64
+#define GORT_CROWD_MAX_NS (200 * 1000 * 1000)
 #define GORT_CROWD_WAIT_PERMILLE 250
 #define GORT_CROWD_TRIAL_EVERY 8
+#define GORT_CROWD_TRIALS 4
 #define GORT_CROWD_TRIAL_MAX 64
 /* A G that has run 10 ms on one P is preempted (forcePreemptNS). */
 #define GORT_FORCE_PREEMPT_NS (10 * 1000 * 1000)
@@ -869,8 +875,8 @@ struct schedt {
     int64_t lastpoll GORT_CACHELINE; /* atomic: 0 while an M sleeps as
                                         the poller, else when it last did */
     int64_t polluntil;     /* atomic: when the poller wakes, 0 unknown */
-    uint32_t crowded;      /* atomic: this process's threads wait for
-                              CPUs (sysmon.c, the crowd meter) */
+    uint32_t crowded;      /* atomic: one event loop does the network's
+                              work (sysmon.c, the crowd meter) */
     uint32_t napping;      /* atomic: an M naps off epoll (proc.c) */
     int64_t napoff;        /* atomic: no nap before this nanotime */
     uint32_t pollgen;      /* atomic: bumped (futex) to wake the poller */
@@ -926,10 +932,11 @@ struct gort_debugvars {
     int32_t netpollspin;     /* us the poller polls without blocking
                                 before it sleeps in epoll_wait; read
                                 atomically (tests change it) */
-    int32_t cpucrowd;        /* 0 (the default): never crowded; 1:
-                                sysmon's meter decides; 2: always
-                                (sysmon.c); read
-                                atomically (tests change it) */
+    int32_t cpucrowd;        /* 1 (the default): sysmon's crowd meter
+                                tries one event loop against two while
+                                the CPUs are taken; 0: never one loop;
+                                2: always (sysmon.c); read atomically
+                                (tests change it) */
     int32_t hook;            /* 0: gort-hook's calls are the C library's
                                 (docs/hooks.md) */
     int32_t sim;             /* 1: sim=SEED was given (docs/sim.md) */

@@ -396,30 +396,41 @@ static uint64_t activity(void)
  * services on the host), a second P running a second event loop adds a
  * runnable thread where every CPU is taken: the kernel time-slices it
  * against ours and theirs, each wake-up of an M waits for a CPU, and the
- * work is done in smaller, dearer batches.  The meter sees that as the
- * time this process's Ms spend runnable but waiting for a CPU
- * (schedstat's second field), summed over windows of at least
- * GORT_CROWD_WINDOW_NS.  A window in which they waited at least
- * GORT_CROWD_WAIT_PERMILLE thousandths of its length sets sched.crowded,
- * and while it is set the network's work stays in one event loop when
- * its Gs run short (proc.c: crowded_short, poll_nap_ok).  Crowded, the
- * wait falls (that is the point), so one window in
- * GORT_CROWD_TRIAL_EVERY runs uncrowded again and decides from its own
- * wait; while trials find the CPUs still crowded, one in 16, 32, then
- * GORT_CROWD_TRIAL_MAX.
+ * work is done in smaller, dearer batches.  Whether one loop then gets
+ * more done than two depends on the server: one that needs less than a
+ * CPU does more with one, one that needs more than a CPU does less.  So
+ * the meter does not guess; it tries.
  *
- * It is off unless GORTDEBUG=cpucrowd=1: the wait says the CPUs are
- * taken, not that a second event loop would not pay for itself, and a
- * server that needs more than one CPU loses by keeping to one
- * (docs/design.md).  It measures only while it can matter: cpucrowd=1,
- * 2 Ps or more, goroutines waiting on descriptors, and a round
- * that finds a P running (a reading opens a /proc file per M, which an
- * idle server should not pay; a window with idle rounds in it just lasts
- * longer).  cpucrowd=2 keeps the CPUs crowded, cpucrowd=0 never.
+ * Time is cut into windows of at least GORT_CROWD_WINDOW_NS with at
+ * least GORT_CROWD_MIN_WAKEUPS descriptor wake-ups (goroutines the poller
+ * readied, all Ms).  A window run with two loops (the default) reads the
+ * time this process's Ms spent runnable but waiting for a CPU
+ * (schedstat's second field): under GORT_CROWD_WAIT_PERMILLE thousandths
+ * of the window, the CPUs are free and there is nothing to try; the
+ * trial stops and forgets what it measured.  At or over it, the trial
+ * runs: a window is run with one event loop (sched.crowded set: proc.c,
+ * crowded_short and poll_nap_ok), and each mode keeps a moving average
+ * of its wake-ups a second (a quarter weight a window).  Each mode is
+ * measured once, then the one with the higher rate runs all windows but
+ * one in GORT_CROWD_TRIAL_EVERY; one loop is favored once it does a
+ * thirty-second more, and given up once it does a thirty-second less.
+ * The other mode's windows back off, as the spin trial's do: one that
+ * falls short of the favored mode's average by an eighth or more makes
+ * the next come twice as many windows later, up to one in
+ * GORT_CROWD_TRIAL_MAX; a closer one, or a change of favor, brings them
+ * back to one in GORT_CROWD_TRIAL_EVERY.  A window that has not had its
+ * wake-ups after GORT_CROWD_MAX_NS is a light load: the trial stops.
+ *
+ * It measures only while it can matter: cpucrowd=1 (the default),
+ * 2 Ps or more, goroutines waiting on descriptors, and a round that
+ * finds a P running (a reading opens a /proc file per M, which an idle
+ * server should not pay; a window with idle rounds in it just lasts
+ * longer).  cpucrowd=2 keeps one loop always, cpucrowd=0 never.
  * ------------------------------------------------------------------------- */
 
 static struct gort__crowd crowd; /* sysmon's */
 static int64_t crowd_began;      /* the window's start; 0: none */
+static uint64_t crowd_wake0;     /* the descriptor wake-ups then */
 
 /* What the Ms waited for a CPU since the last reading, ns. */
 static int64_t crowd_read(void)
@@ -444,31 +455,68 @@ static int64_t crowd_read(void)
     return sum;
 }
 
-void gort__crowd_step(struct gort__crowd *c, int64_t wait, int64_t window)
+void gort__crowd_step(struct gort__crowd *c, int64_t wait, int64_t window,
+                      uint64_t wakeups)
 {
-    bool high = window > 0 &&
-                wait * 1000 >= (int64_t)GORT_CROWD_WAIT_PERMILLE * window;
-    if (c->trial || !c->crowded) {
-        /* A trial that finds the CPUs still crowded doubles the wait for
-         * the next, up to GORT_CROWD_TRIAL_MAX windows: a steady load
-         * pays less for looking.  Anything else starts over. */
-        c->every = c->trial && high && c->every != 0
-                       ? (c->every * 2 > GORT_CROWD_TRIAL_MAX
-                              ? GORT_CROWD_TRIAL_MAX
-                              : c->every * 2)
-                       : GORT_CROWD_TRIAL_EVERY;
-        c->trial = false;
-        c->crowded = high;
-        c->windows = 0;
-    } else if (++c->windows >= c->every - 1) {
-        c->trial = true;
-        c->windows = 0;
+    bool one = c->one;
+    if (window <= 0) {
+        *c = (struct gort__crowd){0};
+        return;
     }
+    if (c->settle) {
+        c->settle = false; /* the mode's first window: not measured */
+        return;
+    }
+    int64_t rate = (int64_t)(wakeups * 1000000000u / (uint64_t)window);
+    if (one != c->favor) {
+        /* A trial window: compared once the favored mode is back. */
+        c->tried = rate;
+        c->one = c->favor;
+        c->settle = true;
+        return;
+    }
+    if (!one)
+        c->crowded =
+            wait * 1000 >= (int64_t)GORT_CROWD_WAIT_PERMILLE * window;
+    uint32_t every = c->every ? c->every : GORT_CROWD_TRIAL_EVERY;
+    if (c->tried != 0 && c->last != 0) {
+        /* The trial against the favored windows on either side of it. */
+        int64_t ratio = c->tried * 2048 / (c->last + rate);
+        c->gain = c->gain ? c->gain + (ratio - c->gain) / 4 : ratio;
+        /* Trials back off while the favored mode wins them. */
+        every = ratio < 1024 ? 2 * every : every / 2;
+        if (every > GORT_CROWD_TRIAL_MAX)
+            every = GORT_CROWD_TRIAL_MAX;
+        if (every < GORT_CROWD_TRIAL_EVERY)
+            every = GORT_CROWD_TRIAL_EVERY;
+        if (++c->tries >= GORT_CROWD_TRIALS && 32 * c->gain >= 33 * 1024) {
+            /* The other mode does a thirty-second more: it is favored,
+             * and the one it replaces must do as much to come back. */
+            c->favor = !c->favor;
+            c->gain = 1024 * 1024 / c->gain;
+            every = GORT_CROWD_TRIAL_EVERY;
+            c->n = 0;
+            c->tries = 0;
+        }
+        c->tried = 0;
+    }
+    c->every = every;
+    c->last = rate;
+    if (c->favor != one) {
+        c->one = c->favor;
+        c->last = 0;
+    } else if ((c->favor || c->crowded) && (c->gain == 0 || ++c->n >= every)) {
+        /* The first trial at once, then one window in `every`; with two
+         * loops favored, only while they wait for CPUs. */
+        c->n = 0;
+        c->one = !c->favor;
+    }
+    c->settle = c->one != one;
 }
 
 bool gort__crowd_on(const struct gort__crowd *c)
 {
-    return c->crowded && !c->trial;
+    return c->one;
 }
 
 static void crowd_meter(int64_t now)
@@ -486,15 +534,26 @@ static void crowd_meter(int64_t now)
     }
     if (load_relaxed(&gort__sched.npidle) >= procs)
         return; /* every P idle: the window goes on */
+    uint64_t wakeups = gort__netpoll_wakeups();
     if (crowd_began == 0) {
         crowd_read(); /* the Ms' waits so far: the window's start */
         crowd_began = now;
+        crowd_wake0 = wakeups;
         return;
     }
-    if (now - crowd_began < GORT_CROWD_WINDOW_NS)
+    int64_t window = now - crowd_began;
+    uint64_t dw = wakeups - crowd_wake0;
+    if (window < GORT_CROWD_WINDOW_NS ||
+        (dw < GORT_CROWD_MIN_WAKEUPS && window < GORT_CROWD_MAX_NS))
         return;
-    gort__crowd_step(&crowd, crowd_read(), now - crowd_began);
+    if (dw < GORT_CROWD_MIN_WAKEUPS) {
+        crowd_read();
+        crowd = (struct gort__crowd){0}; /* a light load */
+    } else {
+        gort__crowd_step(&crowd, crowd_read(), window, dw);
+    }
     crowd_began = now;
+    crowd_wake0 = wakeups;
     /* Relaxed: as above. */
     store_relaxed(&gort__sched.crowded, gort__crowd_on(&crowd) ? 1u : 0u);
 }

@@ -1661,57 +1661,87 @@ TEST(spin_trial)
 
 #define CM_WINDOW (10 * 1000 * 1000) /* ns */
 #define CM_HIGH (CM_WINDOW / 1000 * GORT_CROWD_WAIT_PERMILLE)
+#define CM_WAKE 3200 /* wake-ups in a window */
 
-/* Windows of the crowd meter until the next trial (the first window that
- * runs uncrowded), each fed `wait`; at most `max`. */
-static int cm_until_trial(struct gort__crowd *c, int64_t wait, int max)
+/* Feed the crowd meter n windows, each run in the mode it chose: with
+ * two loops the threads wait `wait` and ready `two` goroutines, with one
+ * `one`.  Returns how many ran one loop. */
+static int cm_feed(struct gort__crowd *c, int n, int64_t wait, uint64_t two,
+                   uint64_t one)
+{
+    int ones = 0;
+    for (int i = 0; i < n; i++) {
+        bool on = gort__crowd_on(c);
+        ones += on;
+        gort__crowd_step(c, wait, CM_WINDOW, on ? one : two);
+    }
+    return ones;
+}
+
+/* Windows fed as cm_feed does until the trial favors `one` loop; -1 if
+ * not within max. */
+static int cm_until_favor(struct gort__crowd *c, bool one, int64_t wait,
+                          uint64_t two, uint64_t single, int max)
 {
     for (int i = 1; i <= max; i++) {
-        gort__crowd_step(c, wait, CM_WINDOW);
-        if (!gort__crowd_on(c))
+        cm_feed(c, 1, wait, two, single);
+        if (c->favor == one)
             return i;
     }
     return -1;
 }
 
-/* The crowd meter's decision, fed waits directly: a window whose threads
- * waited a quarter of it (250 permille) or more sets it crowded, one
- * under that does not, nor an empty window; crowded, the waits of its
- * windows are not looked at, and one window in 8 runs uncrowded and
- * decides; trials that find it still crowded come after 16, 32, then
- * every 64 windows, and one that finds it not crowded clears it and
- * starts over at 8. */
+/* The crowd meter's trial, fed windows directly. */
 TEST(crowd_meter)
 {
     struct gort__crowd c = {0};
+    /* Two loops whose threads wait under a quarter of the window
+     * (250 permille): no trial, whatever one loop might do. */
+    CHECK_EQ(cm_feed(&c, 200, CM_HIGH - 1, CM_WAKE, 2 * CM_WAKE), 0);
+    CHECK(!c.crowded);
+    /* A high wait: the first trial at once, two windows of one loop (the
+     * first settles and is not measured), then two loops again. */
+    CHECK_EQ(cm_feed(&c, 1, CM_HIGH, CM_WAKE, 0), 0);
+    CHECK(c.crowded);
+    CHECK_EQ(cm_feed(&c, 2, CM_HIGH, CM_WAKE, CM_WAKE * 9 / 8), 2);
     CHECK(!gort__crowd_on(&c));
-    gort__crowd_step(&c, CM_HIGH - 1, CM_WINDOW);
-    CHECK(!gort__crowd_on(&c));
-    gort__crowd_step(&c, CM_HIGH, 0);
-    CHECK(!gort__crowd_on(&c));
-    gort__crowd_step(&c, CM_HIGH, CM_WINDOW);
+    CHECK(!c.favor);
+    /* One loop an eighth better: favored after GORT_CROWD_TRIALS trials
+     * (trials that it wins do not back off: the favored mode lost). */
+    int w = cm_until_favor(&c, true, CM_HIGH, CM_WAKE, CM_WAKE * 9 / 8, 500);
+    CHECK_GE(w, (GORT_CROWD_TRIALS - 1) * GORT_CROWD_TRIAL_EVERY);
+    CHECK_LE(w, GORT_CROWD_TRIALS * (GORT_CROWD_TRIAL_EVERY + 4));
     CHECK(gort__crowd_on(&c));
-    /* Crowded: low waits do not clear it before the trial, which is the
-     * 8th window (7 crowded, then the one run uncrowded). */
-    CHECK_EQ(cm_until_trial(&c, 0, 200), GORT_CROWD_TRIAL_EVERY - 1);
-    gort__crowd_step(&c, CM_HIGH, CM_WINDOW); /* the trial: still high */
-    CHECK(gort__crowd_on(&c));
-    CHECK_EQ(cm_until_trial(&c, 0, 200), 2 * GORT_CROWD_TRIAL_EVERY - 1);
-    gort__crowd_step(&c, CM_HIGH, CM_WINDOW);
-    CHECK_EQ(cm_until_trial(&c, 0, 200), 4 * GORT_CROWD_TRIAL_EVERY - 1);
-    gort__crowd_step(&c, CM_HIGH, CM_WINDOW);
-    CHECK_EQ(cm_until_trial(&c, 0, 200), GORT_CROWD_TRIAL_MAX - 1);
-    gort__crowd_step(&c, CM_HIGH, CM_WINDOW);
-    CHECK_EQ(cm_until_trial(&c, 0, 200), GORT_CROWD_TRIAL_MAX - 1);
-    /* A trial under the bar clears it; the next crowding starts over. */
-    gort__crowd_step(&c, CM_HIGH - 1, CM_WINDOW);
-    CHECK(!gort__crowd_on(&c));
-    gort__crowd_step(&c, 0, CM_WINDOW);
-    CHECK(!gort__crowd_on(&c));
-    gort__crowd_step(&c, 2 * CM_WINDOW, CM_WINDOW);
-    CHECK(gort__crowd_on(&c));
-    CHECK_EQ(cm_until_trial(&c, 2 * CM_WINDOW, 200),
-             GORT_CROWD_TRIAL_EVERY - 1);
+    /* Favored, one loop keeps winning: the trials of two loops back off
+     * to one in GORT_CROWD_TRIAL_MAX windows, each three windows of two
+     * loops (its settling, its measure, one loop's settling). */
+    int ones = cm_feed(&c, 3000, 0, CM_WAKE, CM_WAKE * 9 / 8);
+    CHECK_EQ(c.every, GORT_CROWD_TRIAL_MAX);
+    CHECK(c.favor);
+    CHECK_GE(ones, 3000 - 3000 / GORT_CROWD_TRIAL_MAX * 2 - 40);
+    /* Rates alike: one loop stays (a change needs a thirty-second). */
+    cm_feed(&c, 3000, 0, CM_WAKE, CM_WAKE);
+    CHECK(c.favor);
+    /* Two loops a sixteenth better: favored again, as fast as one loop
+     * was (the trials come one in 8 again as two loops win them). */
+    w = cm_until_favor(&c, false, 0, CM_WAKE * 17 / 16, CM_WAKE, 5000);
+    CHECK_GE(w, 1);
+    CHECK_LE(w, 2 * GORT_CROWD_TRIAL_MAX +
+                    GORT_CROWD_TRIALS * (GORT_CROWD_TRIAL_EVERY + 4));
+    /* Two loops favored and no longer waiting: no trials. */
+    cm_feed(&c, 4, CM_HIGH - 1, CM_WAKE, CM_WAKE);
+    CHECK_EQ(cm_feed(&c, 500, CM_HIGH - 1, CM_WAKE, 2 * CM_WAKE), 0);
+    CHECK(!c.favor);
+    /* Waiting again, with one loop a fifth worse (a server that needs
+     * more than a CPU): two loops stay, and one loop's trials back off
+     * to one in GORT_CROWD_TRIAL_MAX. */
+    ones = cm_feed(&c, 3000, CM_HIGH, CM_WAKE, CM_WAKE * 4 / 5);
+    CHECK(!c.favor);
+    CHECK_EQ(c.every, GORT_CROWD_TRIAL_MAX);
+    CHECK_LE(ones, 3000 / GORT_CROWD_TRIAL_MAX * 2 + 40);
+    /* An empty window starts over. */
+    gort__crowd_step(&c, CM_HIGH, 0, CM_WAKE);
+    CHECK(!c.crowded && !c.favor && c.gain == 0 && !gort__crowd_on(&c));
 }
 
 /* ---------------------------------------------------------------------------
