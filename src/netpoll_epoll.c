@@ -245,10 +245,12 @@ int32_t gort__netpoll(int64_t delay, struct gqueue *q)
     return netpoll_handle(evs, n, q);
 }
 
-/* Poll without blocking until `end` (nanotime) or the first event, the
- * break included, while every P stays idle.  Returns the Gs readied (0
- * for a break alone), or -1 when nothing came.  See
- * gort__netpoll_sleep. */
+/* Poll without blocking until `end` (nanotime) or the first event that
+ * readies a G, or the break, while every P stays idle.  Returns the Gs
+ * readied (0 for a break alone), or -1 when nothing came.  Events that
+ * ready nobody (a pipe's or a socket's writable edge that no G waits for,
+ * after its reader took data) do not end the spin: it has saved no sleep
+ * and no wake-up.  See gort__netpoll_sleep. */
 int32_t gort__netpoll_spin(int64_t end, struct gqueue *q)
 {
     q->head = q->tail = NULL;
@@ -262,8 +264,14 @@ int32_t gort__netpoll_spin(int64_t end, struct gqueue *q)
             load_relaxed(&gort__gomaxprocs))
             return -1;
         int n = gort__libc.epoll_wait(epfd, evs, 128, 0);
-        if (n > 0)
-            return netpoll_handle(evs, n, q);
+        if (n > 0) {
+            bool brk = false;
+            for (int i = 0; i < n; i++)
+                brk |= evs[i].data.u64 == 0;
+            int32_t r = netpoll_handle(evs, n, q);
+            if (r > 0 || brk)
+                return r;
+        }
         if (n < 0 && errno != EINTR)
             gort__throw("netpoll: epoll_wait failed: %s", strerror(errno));
         if (gort_nanotime() >= end)

@@ -23,8 +23,9 @@ GORT_HIDDEN void gort__netpoll_break(void);
 /* Collect Gs whose descriptors are ready, waiting up to delay ns (0: no
  * wait, < 0: until an event or a break); RUNNABLE, linked in q. */
 GORT_HIDDEN int32_t gort__netpoll(int64_t delay, struct gqueue *q);
-/* Poll without blocking until `end` or an event while every P is idle:
- * the Gs readied (0 for a break alone), or -1 when nothing came. */
+/* Poll without blocking until `end`, the break or an event that readies
+ * a G, while every P is idle: the Gs readied (0 for a break alone), or -1
+ * when nothing came. */
 GORT_HIDDEN int32_t gort__netpoll_spin(int64_t end, struct gqueue *q);
 
 #endif /* GORT_NETPOLL_EPOLL_H */
