@@ -534,17 +534,18 @@ static void crowd_meter(int64_t now)
     }
     if (load_relaxed(&gort__sched.npidle) >= procs)
         return; /* every P idle: the window goes on */
-    uint64_t wakeups = gort__netpoll_wakeups();
     if (crowd_began == 0) {
         crowd_read(); /* the Ms' waits so far: the window's start */
         crowd_began = now;
-        crowd_wake0 = wakeups;
+        crowd_wake0 = gort__netpoll_wakeups();
         return;
     }
     int64_t window = now - crowd_began;
+    if (window < GORT_CROWD_WINDOW_NS)
+        return;
+    uint64_t wakeups = gort__netpoll_wakeups();
     uint64_t dw = wakeups - crowd_wake0;
-    if (window < GORT_CROWD_WINDOW_NS ||
-        (dw < GORT_CROWD_MIN_WAKEUPS && window < GORT_CROWD_MAX_NS))
+    if (dw < GORT_CROWD_MIN_WAKEUPS && window < GORT_CROWD_MAX_NS)
         return;
     if (dw < GORT_CROWD_MIN_WAKEUPS) {
         crowd_read();
