@@ -121,13 +121,14 @@ _Static_assert(GORT_RUNQ_SIZE >= 2 &&
 /* The crowd meter (sysmon.c): a window lasts at least
  * GORT_CROWD_WINDOW_NS and has at least GORT_CROWD_MIN_WAKEUPS
  * descriptor wake-ups (one that has not had them after GORT_CROWD_MAX_NS
- * ends the trial); the CPUs are crowded when this process's threads
- * waited for a CPU at least GORT_CROWD_WAIT_PERMILLE thousandths of a
- * window run with two loops (summed over its threads: 250 is a quarter
- * of a thread waiting all the time); while they are, the mode that
- * readies more goroutines a second runs all windows but one in
- * GORT_CROWD_TRIAL_EVERY (up to one in GORT_CROWD_TRIAL_MAX while the
- * other stays an eighth behind). */
+ * ends the trials); trials of one event loop against two start when this
+ * process's threads waited for a CPU at least GORT_CROWD_WAIT_PERMILLE
+ * thousandths of a window run with two loops (summed over its threads:
+ * 250 is a quarter of a thread waiting all the time).  A trial runs one
+ * window in GORT_CROWD_TRIAL_EVERY, backing off to one in
+ * GORT_CROWD_TRIAL_MAX while the favored mode wins them, and the other
+ * mode is favored only after GORT_CROWD_TRIALS trials since the last
+ * change. */
 #define GORT_CROWD_WINDOW_NS (10 * 1000 * 1000)
 #define GORT_CROWD_MIN_WAKEUPS 64
 #define GORT_CROWD_MAX_NS (200 * 1000 * 1000)

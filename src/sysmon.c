@@ -403,23 +403,24 @@ static uint64_t activity(void)
  *
  * Time is cut into windows of at least GORT_CROWD_WINDOW_NS with at
  * least GORT_CROWD_MIN_WAKEUPS descriptor wake-ups (goroutines the poller
- * readied, all Ms).  A window run with two loops (the default) reads the
- * time this process's Ms spent runnable but waiting for a CPU
- * (schedstat's second field): under GORT_CROWD_WAIT_PERMILLE thousandths
- * of the window, the CPUs are free and there is nothing to try; the
- * trial stops and forgets what it measured.  At or over it, the trial
- * runs: a window is run with one event loop (sched.crowded set: proc.c,
- * crowded_short and poll_nap_ok), and each mode keeps a moving average
- * of its wake-ups a second (a quarter weight a window).  Each mode is
- * measured once, then the one with the higher rate runs all windows but
- * one in GORT_CROWD_TRIAL_EVERY; one loop is favored once it does a
- * thirty-second more, and given up once it does a thirty-second less.
- * The other mode's windows back off, as the spin trial's do: one that
- * falls short of the favored mode's average by an eighth or more makes
- * the next come twice as many windows later, up to one in
- * GORT_CROWD_TRIAL_MAX; a closer one, or a change of favor, brings them
- * back to one in GORT_CROWD_TRIAL_EVERY.  A window that has not had its
- * wake-ups after GORT_CROWD_MAX_NS is a light load: the trial stops.
+ * readied, all Ms); one that has not had them after GORT_CROWD_MAX_NS is
+ * a light load, and everything is forgotten.  A window run with two
+ * loops (the default) reads the time this process's Ms spent runnable
+ * but waiting for a CPU (schedstat's second field): at or over
+ * GORT_CROWD_WAIT_PERMILLE thousandths of the window, trials start.  A
+ * trial is a window run in the mode not favored (one loop: sched.crowded
+ * set, see proc.c, crowded_short and poll_nap_ok); the first window
+ * after each change of mode settles and is not measured.  Each trial's
+ * wake-ups a second are compared with the favored mode's windows on
+ * either side of it (bracketing cancels the drift of a load that
+ * changes, larger on a shared machine than the difference sought), and
+ * a moving average of those ratios (a quarter weight a trial) decides:
+ * the other mode is favored once it does a thirty-second more, after at
+ * least GORT_CROWD_TRIALS trials since the last change.  Trials come one
+ * window in GORT_CROWD_TRIAL_EVERY; each that the favored mode wins
+ * doubles the gap, up to GORT_CROWD_TRIAL_MAX, and each that it loses
+ * halves it.  With two loops favored, trials run only while their
+ * windows wait for CPUs.
  *
  * It measures only while it can matter: cpucrowd=1 (the default),
  * 2 Ps or more, goroutines waiting on descriptors, and a round that
