@@ -437,7 +437,8 @@ static GORT_NOINLINE bool sim_advance(struct p *pp)
  * and one loop was measured to get more done: sysmon.c, "The crowd
  * meter") and Gs run short on pp (its runavg under GORT_WAKE_WORTH_NS):
  * then one event loop does the network's work, and a second thread would
- * only wait for a CPU (poll_nap_ok).  pp is the caller's own (runavg is owner only). */
+ * only wait for a CPU (poll_nap_ok).  pp is the caller's own (runavg is
+ * owner only). */
 static bool crowded_short(const struct p *pp)
 {
     /* Relaxed: sysmon's hint, re-read at every use. */
@@ -532,10 +533,11 @@ static bool after_poll(struct m *mp, struct gqueue *ready, int32_t nready,
 /*
  * The poll nap, while the CPUs are crowded (sched.crowded, set by sysmon
  * while this process's threads wait for CPUs and one event loop gets
- * more done than two: sysmon.c, "The crowd meter").  An M that gives up its P while another P still runs Gs would
- * sleep in epoll as the poller, and then every request that arrives wakes
- * it to run on a second CPU, beside the running P which would have come
- * to it within microseconds.  With a CPU free that is parallelism; with
+ * more done than two: sysmon.c, "The crowd meter").  An M that gives up
+ * its P while another P still runs Gs would sleep in epoll as the
+ * poller, and then every request that arrives wakes it to run on a
+ * second CPU, beside the running P which would have come to it within
+ * microseconds.  With a CPU free that is parallelism; with
  * none it is a third runnable thread where two CPUs are already taken,
  * and the kernel time-slices it against ours and everyone else's.  So
  * while crowded, and while Gs run short here (this P's runavg under
