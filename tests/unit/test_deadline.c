@@ -543,14 +543,14 @@ TEST(waitgroup_deadline_races_done)
 
 static gort_mutex cv_mu;
 static gort_cond cv = GORT_COND_INIT(&cv_mu);
-static int cv_woken; /* under cv_mu */
+static int cv_woken; /* atomic: main polls it */
 
 static void cv_plain_waiter(void *arg)
 {
     (void)arg;
     gort_mutex_lock(&cv_mu);
     gort_cond_wait(&cv);
-    cv_woken++;
+    ATOMIC_INC(&cv_woken); /* main polls it without the lock */
     gort_mutex_unlock(&cv_mu);
 }
 
@@ -612,7 +612,7 @@ static void cv_main(void *arg)
     for (int i = 0; i < 1000 && ATOMIC_LOAD(&cv_woken) < 2; i++)
         gort_sleep(MS);
     gort_mutex_lock(&cv_mu);
-    CHECK_EQ(cv_woken, 2);
+    CHECK_EQ(ATOMIC_LOAD(&cv_woken), 2);
     gort_mutex_unlock(&cv_mu);
     /* Both woken: the tombstone was skipped and freed. */
     CHECK(cv.head == NULL && cv.wait == cv.notify);
