@@ -719,6 +719,7 @@ static gort_mutex mx;
 static int mx_r = 1;       /* atomic: a timed waiter's result, 1 until */
 static int mx_plain_in;    /* atomic: the plain waiter got the mutex */
 static int mx_release;     /* atomic: mx_holder_told may unlock */
+static int mx_held_done;   /* atomic: mx_holder_told's unlock returned */
 
 /* Holds the mutex until main says so (a fixed time could pass before
  * the waiters queue on a loaded machine). */
@@ -729,6 +730,16 @@ static void mx_holder_told(void *arg)
     while (!ATOMIC_LOAD(&mx_release))
         gort_sleep(MS);
     gort_mutex_unlock(&mx);
+    ATOMIC_STORE(&mx_held_done, 1);
+}
+
+/* Waits (up to 2 s) until mx_holder_told's unlock has returned. */
+static void mx_await_holder(void)
+{
+    for (int i = 0; i < 20000 && !ATOMIC_LOAD(&mx_held_done); i++)
+        gort_sleep(100 * 1000);
+    CHECK(ATOMIC_LOAD(&mx_held_done));
+    ATOMIC_STORE(&mx_held_done, 0);
 }
 
 static void mx_timed(void *arg)
@@ -773,6 +784,11 @@ static void mx_main(void *arg)
     ATOMIC_STORE(&mx_release, 1);
     CHECK_EQ(gort_mutex_lock_until(&mx, gort_deadline_in(2 * SECOND)), 0);
     gort_mutex_unlock(&mx);
+    /* The holder's unlock may still be serving the proxy of the wait
+     * that timed out, on another thread: the woken flag it set stays
+     * until then, and we may have taken and dropped the mutex meanwhile.
+     * Once every unlock has returned, the state is clear. */
+    mx_await_holder();
     CHECK_EQ(ATOMIC_LOAD(&mx.state), 0); /* unlocks write it atomically */
 
     /* A waiter that gave up ahead of a plain one: its proxy takes the
@@ -799,6 +815,7 @@ static void mx_main(void *arg)
     for (int i = 0; i < 5000 && !ATOMIC_LOAD(&mx_plain_in); i++)
         gort_sleep(MS);
     CHECK(ATOMIC_LOAD(&mx_plain_in));
+    mx_await_holder();
     /* Nothing left behind: no waiter counted, no unit, no proxy. */
     gort_mutex_lock(&mx);
     gort_mutex_unlock(&mx);
