@@ -138,12 +138,28 @@ static void teardown(void)
     store_relaxed(&gort__sim.on, 0u); /* gort_nanotime is real again */
 }
 
-/* Wait for every M thread but the caller's to end. */
+/* Wait for every M thread but the caller's to end.  The Ms still run
+ * while we wait, and one that is starting another (wakep, startm) puts
+ * it on allm and then creates its thread: a pass over allm can miss an
+ * M pushed after it read the head, or find one whose thread is not made
+ * yet.  So the passes repeat until one joins nothing: then every M on
+ * the list has ended, and no M is left to start another.  (sysmon, which
+ * starts Ms too, was joined before.) */
 static void join_ms(struct m *self)
 {
-    for (struct m *mp = gort__allm; mp; mp = mp->alllink)
-        if (mp != self && mp->thread)
+    bool again = true;
+    while (again) {
+        again = false;
+        /* Acquire: pairs with mcommoninit's release of each new head. */
+        for (struct m *mp = load_acq(&gort__allm); mp; mp = mp->alllink) {
+            if (mp == self || mp->joined || !load_acq(&mp->threadset) ||
+                !mp->thread)
+                continue;
             pthread_join(mp->thread, NULL);
+            mp->joined = true;
+            again = true;
+        }
+    }
 }
 
 static int boot(struct m *mp, void (*fn)(void *), void *arg)

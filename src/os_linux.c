@@ -204,6 +204,10 @@ int gort__newosproc(struct m *mp, void *(*start)(void *))
     gort__libc_end(self);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     pthread_attr_destroy(&attr);
+    /* Release: publishes mp->thread to join_ms (boot.c), which may walk
+     * allm while this thread is still here, after mp went on the list. */
+    if (!err)
+        store_rel(&mp->threadset, 1u);
     return err ? -err : 0;
 }
 

@@ -611,6 +611,10 @@ struct m {
     struct m *schedlink;   /* next in sched.midle; under sched.lock */
     struct m *alllink;     /* next in gort__allm; written before publish */
     pthread_t thread;
+    uint32_t threadset;    /* thread holds a thread gort__newosproc made:
+                              release-stored by the creating thread after
+                              pthread_create, acquire-loaded by join_ms */
+    bool joined;           /* join_ms has joined thread (M0 only) */
     /* mcall: the function g0 runs for the G that switched to it. */
     struct g *(*mcall_fn)(struct g *);
     /* Direct hand-off: work the incoming G does for the outgoing one once

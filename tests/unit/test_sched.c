@@ -1383,6 +1383,57 @@ TEST(idle_cost)
 }
 
 /* ---------------------------------------------------------------------------
+ * exit_while_ms_start: main returns while the other goroutines keep
+ * waking Ps, so that Ms are still being started (wakep, startm, newm)
+ * as gort_main joins them.
+ * ------------------------------------------------------------------------- */
+
+static int ems_started; /* atomic: yielders running */
+
+static void ems_yielder(void *arg)
+{
+    (void)arg;
+    ATOMIC_INC(&ems_started);
+    for (;;)
+        gort_gosched();
+}
+
+static void ems_main(void *arg)
+{
+    int wait = (int)(intptr_t)arg;
+    for (int i = 0; i < 16; i++)
+        gort_go(ems_yielder, NULL);
+    /* Return at once, after the first yielder ran, or after them all. */
+    while (ATOMIC_LOAD(&ems_started) < wait)
+        gort_gosched();
+}
+
+/* gort_main joins every M it started, also those started while it was
+ * joining them, before it frees them: ThreadSanitizer and AddressSanitizer
+ * would report an M freed while its thread runs.  No thread is left once
+ * gort_main has returned. */
+TEST(exit_while_ms_start)
+{
+    setenv("GORTMAXPROCS", "4", 1);
+    /* One run first: a sanitizer's own thread starts with the first. */
+    CHECK_EQ(gort_main(ems_main, (void *)(intptr_t)1), 0);
+    int before = count_threads();
+    for (int i = 0; i < 300; i++) {
+        ATOMIC_STORE(&ems_started, 0);
+        CHECK_EQ(gort_main(ems_main, (void *)(intptr_t)(i % 3 == 0 ? 16
+                                                        : i % 3)),
+                 0);
+    }
+    /* Joined threads are gone from /proc at once or within a moment. */
+    int after = count_threads();
+    for (int i = 0; i < 1000 && after > before; i++) {
+        usleep(1000);
+        after = count_threads();
+    }
+    CHECK_EQ(after, before);
+}
+
+/* ---------------------------------------------------------------------------
  * sysmon_light_load: a server at light load has every P idle at almost
  * every sysmon round, yet never idle long enough for sysmon's deep sleep.
  * sysmon then sleeps 20 ms after each round that found every P idle,
