@@ -123,6 +123,16 @@ static inline int count_entries(const char *path)
     return n;
 }
 
+/* The value of a uint64 metric (gort_metric_read), checked to be one. */
+static inline uint64_t metric_u64(const char *name)
+{
+    gort_metric_sample s;
+    memset(&s, 0, sizeof s);
+    CHECK_EQ(gort_metric_read(name, &s), 0);
+    CHECK_EQ(s.kind, GORT_METRIC_UINT64);
+    return s.u64;
+}
+
 /* Threads of this process: the entries of /proc/self/task. */
 static inline int count_threads(void)
 {

@@ -15,15 +15,6 @@
 #define NB GORT_METRIC_HIST_BUCKETS
 
 /* The value of a uint64 metric; fails the case on any error. */
-static uint64_t mu64(const char *name)
-{
-    gort_metric_sample s;
-    memset(&s, 0, sizeof s);
-    CHECK_EQ(gort_metric_read(name, &s), 0);
-    CHECK_EQ(s.kind, GORT_METRIC_UINT64);
-    return s.u64;
-}
-
 /* The counts of a histogram metric into counts[NB]; returns the total. */
 static uint64_t mhist(const char *name, uint64_t *counts)
 {
@@ -46,7 +37,7 @@ static uint64_t await_metric(const char *name, uint64_t want)
 {
     int64_t deadline = gort_nanotime() + 30000 * MS;
     for (;;) {
-        uint64_t v = mu64(name);
+        uint64_t v = metric_u64(name);
         if (v >= want)
             return v;
         if (gort_nanotime() > deadline) {
@@ -237,9 +228,9 @@ static void waiting_main(void *arg)
 {
     (void)arg;
     w_stop = make_chan(0, 0);
-    CHECK_EQ(mu64("/sched/goroutines:goroutines"), 1);
-    CHECK_EQ(mu64("/sched/goroutines/running:goroutines"), 1);
-    CHECK_EQ(mu64("/sched/goroutines/waiting:goroutines"), 0);
+    CHECK_EQ(metric_u64("/sched/goroutines:goroutines"), 1);
+    CHECK_EQ(metric_u64("/sched/goroutines/running:goroutines"), 1);
+    CHECK_EQ(metric_u64("/sched/goroutines/waiting:goroutines"), 0);
     gort_waitgroup_add(&w_wg, W_N);
     for (int i = 0; i < W_N; i++)
         CHECK(gort_go(w_parker, NULL) > 0);
@@ -271,11 +262,11 @@ static void waiting_main(void *arg)
     gort_waitgroup_wait(&w_wg);
     /* They end right after Done: wait for the last exits. */
     int64_t deadline = gort_nanotime() + 30000 * MS;
-    while (mu64("/sched/goroutines:goroutines") != 1) {
+    while (metric_u64("/sched/goroutines:goroutines") != 1) {
         CHECK(gort_nanotime() < deadline);
         gort_sleep(1 * MS);
     }
-    CHECK_EQ(mu64("/sched/goroutines/waiting:goroutines"), 0);
+    CHECK_EQ(metric_u64("/sched/goroutines/waiting:goroutines"), 0);
     free_chan(w_stop);
 }
 
@@ -341,8 +332,8 @@ static void rr_main(void *arg)
     }
     say("GOMAXPROCS=4: running=%llu runnable=%llu threads=%llu\n",
         (unsigned long long)running, (unsigned long long)runnable,
-        (unsigned long long)mu64("/sched/threads/total:threads"));
-    CHECK_GE(mu64("/sched/threads/total:threads"), 4 + 1); /* + sysmon */
+        (unsigned long long)metric_u64("/sched/threads/total:threads"));
+    CHECK_GE(metric_u64("/sched/threads/total:threads"), 4 + 1); /* + sysmon */
     ATOMIC_STORE(&rr_exit, 1);
     gort_waitgroup_wait(&rr_wg);
     gort_gomaxprocs(old);
@@ -378,13 +369,13 @@ static void *cr_thread(void *arg)
 static void created_main(void *arg)
 {
     (void)arg;
-    uint64_t c0 = mu64("/sched/goroutines-created:goroutines");
+    uint64_t c0 = metric_u64("/sched/goroutines-created:goroutines");
     CHECK_EQ(c0, 1); /* main */
     gort_waitgroup_add(&cr_wg, 100);
     for (int i = 0; i < 100; i++)
         CHECK(gort_go(cr_quick, NULL) > 0);
     gort_waitgroup_wait(&cr_wg);
-    CHECK_EQ(mu64("/sched/goroutines-created:goroutines"), c0 + 100);
+    CHECK_EQ(metric_u64("/sched/goroutines-created:goroutines"), c0 + 100);
     /* From a thread gort did not make (joined first: until it calls
      * gort, nothing says it will, and a wait would be a deadlock). */
     gort_waitgroup_add(&cr_wg, 10);
@@ -392,9 +383,9 @@ static void created_main(void *arg)
     CHECK_EQ(pthread_create(&t, NULL, cr_thread, NULL), 0);
     GORT_BLOCKING(pthread_join(t, NULL));
     gort_waitgroup_wait(&cr_wg);
-    CHECK_EQ(mu64("/sched/goroutines-created:goroutines"), c0 + 110);
+    CHECK_EQ(metric_u64("/sched/goroutines-created:goroutines"), c0 + 110);
     int64_t deadline = gort_nanotime() + 30000 * MS;
-    while (mu64("/sched/goroutines:goroutines") != 1) {
+    while (metric_u64("/sched/goroutines:goroutines") != 1) {
         CHECK(gort_nanotime() < deadline);
         gort_sleep(1 * MS);
     }
@@ -421,9 +412,9 @@ static gort_waitgroup th_wg;
 static void threads_agree(const char *when)
 {
     for (int tries = 0;; tries++) {
-        uint64_t m1 = mu64("/sched/threads/total:threads");
+        uint64_t m1 = metric_u64("/sched/threads/total:threads");
         int proc = count_threads();
-        uint64_t m2 = mu64("/sched/threads/total:threads");
+        uint64_t m2 = metric_u64("/sched/threads/total:threads");
         if (m1 == m2 && (int)m1 + th_before - 1 == proc) {
             say("%s: threads/total=%llu, /proc/self/task=%d\n", when,
                 (unsigned long long)m1, proc);
@@ -453,25 +444,25 @@ static void threads_main(void *arg)
     (void)arg;
     gort_sleep(20 * MS);
     threads_agree("idle");
-    uint64_t h0 = mu64("/gort/sched/syscall-handoffs:events");
+    uint64_t h0 = metric_u64("/gort/sched/syscall-handoffs:events");
     for (int i = 0; i < TH_N; i++)
         CHECK_EQ(pipe(th_fds[i]), 0);
     gort_waitgroup_add(&th_wg, TH_N);
     for (int i = 0; i < TH_N; i++)
         CHECK(gort_go(th_reader, (void *)(intptr_t)i) > 0);
     await_metric("/sched/goroutines/not-in-go:goroutines", TH_N);
-    CHECK_EQ(mu64("/sched/goroutines/not-in-go:goroutines"), TH_N);
-    CHECK_EQ(mu64("/sched/goroutines/waiting:goroutines"), 0);
+    CHECK_EQ(metric_u64("/sched/goroutines/not-in-go:goroutines"), TH_N);
+    CHECK_EQ(metric_u64("/sched/goroutines/waiting:goroutines"), 0);
     threads_agree("10 goroutines in read(2)");
-    CHECK_GE(mu64("/sched/threads/total:threads"), TH_N + 2);
-    uint64_t h1 = mu64("/gort/sched/syscall-handoffs:events");
+    CHECK_GE(metric_u64("/sched/threads/total:threads"), TH_N + 2);
+    uint64_t h1 = metric_u64("/gort/sched/syscall-handoffs:events");
     say("syscall hand-offs: %llu\n", (unsigned long long)(h1 - h0));
     CHECK_GT(h1, h0);
     for (int i = 0; i < TH_N; i++)
         CHECK_EQ(write(th_fds[i][1], "x", 1), 1);
     gort_waitgroup_wait(&th_wg);
     int64_t deadline = gort_nanotime() + 30000 * MS;
-    while (mu64("/sched/goroutines/not-in-go:goroutines") != 0) {
+    while (metric_u64("/sched/goroutines/not-in-go:goroutines") != 0) {
         CHECK(gort_nanotime() < deadline);
         gort_sleep(1 * MS);
     }
@@ -687,7 +678,7 @@ static void counters_main(void *arg)
     /* Network poller wake-ups: one per reader parked in IO wait. */
     for (int i = 0; i < NP_N; i++)
         CHECK_EQ(gort_pipe(np_fds[i]), 0);
-    uint64_t w0 = mu64("/gort/sched/netpoll-wakeups:goroutines");
+    uint64_t w0 = metric_u64("/gort/sched/netpoll-wakeups:goroutines");
     gort_waitgroup_add(&ct_wg, NP_N);
     for (int i = 0; i < NP_N; i++)
         CHECK(gort_go(np_reader, (void *)(intptr_t)i) > 0);
@@ -695,7 +686,7 @@ static void counters_main(void *arg)
     for (int i = 0; i < NP_N; i++)
         CHECK_EQ(gort_write(np_fds[i][1], "x", 1), 1);
     gort_waitgroup_wait(&ct_wg);
-    uint64_t w1 = mu64("/gort/sched/netpoll-wakeups:goroutines");
+    uint64_t w1 = metric_u64("/gort/sched/netpoll-wakeups:goroutines");
     say("netpoll wake-ups: %llu\n", (unsigned long long)(w1 - w0));
     CHECK_EQ(w1 - w0, NP_N);
     for (int i = 0; i < NP_N; i++) {
@@ -705,13 +696,13 @@ static void counters_main(void *arg)
 
     /* Steals: a burst of work on this P, another P idle. */
     int old = gort_gomaxprocs(2);
-    uint64_t s0 = mu64("/gort/sched/steals:goroutines"), s1 = s0;
+    uint64_t s0 = metric_u64("/gort/sched/steals:goroutines"), s1 = s0;
     for (int round = 0; round < 50 && s1 == s0; round++) {
         gort_waitgroup_add(&ct_wg, 200);
         for (int i = 0; i < 200; i++)
             CHECK(gort_go(short_burn, NULL) > 0);
         gort_waitgroup_wait(&ct_wg);
-        s1 = mu64("/gort/sched/steals:goroutines");
+        s1 = metric_u64("/gort/sched/steals:goroutines");
     }
     say("steals: %llu\n", (unsigned long long)(s1 - s0));
     CHECK_GT(s1, s0);
@@ -720,7 +711,7 @@ static void counters_main(void *arg)
      * goroutine wakes from a sleep, one of them was made to yield. */
     gort_gomaxprocs(1);
     gort_chan *ch = make_chan(sizeof(int), 1);
-    uint64_t p0 = mu64("/gort/sched/preemptions/sync:events");
+    uint64_t p0 = metric_u64("/gort/sched/preemptions/sync:events");
     ATOMIC_STORE(&ct_stop, 0);
     gort_waitgroup_add(&ct_wg, 2);
     CHECK(gort_go(ct_caller, ch) > 0);
@@ -729,7 +720,7 @@ static void counters_main(void *arg)
         gort_sleep(1 * MS);
     ATOMIC_STORE(&ct_stop, 1);
     gort_waitgroup_wait(&ct_wg);
-    uint64_t p1 = mu64("/gort/sched/preemptions/sync:events");
+    uint64_t p1 = metric_u64("/gort/sched/preemptions/sync:events");
     say("synchronous preemptions: %llu\n", (unsigned long long)(p1 - p0));
     CHECK_GE(p1 - p0, 5);
     free_chan(ch);
@@ -739,7 +730,7 @@ static void counters_main(void *arg)
         say("asynchronous preemption is off under ThreadSanitizer: not "
             "checked\n");
     } else {
-        uint64_t a0 = mu64("/gort/sched/preemptions/async:events");
+        uint64_t a0 = metric_u64("/gort/sched/preemptions/async:events");
         ATOMIC_STORE(&ct_stop, 0);
         gort_waitgroup_add(&ct_wg, 1);
         CHECK(gort_go(ct_spinner, NULL) > 0);
@@ -747,7 +738,7 @@ static void counters_main(void *arg)
             gort_sleep(1 * MS); /* each wake-up needs the spinner stopped */
         __atomic_store_n(&ct_stop, 1, __ATOMIC_RELAXED);
         gort_waitgroup_wait(&ct_wg);
-        uint64_t a1 = mu64("/gort/sched/preemptions/async:events");
+        uint64_t a1 = metric_u64("/gort/sched/preemptions/async:events");
         say("asynchronous preemptions: %llu\n",
             (unsigned long long)(a1 - a0));
         CHECK_GE(a1 - a0, 5);
@@ -919,7 +910,7 @@ static void prom_main(void *arg)
     CHECK_EQ(f->value, 1);
     f = family(fams, nf, "go_sched_goroutines_created_goroutines_total");
     CHECK(!strcmp(f->type, "counter"));
-    CHECK_EQ(f->value, mu64("/sched/goroutines-created:goroutines"));
+    CHECK_EQ(f->value, metric_u64("/sched/goroutines-created:goroutines"));
     family(fams, nf, "go_sched_goroutines_not_in_go_goroutines");
     family(fams, nf, "go_sched_goroutines_waiting_goroutines");
     family(fams, nf, "go_sched_goroutines_runnable_goroutines");

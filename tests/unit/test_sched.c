@@ -1476,19 +1476,11 @@ static long thread_nvcsw(const char *name)
 static long sl_rounds;
 static uint64_t sl_kicks; /* preemptions meanwhile */
 
-static uint64_t sl_metric(const char *name)
-{
-    gort_metric_sample s;
-    memset(&s, 0, sizeof s);
-    CHECK_EQ(gort_metric_read(name, &s), 0);
-    return s.u64;
-}
-
 /* Goroutines preempted so far, at a safe point or by a signal. */
 static uint64_t sl_preemptions(void)
 {
-    return sl_metric("/gort/sched/preemptions/sync:events") +
-           sl_metric("/gort/sched/preemptions/async:events");
+    return metric_u64("/gort/sched/preemptions/sync:events") +
+           metric_u64("/gort/sched/preemptions/async:events");
 }
 
 static void sl_main(void *arg)
