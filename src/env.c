@@ -8,10 +8,10 @@
  *   GORTDEBUG      comma-separated key=value pairs, like Go's GODEBUG
  *                  (schedtrace, scheddetail, asyncpreemptoff, randomize,
  *                  stackguard, checkdeadoff, stackidle, lockfence,
- *                  trace, netpollspin, cpucrowd, and the simulation's sim,
- *                  simstrategy, simpct, simfault) into gort__debug (lockfence
- *                  takes effect when the library is loaded: lock_futex.c
- *                  reads it then);
+ *                  trace, netpollspin, netpollnap, cpucrowd, and the
+ *                  simulation's sim, simstrategy, simpct, simfault) into
+ *                  gort__debug (lockfence takes effect when the library is
+ *                  loaded: lock_futex.c reads it then);
  *   GORTMAXPROCS   the number of Ps, like GOMAXPROCS;
  *   GORTSTACKSIZE  the virtual size of goroutine stacks (suffixes k, m);
  *   GORTTRACEBACK  what fatal errors and SIGQUIT print, like GOTRACEBACK;
@@ -387,6 +387,7 @@ static const struct dsetting {
     {"lockfence", offsetof(struct gort_debugvars, lockfence), D_BOOL},
     {"trace", offsetof(struct gort_debugvars, trace), D_PATH},
     {"netpollspin", offsetof(struct gort_debugvars, netpollspin), D_US},
+    {"netpollnap", offsetof(struct gort_debugvars, netpollnap), D_US},
     {"cpucrowd", offsetof(struct gort_debugvars, cpucrowd), D_CROWD},
     {"sim", offsetof(struct gort_debugvars, sim), D_SEED},
     {"simstrategy", offsetof(struct gort_debugvars, simstrategy), D_STRAT},
@@ -1049,6 +1050,7 @@ static int sim_setup(void)
     store_relaxed(&gort__sim.on, 1u);
     gort__debug.asyncpreemptoff = 1;
     gort__debug.netpollspin = 0;
+    gort__debug.netpollnap = 0;
     store_relaxed(&gort__maxprocs_custom, 1u);
     return 1;
 }
@@ -1066,6 +1068,7 @@ void gort__read_env(void)
     gort__debug = (struct gort_debugvars){.stackguard = -1,
                                           .stackidle = GORT_STACK_IDLE_MS,
                                           .netpollspin = GORT_NETPOLL_SPIN_US,
+                                          .netpollnap = GORT_NETPOLL_NAP_US,
                                           .cpucrowd = 1,
                                           .lockfence = 1,
                                           .hook = 1};

@@ -137,6 +137,7 @@ enum metric_id {
     M_HOOK_HANDOFFS,
     M_HOOK_PARKED,
     M_MAXPROCS_UPDATES,
+    M_NETPOLL_NAPS,
     M_NETPOLL_WAKEUPS,
     M_PREEMPT_ASYNC,
     M_PREEMPT_SYNC,
@@ -183,6 +184,12 @@ static const gort_metric_desc descs[M_COUNT] = {
         "Count of GOMAXPROCS changes gort made by itself because the CPUs "
         "available (affinity mask, cgroup CPU limit) changed; none once "
         "GORTMAXPROCS or gort_gomaxprocs set it.",
+        GORT_METRIC_UINT64, true},
+    [M_NETPOLL_NAPS] = {
+        "/gort/sched/netpoll-naps:events",
+        "Count of naps the idle network poller took on a timer instead of "
+        "waiting in epoll_wait, where they were measured to answer more "
+        "requests a second (GORTDEBUG=netpollnap).",
         GORT_METRIC_UINT64, true},
     [M_NETPOLL_WAKEUPS] = {
         "/gort/sched/netpoll-wakeups:goroutines",
@@ -324,7 +331,7 @@ struct schedstats {
 /* Counters summed over every P and M. */
 struct counters {
     uint64_t created, exited, steals, preemptsync, preemptasync;
-    uint64_t handoffs, netpollwake;
+    uint64_t handoffs, netpollwake, netpollnap;
 };
 
 struct readstate {
@@ -354,6 +361,7 @@ static void counters_compute(struct counters *c)
     for (struct m *mp = load_acq(&gort__allm); mp; mp = mp->alllink) {
         c->handoffs += load_relaxed(&mp->nhandoffs);
         c->netpollwake += load_relaxed(&mp->nnetpollwake);
+        c->netpollnap += load_relaxed(&mp->nnetpollnap);
     }
 }
 
@@ -466,6 +474,7 @@ static uint64_t scalar_read(struct readstate *rs, int id)
     case M_HOOK_HANDOFFS: return gort__hook_handoffs();
     case M_HOOK_PARKED: return gort__hook_parked();
     case M_MAXPROCS_UPDATES: return load_relaxed(&gort__maxprocs_updates);
+    case M_NETPOLL_NAPS: return rs->c.netpollnap;
     case M_NETPOLL_WAKEUPS: return rs->c.netpollwake;
     case M_PREEMPT_ASYNC: return rs->c.preemptasync;
     case M_PREEMPT_SYNC: return rs->c.preemptsync;

@@ -833,15 +833,28 @@ static void futex_wake_poller(void)
     gort__futexwake(&gort__sched.pollgen, 1);
 }
 
+/* 1 while the poller naps on sched.pollgen instead of sleeping in the
+ * backend (gort__netpoll_sleep). */
+static uint32_t napping;
+
 /* Wake the M sleeping as the poller, if one is. */
 void gort__netpoll_wake(void)
 {
     /* Once the backend is set up the poller sleeps in it; before, on the
      * futex (generic_init_locked switches it over). */
-    if (gort__netpoll_inited())
-        gort__netpoll_break();
-    else
+    if (!gort__netpoll_inited()) {
         futex_wake_poller();
+        return;
+    }
+    gort__netpoll_break();
+    /* A napping poller sleeps on pollgen, and the break waits in the
+     * backend until the nap ends.  Seq-cst, both: our pollgen bump before
+     * our read of napping, against the poller's store of napping before
+     * the futex call compares pollgen: either we see it napping and wake
+     * it, or its futex call sees the bump and does not sleep. */
+    xadd_seqcst(&gort__sched.pollgen, 1);
+    if (load_seqcst(&napping))
+        gort__futexwake(&gort__sched.pollgen, 1);
 }
 
 /* A timer at `when` was added: make sure some M will run it in time.
@@ -976,21 +989,38 @@ void gort__spinpay_reset(void)
  * too (docs/design.md, "Every busy-wait is bounded by what it saves", has
  * the measurements).  No model of the gaps sees that, so it is measured:
  * while spinpay says spin, time is cut into windows of 10 ms, and each
- * window either spins or sleeps.  At each window's end the poller reads the
+ * window sleeps, spins or naps.  At each window's end the poller reads the
  * process's CPU time and its descriptor wake-ups (goroutines the poller
- * readied, all Ms), and keeps for each mode a moving average of the CPU
- * per wake-up (a quarter weight a window).  The cheaper mode runs seven
- * windows in eight and the other the eighth; the two swap only for a
- * difference of a sixteenth.  A dearer mode that costs a quarter more or
- * worse in the window it gets is tried half as often after it, down to
- * one window in 64, and one in eight again once it comes within that
- * quarter or the choice changes: a window in eight at a quarter more
- * would add 3% to the CPU of a load that never changes, while a load
- * that does change is still seen within a few dozen windows.  A window
- * with fewer than 64 wake-ups stays open until it has them, or is dropped
- * after 200 ms; the open window is dropped whenever spinpay says sleep.
- * Costs: two clock reads and a walk over the Ms every 10 ms, and one
- * window in 8 to 64 in the dearer mode.
+ * readied, all Ms), and keeps for each mode moving averages of the CPU per
+ * wake-up and of the wake-ups a second (a quarter weight a window).
+ *
+ * Between sleeping and spinning the cheaper by CPU a wake-up wins; the
+ * two swap only for a difference of a sixteenth.  The nap (sleeping on a
+ * timer for GORTDEBUG=netpollnap microseconds, then polling, before the
+ * sleep in the backend) costs the process about what a sleep does, but
+ * while it naps nobody waits in epoll_wait, so the peers that send to it
+ * pay no wake-up: a peer that is short of CPU then sends more.  The nap
+ * costs latency (a request that comes during it waits for its end), so
+ * it runs only where it buys throughput: it wins when its windows see a
+ * sixteenth more wake-ups a second than the better of the other two, at
+ * no more CPU a wake-up, and keeps winning while they see a
+ * thirty-second more, at no more than a thirty-second more CPU a
+ * wake-up.  Under a peer that sends at a fixed rate the nap buys
+ * nothing, and under one that waits for each answer it loses wake-ups;
+ * only a peer held back by its own CPU makes it win.
+ *
+ * The mode that wins runs seven windows in eight, and the others take
+ * turns in the eighth.  A mode that costs a quarter more CPU a wake-up
+ * or worse in the window it gets (a nap also when it got no more
+ * wake-ups a second than a thirty-second over the winner's) is tried
+ * half as often after it, down to one window in 64, and one in eight
+ * again once a mode comes within that quarter or the choice changes: a window in eight at a quarter
+ * more would add 3% to the CPU of a load that never changes, while a
+ * load that does change is still seen within a few dozen windows.  A
+ * window with fewer than 64 wake-ups stays open until it has them, or is
+ * dropped after 200 ms; the open window is dropped whenever spinpay says
+ * sleep.  Costs: two clock reads and a walk over the Ms every 10 ms, and
+ * one window in 8 to 64 in another mode.
  */
 #define TRIAL_WINDOW_NS (10 * 1000 * 1000)
 #define TRIAL_MIN_WAKEUPS 64
@@ -998,21 +1028,65 @@ void gort__spinpay_reset(void)
 #define TRIAL_OTHER_EVERY 8
 #define TRIAL_OTHER_RAREST 64
 static struct {
-    int64_t start;  /* the open window's start (nanotime); 0: none */
-    int64_t cpu0;   /* the process's CPU time then, ns */
-    uint64_t wake0; /* its descriptor wake-ups then */
-    bool spin;      /* the open window spins */
-    bool favor;     /* the cheaper mode: true for spinning */
-    int64_t avg[2]; /* CPU ns a wake-up, [0] sleeping, [1] spinning; 0:
-                     * not measured yet */
-    uint32_t n;     /* windows since the last in the dearer mode */
-    uint32_t every; /* one window in `every` runs the dearer mode; 0:
-                     * TRIAL_OTHER_EVERY */
+    int64_t start;   /* the open window's start (nanotime); 0: none */
+    int64_t cpu0;    /* the process's CPU time then, ns */
+    uint64_t wake0;  /* its descriptor wake-ups then */
+    int mode;        /* the open window's: SPINTRIAL_SLEEP, _SPIN, _NAP */
+    int favor;       /* the mode that wins */
+    int base;        /* the better of sleeping and spinning */
+    int last_other;  /* the mode the last other window ran */
+    int64_t cpu[3];  /* CPU ns a wake-up, by mode; 0: not measured yet */
+    int64_t rate[3]; /* wake-ups a second, by mode */
+    uint32_t n;      /* windows since the last in another mode */
+    uint32_t every;  /* one window in `every` runs another mode; 0:
+                      * TRIAL_OTHER_EVERY */
 } spintrial;
 
 static uint32_t trial_every(void)
 {
     return spintrial.every ? spintrial.every : TRIAL_OTHER_EVERY;
+}
+
+/* The modes the trial compares: the nap only while it has a length. */
+static int trial_modes(void)
+{
+    /* Relaxed: a setting that a test changes while the runtime runs. */
+    return load_relaxed(&gort__debug.netpollnap) > 0 ? 3 : 2;
+}
+
+/* The winning mode by the averages so far; favor is the current one. */
+static int trial_choose(int favor)
+{
+    const int64_t *c = spintrial.cpu, *r = spintrial.rate;
+    int base = spintrial.base;
+    if (c[SPINTRIAL_SLEEP] && c[SPINTRIAL_SPIN])
+        base = base == SPINTRIAL_SPIN
+                   ? (16 * c[SPINTRIAL_SPIN] <= 17 * c[SPINTRIAL_SLEEP]
+                          ? SPINTRIAL_SPIN
+                          : SPINTRIAL_SLEEP)
+                   : (16 * c[SPINTRIAL_SPIN] < 15 * c[SPINTRIAL_SLEEP]
+                          ? SPINTRIAL_SPIN
+                          : SPINTRIAL_SLEEP);
+    spintrial.base = base;
+    if (trial_modes() < 3 || !c[SPINTRIAL_NAP] || !c[base])
+        return base;
+    int64_t cn = c[SPINTRIAL_NAP], rn = r[SPINTRIAL_NAP];
+    bool win = favor == SPINTRIAL_NAP
+                   ? 32 * rn >= 33 * r[base] && 32 * cn <= 33 * c[base]
+                   : 16 * rn >= 17 * r[base] && cn <= c[base];
+    return win ? SPINTRIAL_NAP : base;
+}
+
+/* The mode for the next window that does not run the winner: the modes
+ * other than the winner in turn. */
+static int trial_other(void)
+{
+    int modes = trial_modes(), m = spintrial.last_other;
+    do
+        m = (m + 1) % modes;
+    while (m == spintrial.favor);
+    spintrial.last_other = m;
+    return m;
 }
 
 bool gort__spintrial_due(int64_t now)
@@ -1024,23 +1098,27 @@ void gort__spintrial_turn(int64_t now, int64_t cpu, uint64_t wakeups)
 {
     if (spintrial.start != 0) {
         uint64_t dw = wakeups - spintrial.wake0;
-        int64_t dcpu = cpu - spintrial.cpu0;
+        int64_t dcpu = cpu - spintrial.cpu0, dt = now - spintrial.start;
         if (dw < TRIAL_MIN_WAKEUPS) {
-            if (now - spintrial.start < TRIAL_MAX_NS)
+            if (dt < TRIAL_MAX_NS)
                 return; /* the window stays open */
-        } else if (dcpu > 0) {
+        } else if (dcpu > 0 && dt > 0 && spintrial.mode < trial_modes()) {
             int64_t per = dcpu / (int64_t)dw;
-            bool favor = spintrial.favor;
-            int64_t best = spintrial.avg[favor];
-            bool tried = spintrial.spin != favor && best != 0;
-            int64_t *a = &spintrial.avg[spintrial.spin];
+            int64_t rate = (int64_t)(dw * 1000000000u / (uint64_t)dt);
+            int favor = spintrial.favor, m = spintrial.mode;
+            int64_t best = spintrial.cpu[favor];
+            bool tried = m != favor && best != 0;
+            int64_t *a = &spintrial.cpu[m], *r = &spintrial.rate[m];
             *a = *a ? *a + (per - *a) / 4 : per;
-            int64_t sleep = spintrial.avg[0], spin = spintrial.avg[1];
-            if (sleep && spin)
-                spintrial.favor = favor ? 16 * spin <= 17 * sleep
-                                        : 16 * spin < 15 * sleep;
+            *r = *r ? *r + (rate - *r) / 4 : rate;
+            /* A tried mode comes close within a quarter of the winner's
+             * CPU, and a nap only when it also bought wake-ups. */
+            bool close = 4 * per < 5 * best &&
+                         (m != SPINTRIAL_NAP ||
+                          32 * rate >= 33 * spintrial.rate[favor]);
+            spintrial.favor = trial_choose(favor);
             uint32_t every = trial_every();
-            if (spintrial.favor != favor || (tried && 4 * per < 5 * best))
+            if (spintrial.favor != favor || (tried && close))
                 spintrial.every = TRIAL_OTHER_EVERY;
             else if (tried && every < TRIAL_OTHER_RAREST)
                 spintrial.every = 2 * every;
@@ -1049,23 +1127,37 @@ void gort__spintrial_turn(int64_t now, int64_t cpu, uint64_t wakeups)
     spintrial.start = now;
     spintrial.cpu0 = cpu;
     spintrial.wake0 = wakeups;
-    /* Each mode measured once first, then the cheaper one all windows
-     * but one in `every`. */
-    if (spintrial.avg[0] == 0)
-        spintrial.spin = false;
-    else if (spintrial.avg[1] == 0)
-        spintrial.spin = true;
-    else if (++spintrial.n >= trial_every()) {
+    /* Each mode measured once first, then the winner all windows but
+     * one in `every`. */
+    int modes = trial_modes();
+    if (spintrial.favor >= modes)
+        spintrial.favor = spintrial.base;
+    for (int m = 0; m < modes; m++) {
+        if (spintrial.cpu[m] == 0) {
+            spintrial.mode = m;
+            return;
+        }
+    }
+    if (++spintrial.n >= trial_every()) {
         spintrial.n = 0;
-        spintrial.spin = !spintrial.favor;
+        spintrial.mode = trial_other();
     } else {
-        spintrial.spin = spintrial.favor;
+        spintrial.mode = spintrial.favor;
     }
 }
 
-bool gort__spintrial_spin(void)
+int gort__spintrial_mode(void)
 {
-    return spintrial.spin;
+    return spintrial.mode;
+}
+
+/* The mode forced by a test, plus one (0: none). */
+static uint32_t trial_forced;
+
+void gort__spintrial_force(int mode)
+{
+    /* Relaxed: a test's setting, read at the poller's next spell. */
+    store_relaxed(&trial_forced, (uint32_t)(mode + 1));
 }
 
 void gort__spintrial_drop(void)
@@ -1097,27 +1189,43 @@ static int64_t spin_limit(void)
     return (int64_t)load_relaxed(&gort__debug.netpollspin) * 1000;
 }
 
+/* The nap's length in ns (0: none).  Relaxed, as spin_limit. */
+static int64_t nap_limit(void)
+{
+    return (int64_t)load_relaxed(&gort__debug.netpollnap) * 1000;
+}
+
 /* Spin if it pays (*probe: a probe of the gaps).  Returns true when the
- * spin got an event (*n Gs readied, 0 for a break). */
+ * spin got an event (*n Gs readied, 0 for a break); *nap is set when the
+ * trial's window naps instead. */
 static bool spin_before_sleep(int64_t until, struct gqueue *q, int32_t *n,
-                         bool *probe)
+                              bool *probe, bool *nap)
 {
     /* gort__netpoll_spin checks that every P is idle. */
     int64_t spin = spin_limit();
     if (spin == 0 || gort__netpoll_waiters() == 0)
         return false;
-    int how = gort__spinpay_spin();
+    /* Relaxed: see gort__spintrial_force. */
+    int forced = (int)load_relaxed(&trial_forced) - 1;
+    if (forced >= 0) {
+        *nap = forced == SPINTRIAL_NAP;
+        if (forced != SPINTRIAL_SPIN)
+            return false;
+    }
+    int how = forced >= 0 ? SPINPAY_SPIN : gort__spinpay_spin();
     *probe = how == SPINPAY_PROBE;
     if (how == SPINPAY_SLEEP) {
         gort__spintrial_drop();
         return false;
     }
     int64_t now = gort_nanotime();
-    if (how == SPINPAY_SPIN) {
+    if (how == SPINPAY_SPIN && forced < 0) {
         if (gort__spintrial_due(now))
             gort__spintrial_turn(now, (int64_t)gort__process_cputime(),
                                  gort__netpoll_wakeups());
-        if (!gort__spintrial_spin())
+        int mode = gort__spintrial_mode();
+        *nap = mode == SPINTRIAL_NAP;
+        if (mode != SPINTRIAL_SPIN)
             return false;
     }
     int64_t end = now + spin;
@@ -1128,6 +1236,35 @@ static bool spin_before_sleep(int64_t until, struct gqueue *q, int32_t *n,
         return false;
     *n = r;
     return true;
+}
+
+/* Nap on a timer instead of sleeping in the backend, then poll without
+ * blocking: while nobody waits in epoll_wait, a sender pays no wake-up.
+ * gen is sched.pollgen from before the poller published polluntil; any
+ * wake-up since (gort__netpoll_wake) ends the nap.  Returns true when the
+ * nap ends the spell: it found events (*n Gs readied) or was woken. */
+static bool nap_before_sleep(int64_t until, uint32_t gen, struct gqueue *q,
+                             int32_t *n)
+{
+    int64_t nap = nap_limit();
+    if (nap == 0 || (until != 0 && until - gort_nanotime() <= nap))
+        return false;
+    /* Seq-cst: against gort__netpoll_wake's bump of pollgen and its read
+     * of napping (see there). */
+    struct m *mp = gort__getm_raw();
+    if (mp)
+        gort__stat_add(&mp->nnetpollnap, 1); /* /gort/sched/netpoll-naps */
+    store_seqcst(&napping, 1);
+    gort__futexsleep(&gort__sched.pollgen, gen, nap);
+    /* Relaxed: napping only asks wakers for a futex wake-up; one they
+     * make after the nap is a spurious wake of nobody. */
+    store_relaxed(&napping, 0);
+    int32_t r = gort__netpoll(0, q);
+    if (r > 0 || load_seqcst(&gort__sched.pollgen) != gen) {
+        *n = r;
+        return true;
+    }
+    return false;
 }
 
 /* Sleep as the poller until `until` or a break.  The caller holds no P
@@ -1147,8 +1284,10 @@ int32_t gort__netpoll_sleep(int64_t until, struct gqueue *q)
     if (gort__netpoll_inited()) {
         int64_t began = gort_nanotime();
         bool eligible = gort__netpoll_waiters() > 0, probe = false;
-        bool spun = spin_before_sleep(until, q, &n, &probe);
-        if (!spun) {
+        bool nap = false;
+        bool spun = spin_before_sleep(until, q, &n, &probe, &nap);
+        bool napped = !spun && nap && nap_before_sleep(until, gen, q, &n);
+        if (!spun && !napped) {
             /* -1: no timer, sleep until an event or a break.  A deadline
              * that has already passed (a slow thread got here late) polls
              * without sleeping: it must never read as "no deadline". */
@@ -1181,7 +1320,7 @@ int32_t gort__netpoll_sleep(int64_t until, struct gqueue *q)
             gap = INT64_MAX;
         if (eligible && gort__spinpay_counts(spun, gap, lim))
             gort__spinpay_record(gap, lim, probe);
-        if (spun)
+        if (spun || napped)
             goto done;
     } else if (until != 0) {
         int64_t delay = until - gort_nanotime();

@@ -109,15 +109,19 @@ GORT_HIDDEN void gort__spinpay_reset(void);
 /* A sleep of the poller cost its thread cpu ns of CPU (measured). */
 GORT_HIDDEN void gort__spinpay_sleepcpu(int64_t cpu);
 /* The spin trial (netpoll.c): while spinpay says spin, windows of
- * spinning and of sleeping compare the process's CPU time per descriptor
- * wake-up.  Is a window's end due at now?  End it (or start the first)
- * with the process's CPU time and wake-ups so far.  Does the current
- * window spin?  Drop the open window (the spin went off).  Reset.  The
- * poller M only. */
+ * sleeping, spinning and napping compare the process's CPU time per
+ * descriptor wake-up and its wake-ups a second.  Is a window's end due
+ * at now?  End it (or start the first) with the process's CPU time and
+ * wake-ups so far.  The current window's mode.  Drop the open window
+ * (the spin went off).  Reset.  The poller M only. */
+enum { SPINTRIAL_SLEEP = 0, SPINTRIAL_SPIN, SPINTRIAL_NAP };
 GORT_HIDDEN bool gort__spintrial_due(int64_t now);
 GORT_HIDDEN void gort__spintrial_turn(int64_t now, int64_t cpu,
                                       uint64_t wakeups);
-GORT_HIDDEN bool gort__spintrial_spin(void);
+GORT_HIDDEN int gort__spintrial_mode(void);
+/* Tests: every spell in this mode from now on, whatever spinpay and the
+ * trial say (-1: as they say). */
+GORT_HIDDEN void gort__spintrial_force(int mode);
 GORT_HIDDEN void gort__spintrial_drop(void);
 GORT_HIDDEN void gort__spintrial_reset(void);
 

@@ -167,6 +167,10 @@ _Static_assert(GORT_RUNQ_SIZE >= 2 &&
 /* How long the poller M polls without blocking before it sleeps in
  * epoll_wait (GORTDEBUG=netpollspin, us; netpoll.c, gort__netpoll_sleep). */
 #define GORT_NETPOLL_SPIN_US 50
+/* How long the poller naps on a timer instead of waiting in epoll_wait,
+ * while the spin trial finds that naps answer more requests a second
+ * (GORTDEBUG=netpollnap, us; netpoll.c, gort__netpoll_sleep). */
+#define GORT_NETPOLL_NAP_US 20
 /* Default thread limit (sched.maxmcount in proc.go). */
 #define GORT_DEFAULT_MAX_THREADS 10000
 /* Name lookups (getaddrinfo and the like) under way at once, each on a
@@ -708,6 +712,7 @@ struct m {
     /* Metrics (gort__stat_add by this M's thread; metrics.c sums allm). */
     uint64_t nhandoffs;    /* Ps it took from syscalls and handed on */
     uint64_t nnetpollwake; /* goroutines its epoll waits made runnable */
+    uint64_t nnetpollnap;  /* naps it took as the poller (netpoll.c) */
     struct gort__mtrace trace; /* execution trace (trace.c) */
 };
 
@@ -937,6 +942,9 @@ struct gort_debugvars {
     int32_t netpollspin;     /* us the poller polls without blocking
                                 before it sleeps in epoll_wait; read
                                 atomically (tests change it) */
+    int32_t netpollnap;      /* us the poller naps on a timer before it
+                                sleeps in epoll_wait; read atomically
+                                (tests change it) */
     int32_t cpucrowd;        /* 1 (the default): sysmon's crowd meter
                                 tries one event loop against two while
                                 the CPUs are taken; 0: never one loop;

@@ -62,6 +62,9 @@
  *     (netpoll.c)               gort__spinpay_spin, gort__spinpay_sleepcpu,
  *                               gort__spinpay_counts, SPINPAY_PROBE,
  *                               SPINPAY_SLEEP
+ *   the spin trial (netpoll.c)  gort__spintrial_reset, _due, _turn,
+ *                               _mode, _drop, SPINTRIAL_SLEEP,
+ *                               SPINTRIAL_SPIN, SPINTRIAL_NAP
  *   the crowd meter (sysmon.c)  struct gort__crowd, gort__crowd_step,
  *                               gort__crowd_on, GORT_CROWD_TRIAL_EVERY,
  *                               GORT_CROWD_TRIAL_MAX,
@@ -77,9 +80,9 @@
  * What the tests set, through the functions below: the scheduler's global
  * state (rt_sched_reset, rt_set_gomaxprocs, rt_globrunq_pop(_locked)), the
  * debug knobs (rt_set_randomize, rt_set_schedtrace, rt_set_netpollspin,
- * rt_set_cpucrowd),
- * the goroutine stack size (rt_set_stack_size), a G's wait start
- * (rt_set_waitsince) and the tracer's writer (rt_set_trace_stall).
+ * rt_set_netpollnap, rt_set_cpucrowd), the goroutine stack size
+ * (rt_set_stack_size), a G's wait start (rt_set_waitsince) and the tracer's
+ * writer (rt_set_trace_stall).
  */
 #ifndef GORT_TESTS_INTERNAL_H
 #define GORT_TESTS_INTERNAL_H
@@ -175,6 +178,15 @@ static inline int32_t rt_set_netpollspin(int32_t us)
 {
     int32_t old = load_relaxed(&gort__debug.netpollspin);
     store_relaxed(&gort__debug.netpollspin, us);
+    return old;
+}
+
+/* GORTDEBUG=netpollnap, in us; returns the value before.  Any time: the
+ * spin trial and the poller read it, atomically (relaxed). */
+static inline int32_t rt_set_netpollnap(int32_t us)
+{
+    int32_t old = load_relaxed(&gort__debug.netpollnap);
+    store_relaxed(&gort__debug.netpollnap, us);
     return old;
 }
 

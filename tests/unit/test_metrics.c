@@ -107,6 +107,7 @@ TEST(table)
         {"/gort/sched/preemptions/sync:events", GORT_METRIC_UINT64, true},
         {"/gort/sched/preemptions/async:events", GORT_METRIC_UINT64, true},
         {"/gort/sched/syscall-handoffs:events", GORT_METRIC_UINT64, true},
+        {"/gort/sched/netpoll-naps:events", GORT_METRIC_UINT64, true},
         {"/gort/sched/netpoll-wakeups:goroutines", GORT_METRIC_UINT64, true},
         {"/gort/sched/threads/spinning:threads", GORT_METRIC_UINT64, false},
     };

@@ -1546,6 +1546,12 @@ TEST(spin_policy)
 static int64_t st_now, st_cpu;
 static uint64_t st_wakeups;
 
+/* Does the trial's current window spin? */
+static bool st_spin(void)
+{
+    return gort__spintrial_mode() == SPINTRIAL_SPIN;
+}
+
 /* n windows of 10 ms with `wakeups` wake-ups each, costing spin_ns or
  * sleep_ns of CPU a wake-up as the window spins or sleeps.  Returns how
  * many spun. */
@@ -1556,7 +1562,7 @@ static int st_windows(int n, uint64_t wakeups, int64_t spin_ns,
     for (int i = 0; i < n; i++) {
         CHECK(gort__spintrial_due(st_now));
         gort__spintrial_turn(st_now, st_cpu, st_wakeups);
-        bool spin = gort__spintrial_spin();
+        bool spin = st_spin();
         spun += spin;
         st_now += 10 * 1000 * 1000;
         CHECK(!gort__spintrial_due(st_now - 1));
@@ -1566,27 +1572,28 @@ static int st_windows(int n, uint64_t wakeups, int64_t spin_ns,
     return spun;
 }
 
-/* The spin trial, fed CPU times and wake-ups directly: sleeping measured
- * first, then spinning; the cheaper mode runs all windows but one in 8 to
- * 64, the dearer mode's windows halving while it costs a quarter more or
- * worse and back to one in eight once it comes within that quarter; the
- * choice follows the costs when they change, but not a difference of
- * under a sixteenth; a window with fewer than 64 wake-ups stays open (and
- * is dropped after 200 ms); a dropped window does not count. */
+/* The spin trial with the nap off (GORTDEBUG=netpollnap=0), fed CPU times and
+ * wake-ups directly: sleeping measured first, then spinning; the cheaper mode
+ * runs all windows but one in 8 to 64, the dearer mode's windows halving while
+ * it costs a quarter more or worse and back to one in eight once it comes
+ * within that quarter; the choice follows the costs when they change, but not a
+ * difference of under a sixteenth; a window with fewer than 64 wake-ups stays
+ * open (and is dropped after 200 ms); a dropped window does not count. */
 TEST(spin_trial)
 {
+    int32_t nap = rt_set_netpollnap(0);
     gort__spintrial_reset();
     st_now = 1000 * 1000 * 1000;
     st_cpu = 5 * 1000 * 1000;
     /* Each mode once, sleeping first. */
     CHECK(gort__spintrial_due(st_now));
     gort__spintrial_turn(st_now, st_cpu, st_wakeups);
-    CHECK(!gort__spintrial_spin());
+    CHECK(!st_spin());
     st_now += 10 * 1000 * 1000;
     st_wakeups += 1000;
     st_cpu += 1000 * 8000;
     gort__spintrial_turn(st_now, st_cpu, st_wakeups);
-    CHECK(gort__spintrial_spin());
+    CHECK(st_spin());
     st_now += 10 * 1000 * 1000;
     st_wakeups += 1000;
     st_cpu += 1000 * 10000;
@@ -1630,13 +1637,13 @@ TEST(spin_trial)
     CHECK_LE(spun, 141);
     /* Too few wake-ups: the window stays open (its mode with it)... */
     gort__spintrial_turn(st_now, st_cpu, st_wakeups);
-    bool mode = gort__spintrial_spin();
+    bool mode = st_spin();
     int64_t start = st_now;
     st_now += 50 * 1000 * 1000;
     st_wakeups += 10;
     st_cpu += 10 * 1000 * 1000; /* 1 ms a wake-up: must not count */
     gort__spintrial_turn(st_now, st_cpu, st_wakeups);
-    CHECK_EQ(gort__spintrial_spin(), mode);
+    CHECK_EQ(st_spin(), mode);
     CHECK(gort__spintrial_due(start + 10 * 1000 * 1000));
     /* ... and is dropped after 200 ms without counting. */
     st_now = start + 200 * 1000 * 1000;
@@ -1644,7 +1651,7 @@ TEST(spin_trial)
     CHECK(!gort__spintrial_due(st_now + 1));
     st_now += 10 * 1000 * 1000;
     st_wakeups += 1000;
-    st_cpu += 1000 * (gort__spintrial_spin() ? 6000 : 8000);
+    st_cpu += 1000 * (st_spin() ? 6000 : 8000);
     spun = st_windows(80, 1000, 6000, 8000);
     CHECK_GE(spun, 69);
     /* Dropped (the spin went off): the next turn only opens a window. */
@@ -1653,6 +1660,214 @@ TEST(spin_trial)
     st_wakeups += 1000;
     spun = st_windows(80, 1000, 6000, 8000);
     CHECK_GE(spun, 69);
+    rt_set_netpollnap(nap);
+}
+
+/* ---------------------------------------------------------------------------
+ * nap_trial
+ * ------------------------------------------------------------------------- */
+
+/* n windows of 10 ms, each in the trial's mode m: wakes[m] wake-ups at
+ * cpu[m] ns of CPU each.  ran[m] counts the windows of each mode. */
+static void nt_windows(int n, const uint64_t wakes[3], const int64_t cpu[3],
+                       int ran[3])
+{
+    ran[0] = ran[1] = ran[2] = 0;
+    for (int i = 0; i < n; i++) {
+        CHECK(gort__spintrial_due(st_now));
+        gort__spintrial_turn(st_now, st_cpu, st_wakeups);
+        int m = gort__spintrial_mode();
+        CHECK(m >= SPINTRIAL_SLEEP && m <= SPINTRIAL_NAP);
+        ran[m]++;
+        st_now += 10 * 1000 * 1000;
+        st_wakeups += wakes[m];
+        st_cpu += (int64_t)wakes[m] * cpu[m];
+    }
+}
+
+/* nt_windows, and what the windows ran, printed under `what`. */
+static void nt_phase(const char *what, int n, const uint64_t wakes[3],
+                     const int64_t cpu[3], int ran[3])
+{
+    nt_windows(n, wakes, cpu, ran);
+    say("%s: of %d windows %d slept, %d spun, %d napped\n", what, n,
+        ran[SPINTRIAL_SLEEP], ran[SPINTRIAL_SPIN], ran[SPINTRIAL_NAP]);
+}
+
+/* The spin trial with the nap (GORTDEBUG=netpollnap=20), fed directly:
+ * the three modes are measured once each, sleeping, spinning, napping;
+ * the nap wins only where its windows see a sixteenth more wake-ups a
+ * second at no more CPU a wake-up, and then runs seven windows in eight
+ * while the other two take turns in the eighth; it loses again when its
+ * gain in wake-ups falls under a thirty-second or its CPU a wake-up rises
+ * a thirty-second above the better of the other two; with the same
+ * wake-ups in every mode (a peer at a fixed rate) it never wins, even
+ * when it is cheaper; with netpollnap=0 no window naps. */
+TEST(nap_trial)
+{
+    int32_t nap = rt_set_netpollnap(20);
+    int ran[3];
+    gort__spintrial_reset();
+    st_now = 1000 * 1000 * 1000;
+    st_cpu = 5 * 1000 * 1000;
+    st_wakeups = 0;
+    /* A peer held back by its own CPU: naps answer 15% more, at a
+     * little less CPU a wake-up. */
+    const uint64_t held[3] = {1000, 1000, 1150};
+    const int64_t held_cpu[3] = {8000, 10000, 7800};
+    for (int m = SPINTRIAL_SLEEP; m <= SPINTRIAL_NAP; m++) {
+        nt_windows(1, held, held_cpu, ran);
+        CHECK_EQ(ran[m], 1);
+    }
+    nt_phase("a peer short of CPU", 160, held, held_cpu, ran);
+    /* The other two take turns: after a window of sleeping (within a
+     * quarter of the nap's CPU) the next other window comes eight
+     * later, after one of spinning (a quarter dearer) sixteen later. */
+    CHECK_GE(ran[SPINTRIAL_NAP], 146);
+    CHECK_LE(ran[SPINTRIAL_NAP], 148);
+    CHECK_GE(ran[SPINTRIAL_SLEEP], 6);
+    CHECK_GE(ran[SPINTRIAL_SPIN], 6);
+    /* The peer now waits for each answer: naps answer less.  Within a
+     * few of the nap's windows sleeping wins again, and the nap is tried
+     * in turn with spinning, less often as it stays a quarter dearer. */
+    const uint64_t waits[3] = {1000, 1000, 900};
+    const int64_t waits_cpu[3] = {8000, 10000, 10000};
+    nt_windows(16, waits, waits_cpu, ran);
+    CHECK_LE(ran[SPINTRIAL_NAP], 5);
+    nt_phase("a peer that waits", 256, waits, waits_cpu, ran);
+    CHECK_GE(ran[SPINTRIAL_SLEEP], 248);
+    CHECK_GE(ran[SPINTRIAL_NAP], 1);
+    CHECK_LE(ran[SPINTRIAL_NAP], 4);
+    /* A peer at a fixed rate: the same wake-ups in every mode.  Naps
+     * that cost less CPU a wake-up still do not win: they buy no
+     * throughput. */
+    const uint64_t fixed[3] = {1000, 1000, 1000};
+    const int64_t fixed_cpu[3] = {8000, 10000, 7000};
+    nt_phase("a fixed rate", 512, fixed, fixed_cpu, ran);
+    CHECK_GE(ran[SPINTRIAL_SLEEP], 480);
+    /* A tenth more wake-ups but dearer by a twentieth: no win; it comes
+     * close, so it is tried in turn with spinning one window in 16. */
+    const uint64_t dear[3] = {1000, 1000, 1100};
+    const int64_t dear_cpu[3] = {8000, 10000, 8400};
+    nt_phase("naps a tenth faster, a twentieth dearer", 512, dear, dear_cpu,
+             ran);
+    CHECK_GE(ran[SPINTRIAL_SLEEP], 470);
+    CHECK_LE(ran[SPINTRIAL_NAP], 33);
+    /* The CPU-bound peer again: the nap wins back within a few of its
+     * windows (one in eight to 64 at first)... */
+    nt_windows(512, held, held_cpu, ran);
+    CHECK_GE(ran[SPINTRIAL_NAP], 400);
+    /* ... and keeps winning while it still buys more than a
+     * thirty-second (4%), at a thirty-fifth more CPU (8.23 us against
+     * 8)... */
+    const uint64_t less[3] = {1000, 1000, 1040};
+    const int64_t less_cpu[3] = {8000, 10000, 8230};
+    nt_windows(160, less, less_cpu, ran);
+    CHECK_EQ(ran[SPINTRIAL_NAP], 140);
+    /* ... but not once its gain falls to 2%. */
+    const uint64_t little[3] = {1000, 1000, 1020};
+    nt_windows(64, little, less_cpu, ran);
+    nt_windows(160, little, less_cpu, ran);
+    CHECK_GE(ran[SPINTRIAL_SLEEP], 140);
+    /* The nap off: no window naps, whatever naps bought before. */
+    rt_set_netpollnap(0);
+    nt_windows(160, held, held_cpu, ran);
+    CHECK_EQ(ran[SPINTRIAL_NAP], 0);
+    CHECK_GE(ran[SPINTRIAL_SLEEP], 140);
+    rt_set_netpollnap(nap);
+    gort__spintrial_reset();
+}
+
+/* ---------------------------------------------------------------------------
+ * nap_wakeups
+ * ------------------------------------------------------------------------- */
+
+#define NW_NAP_US (300 * 1000) /* a nap far longer than anything waited */
+#define NW_ROUNDS 5
+
+static int nw_sv[2];
+static int64_t nw_overshoot[NW_ROUNDS];
+static int64_t nw_read_at; /* when the reader got its byte (nanotime) */
+
+/* Waits on the socket: a goroutine waiting on a descriptor, which the
+ * poller's spin and nap need. */
+static void nw_reader(void *arg)
+{
+    gort_waitgroup *wg = arg;
+    char c = 0;
+    CHECK_EQ(gort_read(nw_sv[0], &c, 1), 1);
+    CHECK_EQ(c, 'x');
+    __atomic_store_n(&nw_read_at, gort_nanotime(), __ATOMIC_RELEASE);
+    gort_waitgroup_done(wg);
+}
+
+/* Runs 20 ms (the other M meanwhile finds nothing to do and naps: no
+ * timer is due and a goroutine waits on a descriptor), then sleeps 5 ms:
+ * its timer is the poller's to run, and must end the nap. */
+static void nw_sleeper(void *arg)
+{
+    gort_waitgroup *wg = arg;
+    for (int i = 0; i < NW_ROUNDS; i++) {
+        int64_t t = gort_nanotime();
+        while (gort_nanotime() - t < 20 * 1000 * 1000)
+            ;
+        t = gort_nanotime();
+        gort_sleep(5 * 1000 * 1000);
+        nw_overshoot[i] = gort_nanotime() - t - 5 * 1000 * 1000;
+    }
+    gort_waitgroup_done(wg);
+}
+
+static void nw_main(void *arg)
+{
+    (void)arg;
+    int procs = gort_gomaxprocs(2);
+    int32_t nap = rt_set_netpollnap(NW_NAP_US);
+    gort__spintrial_force(SPINTRIAL_NAP);
+    uint64_t naps0 = metric_u64("/gort/sched/netpoll-naps:events");
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, nw_sv), 0);
+    CHECK_EQ(gort_fd_register(nw_sv[0]), 0);
+    gort_waitgroup rwg = GORT_WAITGROUP_INIT, swg = GORT_WAITGROUP_INIT;
+    gort_waitgroup_add(&rwg, 1);
+    gort_go(nw_reader, &rwg);
+    gort_waitgroup_add(&swg, 1);
+    gort_go(nw_sleeper, &swg);
+    gort_waitgroup_wait(&swg);
+    int64_t worst = 0;
+    for (int i = 0; i < NW_ROUNDS; i++)
+        worst = nw_overshoot[i] > worst ? nw_overshoot[i] : worst;
+    uint64_t naps = metric_u64("/gort/sched/netpoll-naps:events") - naps0;
+    say("naps %llu; 5 ms sleeps overshot by at most %lld us (a nap is "
+        "%d ms)\n",
+        (unsigned long long)naps, (long long)(worst / 1000),
+        NW_NAP_US / 1000);
+    CHECK_GE(naps, 1);
+    CHECK_LT(worst, 150 * 1000 * 1000);
+    /* Data that comes during a nap is not lost: the next M that looks
+     * for work polls (here main's, as main parks on its timer), else the
+     * nap's own poll at its end. */
+    int64_t t = gort_nanotime();
+    CHECK_EQ(write(nw_sv[1], "x", 1), 1);
+    gort_sleep(10 * 1000 * 1000);
+    gort_waitgroup_wait(&rwg);
+    int64_t took = __atomic_load_n(&nw_read_at, __ATOMIC_ACQUIRE) - t;
+    say("a byte sent during a nap read after %lld us\n",
+        (long long)(took / 1000));
+    CHECK_LT(took, 150 * 1000 * 1000);
+    gort__spintrial_force(-1);
+    rt_set_netpollnap(nap);
+    CHECK_EQ(gort_close(nw_sv[0]), 0);
+    CHECK_EQ(close(nw_sv[1]), 0);
+    gort_gomaxprocs(procs);
+}
+
+/* The poller's nap (forced, 300 ms long) ends at the runtime's own
+ * wake-ups: a goroutine's 5 ms timer, set while the other M naps, fires
+ * within 150 ms, five times in a row; the naps are counted in
+ * /gort/sched/netpoll-naps:events; a byte sent during a nap is read. */
+TEST(nap_wakeups)
+{
+    run_main(nw_main, NULL);
 }
 
 /* ---------------------------------------------------------------------------
