@@ -889,7 +889,8 @@ void gort__netpoll_wake_by(int64_t when)
  * have cost min(gap, L) of CPU and, when the gap was within L, saved a
  * sleep and a wake-up: the CPU the poller's thread spends to block in
  * epoll_wait and be woken, which the poller measures on every 16th spell
- * that sleeps (its thread's CPU clock around the call: far less than the
+ * that sleeps while it spins, every 256th while it does not (its thread's
+ * CPU clock around the call, two system calls: far less than the
  * wake-up's latency).  spinpay keeps moving averages of the cost and the
  * gain (1/16 weight each) and the poller spins while the gain outweighs
  * the cost: by a quarter more to start spinning, a quarter less to stop,
@@ -913,8 +914,11 @@ void gort__netpoll_wake_by(int64_t when)
 #define SPIN_GAIN_NS (10 * 1000)
 /* A slept spell whose gap is this much beyond L was beyond it anyway. */
 #define SPIN_WAKE_SLACK_NS (200 * 1000)
-/* One slept spell in this many has its CPU measured. */
+/* One slept spell in this many has its CPU measured, while spinning
+ * and while not: off, the gain only has to stay roughly right for the
+ * probes, and at partial load nearly every request is a slept spell. */
 #define SPIN_SAMPLE_EVERY 16
+#define SPIN_SAMPLE_EVERY_OFF 256
 /* Spells between probes while not spinning: doubled after a probe that
  * misses, halved after one that hits, within these bounds. */
 #define SPIN_PROBE_FIRST 64
@@ -925,7 +929,7 @@ static struct {
     bool off;             /* not spinning: the gain fell behind */
     uint32_t spells;      /* idle spells since the last probe, while off */
     uint32_t probe_every; /* spells between probes (0: the first) */
-    uint32_t slept;       /* spells that slept, for the samples */
+    uint32_t slept;       /* spells slept since the last sample */
 } spinpay;
 
 void gort__spinpay_record(int64_t gap, int64_t spin, bool probe)
@@ -1297,11 +1301,16 @@ int32_t gort__netpoll_sleep(int64_t until, struct gqueue *q)
                 if (delay < 0)
                     delay = 0;
             }
-            /* Every 16th sleep: what it costs this thread in CPU, the
+            /* Now and then: what a sleep costs this thread in CPU, the
              * gain of a spin that would have avoided it.  Counted only
              * when the thread was off the CPU for a while (it slept). */
-            bool sample = eligible && spin_limit() != 0 &&
-                          ++spinpay.slept % SPIN_SAMPLE_EVERY == 0;
+            bool sample = false;
+            if (eligible && spin_limit() != 0 &&
+                ++spinpay.slept >= (spinpay.off ? SPIN_SAMPLE_EVERY_OFF
+                                                : SPIN_SAMPLE_EVERY)) {
+                spinpay.slept = 0;
+                sample = true;
+            }
             int64_t c0 = sample ? (int64_t)gort__thread_cputime(0) : 0;
             int64_t w0 = sample ? gort_nanotime() : 0;
             n = gort__netpoll(delay, q);
