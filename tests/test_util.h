@@ -156,9 +156,11 @@ static inline int count_fds(void)
         char path[300], target[64];
         snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
         /* A descriptor closed since readdir listed it is not open
-         * (readlink fails): sysmon's /proc reads come and go so. */
+         * (readlink fails).  sysmon's reads come and go: /proc, and the
+         * cgroup CPU limit it reads again once a second. */
         ssize_t len = readlink(path, target, sizeof target - 1);
-        if (len < 0 || (len >= 6 && memcmp(target, "/proc/", 6) == 0))
+        if (len < 0 || (len >= 6 && memcmp(target, "/proc/", 6) == 0) ||
+            (len >= 15 && memcmp(target, "/sys/fs/cgroup/", 15) == 0))
             continue;
         n++;
     }
