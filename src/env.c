@@ -8,7 +8,8 @@
  *   GORTDEBUG      comma-separated key=value pairs, like Go's GODEBUG
  *                  (schedtrace, scheddetail, asyncpreemptoff, randomize,
  *                  stackguard, checkdeadoff, stackidle, lockfence,
- *                  trace, netpollspin, netpollnap, cpucrowd, and the
+ *                  trace, netpollspin, netpollnap, sysmonidle,
+ *                  cpucrowd, and the
  *                  simulation's sim, simstrategy, simpct, simfault) into
  *                  gort__debug (lockfence takes effect when the library is
  *                  loaded: lock_futex.c reads it then);
@@ -352,6 +353,7 @@ enum dkind {
     D_DEPTH, /* 1 .. 64 */
     D_PPM,   /* parts per million, 0 .. 1,000,000 */
     D_CROWD, /* 0, 1 or 2 */
+    D_IDLE,  /* milliseconds, 20 .. 10,000 */
 };
 
 /* What each kind wants, for the message about a bad value. */
@@ -366,6 +368,7 @@ static const char *const dkind_want[] = {
     [D_DEPTH] = "a number of change points from 1 to 64",
     [D_PPM] = "a number of faults per million calls from 0 to 1000000",
     [D_CROWD] = "0 (two event loops), 1 (tried and measured) or 2 (one loop)",
+    [D_IDLE] = "a number of milliseconds from 20 to 10000",
 };
 
 /* The settings, with the field of struct gort_debugvars each sets: an
@@ -388,6 +391,7 @@ static const struct dsetting {
     {"trace", offsetof(struct gort_debugvars, trace), D_PATH},
     {"netpollspin", offsetof(struct gort_debugvars, netpollspin), D_US},
     {"netpollnap", offsetof(struct gort_debugvars, netpollnap), D_US},
+    {"sysmonidle", offsetof(struct gort_debugvars, sysmonidle), D_IDLE},
     {"cpucrowd", offsetof(struct gort_debugvars, cpucrowd), D_CROWD},
     {"sim", offsetof(struct gort_debugvars, sim), D_SEED},
     {"simstrategy", offsetof(struct gort_debugvars, simstrategy), D_STRAT},
@@ -429,6 +433,12 @@ static bool debug_value(enum dkind k, const char *v, size_t n, int32_t *out)
         return false;
     case D_CROWD:
         if (!parse_u64(v, n, 2, &x))
+            return false;
+        *out = (int32_t)x;
+        return true;
+    case D_IDLE:
+        if (!parse_u64(v, n, 10000, &x) ||
+            x < GORT_SYSMON_ALLIDLE_US / 1000)
             return false;
         *out = (int32_t)x;
         return true;
@@ -1069,6 +1079,7 @@ void gort__read_env(void)
                                           .stackidle = GORT_STACK_IDLE_MS,
                                           .netpollspin = GORT_NETPOLL_SPIN_US,
                                           .netpollnap = GORT_NETPOLL_NAP_US,
+                                          .sysmonidle = GORT_SYSMON_IDLE_MAX_MS,
                                           .cpucrowd = 1,
                                           .lockfence = 1,
                                           .hook = 1};

@@ -29,7 +29,8 @@
  * had under its number; a number made otherwise (open, eventfd) keeps a
  * registration the kernel dropped with the old file, and a goroutine that
  * parks on it is found by sysmon, which re-arms the descriptor of a park
- * that lasted from one of its checks to the next (10-40 ms,
+ * that lasted from one of its checks to the next (10-40 ms; up to 180
+ * when the park began during one of sysmon's long idle rounds:
  * gort__fd_check_hooked): the number is added again for its present file
  * and its readiness reported (re-arming at every park would cost an
  * epoll_ctl a wait).  A hooked close or dup2 over a watched
@@ -893,7 +894,7 @@ static ssize_t hook_rw_body(int fd, const struct iovec *iov, int cnt, int mode,
  * request and its reply cost the client (fdio.c's fd_read does the same).
  * Should the guess be wrong (data left by a read that stopped early
  * without the urgent mark's EPOLLPRI), sysmon's check re-arms the socket
- * within 10-40 ms (see the top).  0 to make the call, -errno to return. */
+ * within 10-40 ms, or 180 (see the top).  0 to make the call, -errno to return. */
 static int sock_wait_first(struct polldesc *pd, int fd, size_t want)
 {
     int err = 0;

@@ -701,17 +701,18 @@ int gort__fd_detach(int fd)
     return 0;
 }
 
-void gort__fd_check_hooked(bool all)
+bool gort__fd_check_hooked(bool all)
 {
     /* Relaxed: a registration missed here is seen at the next check. */
     if (load_relaxed(&pollcache.nhooked) == 0)
-        return;
+        return false;
     /* Numbers the backend refused to watch again: closed (a close(2) that
      * raced the registration, or one behind the hooks' back), or now a
      * file it cannot watch.  Let go after the scan. */
     enum { MAXGONE = 16 };
     struct polldesc *gone[MAXGONE];
     int gonefd[MAXGONE], ngone = 0;
+    bool parked = false; /* a park waits for its re-arm */
     gort__spinlock(&pollcache.lock);
     for (int fd = 0; fd < pollcache.nbyfd && ngone < MAXGONE; fd++) {
         struct polldesc *pd = pollcache.byfd[fd];
@@ -730,6 +731,7 @@ void gort__fd_check_hooked(bool all)
                 rearm = true;
             } else {
                 pd->hk_seen[k] = parks; /* parked since the last check */
+                parked = true;          /* re-armed at the next */
             }
         }
         int err = rearm ? gort__netpoll_rearm(fd, pd) : 0;
@@ -737,6 +739,7 @@ void gort__fd_check_hooked(bool all)
             /* Out of kernel memory or of watches: again next time. */
             pd->hk_checked[0] = was[0];
             pd->hk_checked[1] = was[1];
+            parked = true;
         } else if (err) {
             /* In the table, so not given back: a reference is safe. */
             xadd_acqrel(&pd->refs, 1);
@@ -747,6 +750,7 @@ void gort__fd_check_hooked(bool all)
     gort__spinunlock(&pollcache.lock);
     for (int i = 0; i < ngone; i++)
         detach(gonefd[i], gone[i]);
+    return parked;
 }
 
 int gort__fd_dup(int oldfd, int newfd, int flags)

@@ -141,8 +141,10 @@ GORT_HIDDEN int gort__fd_register_hook(int fd);
  * no edge.  So sysmon re-arms, once a park, every hooked descriptor a
  * goroutine has been parked on since its last check (all: since any
  * time): EPOLL_CTL_MOD, or ADD when the backend no longer watches the
- * number for its present file, each reporting readiness at once. */
-GORT_HIDDEN void gort__fd_check_hooked(bool all);
+ * number for its present file, each reporting readiness at once.
+ * Returns whether a park was seen that the next check re-arms (sysmon
+ * then comes back for it within its shortest all-idle round). */
+GORT_HIDDEN bool gort__fd_check_hooked(bool all);
 /* The kernel gave out the number fd again, for a new file (gort-hook saw
  * the call that made it): whatever is registered under it belongs to a
  * file closed behind gort's back.  Its waiters return -EBADF and its

@@ -154,8 +154,12 @@ _Static_assert(GORT_RUNQ_SIZE >= 2 &&
 #define GORT_SYSMON_MAX_US 10000
 #define GORT_SYSMON_IDLE_ROUNDS 50
 /* sysmon's round after one that found every P idle, once its rounds are
- * at their longest (sysmon.c). */
+ * at their longest; each further such round doubles it, up to
+ * GORTDEBUG=sysmonidle (ms), while no round has retaken a P or asked a G
+ * to yield for GORT_SYSMON_CALM_NS (sysmon.c). */
 #define GORT_SYSMON_ALLIDLE_US 20000
+#define GORT_SYSMON_IDLE_MAX_MS 160
+#define GORT_SYSMON_CALM_NS (1000 * 1000 * 1000)
 /* Free G cache per P: spill to the global list at 64, down to 32 (gfput). */
 #define GORT_GFREE_MAX 64
 #define GORT_GFREE_KEEP 32
@@ -944,6 +948,9 @@ struct gort_debugvars {
                                 atomically (tests change it) */
     int32_t netpollnap;      /* us the poller naps on a timer before it
                                 sleeps in epoll_wait; read atomically
+                                (tests change it) */
+    int32_t sysmonidle;      /* ms: sysmon's longest sleep while every
+                                P is idle, 20 .. 10000; read atomically
                                 (tests change it) */
     int32_t cpucrowd;        /* 1 (the default): sysmon's crowd meter
                                 tries one event loop against two while

@@ -5,14 +5,19 @@
  *
  * It sleeps 20 us between rounds; after 50 rounds in which it had nothing
  * to do it doubles the sleep, up to 10 ms.  A round of 10 ms that finds
- * every P idle is followed by one of 20 ms: there is no G to watch at
- * that moment, and a server at partial load, whose Ps are idle nearly
- * always, would otherwise pay a timed wake-up (costly in a virtual
- * machine: docs/design.md) a hundred times a second.  A G that takes a P
- * just after such a round is asked to yield within 30 ms (within 20 when
- * the round found a P running).  When every P has been idle for three
- * rounds at their longest (or the world is stopped) it sleeps until
- * acquirep or startTheWorld wakes it, unless schedtrace output is due.
+ * every P idle is followed by one of 20 ms, and each further such round
+ * in a row by one twice as long, up to GORTDEBUG=sysmonidle (160 ms):
+ * there is no G to watch at that moment, and a server at partial load,
+ * whose Ps are idle nearly always, would otherwise pay a timed wake-up
+ * (costly in a virtual machine: docs/design.md) a hundred times a second.
+ * The idle rounds stay at 20 ms for a second after a round retook a P or
+ * asked a G to yield, and while a hooked park waits for its re-arm.  So a
+ * G that takes a P just after such a round is asked to yield within
+ * sysmonidle + 10 ms in a program whose Gs have not run long lately, and
+ * within 30 ms in one whose Gs have (within 20 when the round found a P
+ * running).  When nothing has been scheduled for 40 ms of rounds at their
+ * longest (or the world is stopped) it sleeps until acquirep or
+ * startTheWorld wakes it, unless schedtrace output is due.
  * A syscall entered while work waits on its P puts it back on 20 us
  * rounds at once (gort__sysmon_kick).  Its thread has a timer slack of
  * 1 ns: with the default 50 us, a 20 us sleep lasts several times as
@@ -376,16 +381,16 @@ static uint64_t activity(void)
     return sum;
 }
 
-/* sysmon deep-sleeps only after this many rounds at its longest (10 ms
- * each) in which nothing was scheduled at all.  A server at partial load
- * has every P idle between requests most of the time; deep-sleeping then
- * had every request's P wake sysmon (a futex wake and a thread's wake-up
- * each), where rounds every 10 ms cost 100 small wake-ups a second. */
-#define QUIET_ROUNDS 3
+/* sysmon deep-sleeps only after this long at rounds at their longest in
+ * which nothing was scheduled at all.  A server at partial load has every
+ * P idle between requests most of the time; deep-sleeping then had every
+ * request's P wake sysmon (a futex wake and a thread's wake-up each). */
+#define QUIET_NS (40 * 1000 * 1000)
 
 /* How often gort-hook's parked goroutines are checked for a registration
  * gone stale (netpoll.h, gort__fd_check_hooked): a park is re-armed after
- * 10-40 ms. */
+ * 10-40 ms, or up to 180 when it began during a long idle round (the
+ * first check then comes up to 160 ms later, the next within 20). */
 #define HOOK_CHECK_NS (10 * 1000 * 1000)
 
 /* ---------------------------------------------------------------------------
@@ -573,8 +578,13 @@ static void *sysmon(void *arg)
     prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
     int64_t delay_us = GORT_SYSMON_MIN_US, lasttrace = 0, lastscavenge = 0;
     int64_t lastmaxprocs = gort_nanotime(), lastcheck = 0;
-    uint32_t idle = 0, quiet = 0;
+    uint32_t idle = 0;
     uint64_t lastactivity = 0;
+    int64_t lastround = 0, quiet_since = 0; /* 0: not quiet */
+    /* The next round after one that finds every P idle, and when a round
+     * last retook a P or asked a G to yield (0: never). */
+    int64_t allidle_us = GORT_SYSMON_ALLIDLE_US, lastacted = 0;
+    bool hookwait = false; /* a hooked park waits for its re-arm */
     int64_t wake = 0; /* the next P deadline retake saw (0: none) */
     bool quick = false; /* one short round, then the rounds as they were */
     bool sawidle = false; /* the last round found every P idle */
@@ -586,9 +596,28 @@ static void *sysmon(void *arg)
         if (delay_us > GORT_SYSMON_MAX_US)
             delay_us = GORT_SYSMON_MAX_US;
         int64_t sleep_us = quick ? GORT_SYSMON_MIN_US : delay_us;
-        if (sawidle && !quick && delay_us >= GORT_SYSMON_MAX_US)
-            sleep_us = GORT_SYSMON_ALLIDLE_US;
+        if (sawidle && !quick && delay_us >= GORT_SYSMON_MAX_US) {
+            /* No G to watch now: each such round in a row sleeps twice
+             * as long as the last, up to sysmonidle, unless the rounds
+             * have had to act lately ("sysmon's idle rounds" in
+             * docs/design.md). */
+            sleep_us = allidle_us;
+            int64_t most =
+                (int64_t)load_relaxed(&gort__debug.sysmonidle) * 1000;
+            allidle_us = 2 * allidle_us < most ? 2 * allidle_us : most;
+            if (allidle_us < GORT_SYSMON_ALLIDLE_US)
+                allidle_us = GORT_SYSMON_ALLIDLE_US;
+        }
         quick = false;
+        /* Not past a due schedtrace line. */
+        if (gort__debug.schedtrace > 0) {
+            int64_t until =
+                (lasttrace + (int64_t)gort__debug.schedtrace * 1000000 -
+                 gort_nanotime()) / 1000;
+            if (until < sleep_us)
+                sleep_us = until < GORT_SYSMON_MIN_US ? GORT_SYSMON_MIN_US
+                                                       : until;
+        }
         /* Not past a running P's timer: a backed-off sysmon would
          * otherwise let it wait up to a whole round. */
         if (wake != 0) {
@@ -622,13 +651,17 @@ static void *sysmon(void *arg)
         bool allidle = load_relaxed(&gort__sched.npidle) ==
                        load_relaxed(&gort__gomaxprocs);
         sawidle = allidle;
-        quiet = delay_us >= GORT_SYSMON_MAX_US && allidle &&
-                        act == lastactivity
-                    ? quiet + 1
-                    : 0;
+        if (delay_us >= GORT_SYSMON_MAX_US && allidle && act == lastactivity) {
+            if (quiet_since == 0)
+                quiet_since = lastround; /* nothing scheduled since */
+        } else {
+            quiet_since = 0;
+        }
         lastactivity = act;
+        lastround = now;
         if (gort__debug.schedtrace <= 0 &&
-            (load_relaxed(&gort__sched.gcwaiting) || quiet >= QUIET_ROUNDS)) {
+            (load_relaxed(&gort__sched.gcwaiting) ||
+             (quiet_since != 0 && now - quiet_since >= QUIET_NS))) {
             /* Trim what is due now; sleep until the next is due, or for
              * good: an idle process has no thread waking up. */
             int64_t due;
@@ -637,6 +670,7 @@ static void *sysmon(void *arg)
             /* Every parked G has been parked for the quiet rounds: check
              * gort-hook's now, as no round comes before one runs again. */
             gort__fd_check_hooked(true);
+            hookwait = false;
             deep_sleep(due ? (due > now ? due - now : 0) : -1);
             now = gort_nanotime();
             store_relaxed(&gort__sched.coarsenow, now);
@@ -653,14 +687,18 @@ static void *sysmon(void *arg)
              * now: a G that keeps it is then asked to yield after 10 ms,
              * not after up to 20. */
             quick = true;
+            quiet_since = 0;
+            lastround = now;
             if (load_relaxed(&sysmon_stopping))
                 break;
             continue;
         }
-        if (retake(now, &wake) > 0)
+        if (retake(now, &wake) > 0) {
             idle = 0;
-        else
+            lastacted = now;
+        } else {
             idle++;
+        }
         resignal_marked(now);
         crowd_meter(now);
         /* Poll the network if nobody has for 10 ms (Go's sysmon). */
@@ -690,8 +728,15 @@ static void *sysmon(void *arg)
         }
         if (lastcheck + HOOK_CHECK_NS <= now) {
             lastcheck = now;
-            gort__fd_check_hooked(false);
+            hookwait = gort__fd_check_hooked(false);
         }
+        /* Idle rounds lengthen only while nothing called for a closer
+         * watch: no P retaken nor G asked to yield for a while (a program
+         * with long-running Gs keeps its 30 ms bound on the first one
+         * after an idle spell), no hooked park waiting for its re-arm. */
+        if (hookwait ||
+            (lastacted != 0 && now - lastacted < GORT_SYSMON_CALM_NS))
+            allidle_us = GORT_SYSMON_ALLIDLE_US;
         if (lastscavenge + 1000000000 <= now) {
             int64_t due;
             lastscavenge = now;

@@ -264,6 +264,12 @@ TEST(debug_keys)
     gort__parse_debug("netpollspin=1000000", &dv);
     CHECK_EQ(dv.netpollspin, 1000000);
 
+    /* sysmon's idle rounds: from its shortest, 20 ms, to 10 s. */
+    gort__parse_debug("sysmonidle=20", &dv);
+    CHECK_EQ(dv.sysmonidle, 20);
+    gort__parse_debug("sysmonidle=10000", &dv);
+    CHECK_EQ(dv.sysmonidle, 10000);
+
     /* Back to 0, empty entries, blanks, the last value wins. */
     gort__parse_debug(",,scheddetail=0,, randomize = 0 ,schedtrace=0,"
                       "schedtrace=2147483647,",
@@ -333,6 +339,20 @@ TEST(debug_bad)
                       "(want a number of microseconds from 0 to 1000000); "
                       "ignored\n") == 0);
     CHECK_EQ(dv.netpollspin, 50);
+    free(out);
+
+    /* Below sysmon's shortest idle round, or over 10 s: refused. */
+    dv.sysmonidle = 160;
+    cap_begin();
+    gort__parse_debug("sysmonidle=19,sysmonidle=10001", &dv);
+    out = cap_end();
+    CHECK(strcmp(out, "gort: GORTDEBUG: sysmonidle=\"19\" is not valid "
+                      "(want a number of milliseconds from 20 to 10000); "
+                      "ignored\n"
+                      "gort: GORTDEBUG: sysmonidle=\"10001\" is not valid "
+                      "(want a number of milliseconds from 20 to 10000); "
+                      "ignored\n") == 0);
+    CHECK_EQ(dv.sysmonidle, 160);
     free(out);
 
     cap_begin();

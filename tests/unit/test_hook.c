@@ -806,7 +806,7 @@ static void urg_main(void *arg)
  * (saving the read that would fail), except once urgent data came: a
  * read stops at the urgent mark with data left that no edge announces;
  * the next read gets it at once (median of 10 rounds under 5 ms, where
- * waiting would take sysmon's 10-40 ms). */
+ * waiting would take sysmon's 10-180 ms). */
 TEST(tcp_read_after_urgent_mark)
 {
     run_main(urg_main, NULL);

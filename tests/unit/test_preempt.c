@@ -1597,3 +1597,66 @@ TEST(idle_then_spin)
         return;
     run_main(its_main, NULL);
 }
+
+/* ---------------------------------------------------------------------------
+ * idle_rounds_then_spin
+ * ------------------------------------------------------------------------- */
+
+#define IRS_TRIALS 5
+
+/* Light load: main wakes every 2 ms for a moment, for ms milliseconds. */
+static void irs_light(int ms)
+{
+    int64_t end = gort_nanotime() + (int64_t)ms * 1000 * 1000;
+    while (gort_nanotime() < end)
+        gort_sleep(2 * 1000 * 1000);
+}
+
+static void irs_main(void *arg)
+{
+    (void)arg;
+    int procs = gort_gomaxprocs(1);
+    int64_t late[IRS_TRIALS];
+    for (int i = 0; i < IRS_TRIALS; i++) {
+        /* The first time sysmon's idle rounds reach their longest; after
+         * that, a second has not passed since the last preemption. */
+        irs_light(i == 0 ? 600 : 200);
+        ATOMIC_STORE(&its_stop, 0);
+        CHECK_GT(gort_go(its_spinner, NULL), 1);
+        int64_t t0 = gort_nanotime();
+        gort_sleep(1000 * 1000);
+        late[i] = gort_nanotime() - t0 - 1000 * 1000;
+        ATOMIC_STORE(&its_stop, 1);
+        gort_sleep(5 * 1000 * 1000); /* the spinner sees the flag */
+    }
+    say("main's lateness after light load (ms):");
+    for (int i = 0; i < IRS_TRIALS; i++)
+        say(" %.1f", (double)late[i] / 1e6);
+    int64_t first = late[0];
+    int64_t med = median(late + 1, IRS_TRIALS - 1);
+    say("; then a median of %.1f\n", (double)med / 1e6);
+    if (getenv("GORT_TEST_EMULATOR")) {
+        fprintf(stderr, "idle_rounds_then_spin: under an emulator; bounds "
+                        "skipped\n");
+    } else {
+        /* Within a round of sysmonidle (160 ms), a look 10 ms later and
+         * slack. */
+        CHECK(first <= 250 * 1000 * 1000);
+        /* Idle rounds back at 20 ms: within 30 ms and slack.  Rounds
+         * still lengthening would give about 90 ms. */
+        CHECK(med <= 45 * 1000 * 1000);
+    }
+    gort_gomaxprocs(procs);
+}
+
+/* 1 P: light load for 600 ms (sysmon's idle rounds lengthen to 160 ms),
+ * then a goroutine spins while main sleeps 1 ms: main is late by at most
+ * 250 ms.  Then four times 200 ms of light load and the same: sysmon has
+ * asked a G to yield within the last second, its idle rounds stayed at
+ * 20 ms, and the median lateness is at most 45 ms. */
+TEST(idle_rounds_then_spin)
+{
+    if (!async_preempt_expected("idle_rounds_then_spin"))
+        return;
+    run_main(irs_main, NULL);
+}

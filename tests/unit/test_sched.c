@@ -1436,9 +1436,11 @@ TEST(exit_while_ms_start)
 /* ---------------------------------------------------------------------------
  * sysmon_light_load: a server at light load has every P idle at almost
  * every sysmon round, yet never idle long enough for sysmon's deep sleep.
- * sysmon then sleeps 20 ms after each round that found every P idle,
- * not 10: main wakes every 2 ms for a moment for 1 s, and sysmon's thread
- * (named gort-sysmon) goes to sleep about 50 times, not 100.
+ * sysmon then sleeps 20 ms after a round that found every P idle, and
+ * each such round in a row twice as long as the last, up to
+ * GORTDEBUG=sysmonidle (160 ms): main wakes every 2 ms for a moment, and
+ * sysmon's thread (named gort-sysmon) goes to sleep about 7 times a
+ * second, not 50 (sysmonidle=20) nor 100 (rounds of 10 ms).
  * ------------------------------------------------------------------------- */
 
 /* Voluntary context switches of the thread named name, or -1. */
@@ -1487,9 +1489,13 @@ static void sl_main(void *arg)
 {
     (void)arg;
     gort_sleep(100 * 1000 * 1000); /* sysmon on its long rounds */
+    /* Its idle rounds at their longest: 20 + 40 + 80 + 160 ms. */
+    int64_t end = gort_nanotime() + 400 * 1000 * 1000;
+    while (gort_nanotime() < end)
+        gort_sleep(2 * 1000 * 1000);
     uint64_t p0 = sl_preemptions();
     long before = thread_nvcsw("gort-sysmon");
-    int64_t end = gort_nanotime() + 1000 * 1000 * 1000;
+    end = gort_nanotime() + 1000 * 1000 * 1000;
     while (gort_nanotime() < end)
         gort_sleep(2 * 1000 * 1000);
     long after = thread_nvcsw("gort-sysmon");
@@ -1499,7 +1505,7 @@ static void sl_main(void *arg)
 }
 
 /* With every P idle at nearly every round but work every 2 ms, sysmon (thread
- * gort-sysmon) sleeps 30-70 times a second, not 100.  Serial: it counts
+ * gort-sysmon) sleeps 4-25 times a second, not 50 or 100.  Serial: it counts
  * sysmon's sleeps in 1 s of wall-clock time, and other jobs beside it make
  * main's P look busy at more of sysmon's rounds. */
 TEST_WITH(sysmon_light_load, TEST_SERIAL)
@@ -1508,14 +1514,29 @@ TEST_WITH(sysmon_light_load, TEST_SERIAL)
     run_main(sl_main, NULL);
     say("sysmon slept %ld times in 1 s of light load, %llu preemptions\n",
         sl_rounds, (unsigned long long)sl_kicks);
-    /* Rounds of 10 ms would be 95-100.  A busy machine shows main's P
-     * busy at more rounds (each then followed by a 10 ms round), and the
-     * count includes sysmon's waits for sched.lock: a CI run beside other
-     * tests saw 71.  A machine so busy that main's thread lost its CPU
-     * for 10 ms with the P in hand has main preempted, and a round that
-     * asks for a preemption puts sysmon back on its short rounds:
-     * GORT_SYSMON_IDLE_ROUNDS of 20 us and the doublings up to 10 ms,
-     * about 60 more sleeps each. */
+    /* Idle rounds of 160 ms are 6-7 a second.  A busy machine shows
+     * main's P busy at more rounds (each then followed by a 10 ms round),
+     * and the count includes sysmon's waits for sched.lock.  A machine so
+     * busy that main's thread lost its CPU for 10 ms with the P in hand
+     * has main preempted, and a round that asks for a preemption puts
+     * sysmon back on its short rounds (GORT_SYSMON_IDLE_ROUNDS of 20 us
+     * and the doublings up to 10 ms, about 60 more sleeps) and its idle
+     * rounds at 20 ms for a second (50 more). */
+    CHECK_GE(sl_rounds, 4);
+    CHECK_LE(sl_rounds, 25 + 110 * (long)sl_kicks);
+}
+
+/* The same with GORTDEBUG=sysmonidle=20: idle rounds stay at 20 ms, and
+ * sysmon sleeps 30-85 times a second, not 100. */
+TEST_WITH(sysmon_light_load_short, TEST_SERIAL)
+{
+    setenv("GORTMAXPROCS", "1", 1);
+    setenv("GORTDEBUG", "sysmonidle=20", 1);
+    run_main(sl_main, NULL);
+    say("sysmon slept %ld times in 1 s of light load, %llu preemptions\n",
+        sl_rounds, (unsigned long long)sl_kicks);
+    /* Rounds of 10 ms would be 95-100; a CI run beside other tests saw
+     * 71 (the busy machine of sysmon_light_load). */
     CHECK_GE(sl_rounds, 30);
     CHECK_LE(sl_rounds, 85 + 60 * (long)sl_kicks);
 }
