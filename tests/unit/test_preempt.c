@@ -1559,25 +1559,38 @@ static void its_spinner(void *arg)
         ;
 }
 
+/* A goroutine spins on the P while main sleeps 1 ms: how late main woke,
+ * ns.  The spinner stops after. */
+static int64_t its_trial(void)
+{
+    ATOMIC_STORE(&its_stop, 0);
+    CHECK_GT(gort_go(its_spinner, NULL), 1);
+    int64_t t0 = gort_nanotime();
+    gort_sleep(1000 * 1000);
+    int64_t late = gort_nanotime() - t0 - 1000 * 1000;
+    ATOMIC_STORE(&its_stop, 1);
+    gort_sleep(5 * 1000 * 1000); /* the spinner sees the flag */
+    return late;
+}
+
+static void its_say(const char *what, const int64_t *late, int n)
+{
+    say("main's lateness %s (ms):", what);
+    for (int i = 0; i < n; i++)
+        say(" %.1f", (double)late[i] / 1e6);
+}
+
 static void its_main(void *arg)
 {
     (void)arg;
     int procs = gort_gomaxprocs(1);
     int64_t late[ITS_TRIALS];
     for (int i = 0; i < ITS_TRIALS; i++) {
-        /* Every P idle for well over sysmon's 30 ms: it sleeps deeply. */
+        /* Every P idle for well over sysmon's 40 ms: it sleeps deeply. */
         gort_sleep(150 * 1000 * 1000);
-        ATOMIC_STORE(&its_stop, 0);
-        CHECK_GT(gort_go(its_spinner, NULL), 1);
-        int64_t t0 = gort_nanotime();
-        gort_sleep(1000 * 1000);
-        late[i] = gort_nanotime() - t0 - 1000 * 1000;
-        ATOMIC_STORE(&its_stop, 1);
-        gort_sleep(5 * 1000 * 1000); /* the spinner sees the flag */
+        late[i] = its_trial();
     }
-    say("main's lateness after an idle spell (ms):");
-    for (int i = 0; i < ITS_TRIALS; i++)
-        say(" %.1f", (double)late[i] / 1e6);
+    its_say("after an idle spell", late, ITS_TRIALS);
     int64_t med = median(late, ITS_TRIALS);
     say("; median %.1f\n", (double)med / 1e6);
     if (getenv("GORT_TEST_EMULATOR"))
@@ -1621,17 +1634,9 @@ static void irs_main(void *arg)
         /* The first time sysmon's idle rounds reach their longest; after
          * that, a second has not passed since the last preemption. */
         irs_light(i == 0 ? 600 : 200);
-        ATOMIC_STORE(&its_stop, 0);
-        CHECK_GT(gort_go(its_spinner, NULL), 1);
-        int64_t t0 = gort_nanotime();
-        gort_sleep(1000 * 1000);
-        late[i] = gort_nanotime() - t0 - 1000 * 1000;
-        ATOMIC_STORE(&its_stop, 1);
-        gort_sleep(5 * 1000 * 1000); /* the spinner sees the flag */
+        late[i] = its_trial();
     }
-    say("main's lateness after light load (ms):");
-    for (int i = 0; i < IRS_TRIALS; i++)
-        say(" %.1f", (double)late[i] / 1e6);
+    its_say("after light load", late, IRS_TRIALS);
     int64_t first = late[0];
     int64_t med = median(late + 1, IRS_TRIALS - 1);
     say("; then a median of %.1f\n", (double)med / 1e6);
