@@ -1197,10 +1197,15 @@ static int64_t spin_limit(void)
     return (int64_t)load_relaxed(&gort__debug.netpollspin) * 1000;
 }
 
-/* The nap's length in ns (0: none).  Relaxed, as spin_limit. */
-static int64_t nap_limit(void)
+/* The nap's length in ns (0: none).  Half as long on one P: there the
+ * napping thread is the only one to answer what came during the nap, one
+ * request after another, where two Ps share the batch (docs/design.md,
+ * "The poller's nap", has the measurements).  Relaxed, as spin_limit;
+ * GOMAXPROCS too: a change seen one nap late changes one nap's length. */
+int64_t gort__netpoll_nap_ns(void)
 {
-    return (int64_t)load_relaxed(&gort__debug.netpollnap) * 1000;
+    int64_t ns = (int64_t)load_relaxed(&gort__debug.netpollnap) * 1000;
+    return load_relaxed(&gort__gomaxprocs) == 1 ? ns / 2 : ns;
 }
 
 /* Spin if it pays (*probe: a probe of the gaps).  Returns true when the
@@ -1254,7 +1259,7 @@ static bool spin_before_sleep(int64_t until, struct gqueue *q, int32_t *n,
 static bool nap_before_sleep(int64_t until, uint32_t gen, struct gqueue *q,
                              int32_t *n)
 {
-    int64_t nap = nap_limit();
+    int64_t nap = gort__netpoll_nap_ns();
     if (nap == 0 || (until != 0 && until - gort_nanotime() <= nap))
         return false;
     /* Seq-cst: against gort__netpoll_wake's bump of pollgen and its read

@@ -124,6 +124,9 @@ GORT_HIDDEN int gort__spintrial_mode(void);
 GORT_HIDDEN void gort__spintrial_force(int mode);
 GORT_HIDDEN void gort__spintrial_drop(void);
 GORT_HIDDEN void gort__spintrial_reset(void);
+/* How long a nap lasts now, ns (0: no naps): GORTDEBUG=netpollnap, half
+ * of it on one P. */
+GORT_HIDDEN int64_t gort__netpoll_nap_ns(void);
 
 /* A registered descriptor's pollDesc, for fdio.c's calls.  Register fd
  * (inq: a TCP socket with TCP_INQ on): 0 or -errno. */

@@ -173,7 +173,8 @@ _Static_assert(GORT_RUNQ_SIZE >= 2 &&
 #define GORT_NETPOLL_SPIN_US 50
 /* How long the poller naps on a timer instead of waiting in epoll_wait,
  * while the spin trial finds that naps answer more requests a second
- * (GORTDEBUG=netpollnap, us; netpoll.c, gort__netpoll_sleep). */
+ * (GORTDEBUG=netpollnap, us; half of it on one P: netpoll.c,
+ * gort__netpoll_nap_ns). */
 #define GORT_NETPOLL_NAP_US 20
 /* Default thread limit (sched.maxmcount in proc.go). */
 #define GORT_DEFAULT_MAX_THREADS 10000

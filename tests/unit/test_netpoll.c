@@ -1871,6 +1871,34 @@ TEST(nap_wakeups)
 }
 
 /* ---------------------------------------------------------------------------
+ * nap_length
+ * ------------------------------------------------------------------------- */
+
+static void nl_main(void *arg)
+{
+    (void)arg;
+    int procs = gort_gomaxprocs(2);
+    int32_t nap = rt_set_netpollnap(20);
+    CHECK_EQ(gort__netpoll_nap_ns(), 20 * 1000);
+    gort_gomaxprocs(1);
+    CHECK_EQ(gort__netpoll_nap_ns(), 10 * 1000);
+    rt_set_netpollnap(0);
+    CHECK_EQ(gort__netpoll_nap_ns(), 0);
+    gort_gomaxprocs(3);
+    rt_set_netpollnap(1000);
+    CHECK_EQ(gort__netpoll_nap_ns(), 1000 * 1000);
+    rt_set_netpollnap(nap);
+    gort_gomaxprocs(procs);
+}
+
+/* A nap lasts GORTDEBUG=netpollnap on two Ps or more, half of it on one,
+ * none with 0. */
+TEST(nap_length)
+{
+    run_main(nl_main, NULL);
+}
+
+/* ---------------------------------------------------------------------------
  * crowd_meter
  * ------------------------------------------------------------------------- */
 
