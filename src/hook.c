@@ -894,7 +894,8 @@ static ssize_t hook_rw_body(int fd, const struct iovec *iov, int cnt, int mode,
  * request and its reply cost the client (fdio.c's fd_read does the same).
  * Should the guess be wrong (data left by a read that stopped early
  * without the urgent mark's EPOLLPRI), sysmon's check re-arms the socket
- * within 10-40 ms, or 180 (see the top).  0 to make the call, -errno to return. */
+ * within 10-40 ms, or 180 (see the top).  0 to make the call, -errno to
+ * return. */
 static int sock_wait_first(struct polldesc *pd, int fd, size_t want)
 {
     int err = 0;

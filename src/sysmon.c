@@ -383,8 +383,9 @@ static uint64_t activity(void)
 
 /* sysmon deep-sleeps only after this long at rounds at their longest in
  * which nothing was scheduled at all.  A server at partial load has every
- * P idle between requests most of the time; deep-sleeping then had every
- * request's P wake sysmon (a futex wake and a thread's wake-up each). */
+ * P idle between requests most of the time; deep-sleeping there would
+ * have every request's P wake sysmon (a futex wake and a thread's wake-up
+ * each). */
 #define QUIET_NS (40 * 1000 * 1000)
 
 /* How often gort-hook's parked goroutines are checked for a registration
