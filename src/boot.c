@@ -109,12 +109,8 @@ static void teardown(void)
     }
     /* The Gs' deadline timers: off the heaps now (timers_fini), pending
      * or not. */
-    for (uint32_t i = 0; i < gort__allglen; i++) {
-        struct g *gp = gort__allgs[i];
-        if (gp->dltimer)
-            gort__timer_discard(gp->dltimer);
-        gort__free(gp->dlt);
-    }
+    for (uint32_t i = 0; i < gort__allglen; i++)
+        gort__gdl_free(gort__allgs[i]);
     gort__allgs_fini();
     for (int32_t i = 0; i < gort__allp_len; i++)
         gort__free(gort__allp[i]);

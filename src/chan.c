@@ -164,34 +164,35 @@ chan_send_direct(struct m *mp, struct gort_chan *c, struct sudog *sg,
 /* ---------------------------------------------------------------------------
  * Waiting with a deadline (gort_chan_send_until, gort_chan_recv_until).
  *
- * The G's deadline timer (g->dlt, made on its first such wait) is pushed
+ * The G's deadline timer (g->dl, made on its first such wait) is pushed
  * to the deadline before the G locks the channel.  gort__gtimer_reset only
  * records a later time for a pending timer, without heap work, and the
  * timer is not stopped after the wait: a loop of waits with deadlines a
  * second ahead costs two lock pairs a wait, and the timer comes due about
  * once a second, to be re-sifted.  When it fires (dl_fire) it looks for
  * its G waiting with a passed deadline: it locks the channel the G
- * recorded (g->dlc, set under that channel's lock), finds the G's sudog
+ * recorded (dl->c, set under that channel's lock), finds the G's sudog
  * in the channel's queues and takes it out, and readies the G, which
  * returns -ETIMEDOUT.  Holding the channel's lock orders the firing with
  * the G's park (the G unlocks only once parked) and with the wakers (who
- * dequeue under it), so the G is woken once.  g->dlbusy keeps the channel
- * from being freed under the firing: the G clears dlc after its wait and
+ * dequeue under it), so the G is woken once.  dl->busy keeps the channel
+ * from being freed under the firing: the G clears c after its wait and
  * waits while a firing that read it is running (a Dekker pair, seq-cst).
  * ------------------------------------------------------------------------- */
 
 static void dl_fire(struct gtimer *t, int64_t now)
 {
+    struct gdl *dl = (struct gdl *)((char *)t - offsetof(struct gdl, t));
     struct g *gp = t->arg;
-    store_seqcst(&gp->dlbusy, 1);
-    struct gort_chan *c = load_seqcst(&gp->dlc);
+    store_seqcst(&dl->busy, 1);
+    struct gort_chan *c = load_seqcst(&dl->c);
     if (c) {
         struct sudog *sg = NULL;
         struct waitq *q = NULL;
         gort__spinlock(&c->lock);
-        /* Relaxed: dl_at was stored before the timer was pushed (its
-         * lock orders it); a later deadline of the same G just waits. */
-        if (load_relaxed(&gp->dlc) == c && load_relaxed(&gp->dl_at) <= now)
+        /* Relaxed: at was stored before the timer was pushed (its lock
+         * orders it); a later deadline of the same G just waits. */
+        if (load_relaxed(&dl->c) == c && load_relaxed(&dl->at) <= now)
             for (int k = 0; k < 2 && !sg; k++) {
                 q = k ? &c->sendq : &c->recvq;
                 for (sg = q->first; sg && !(sg->g == gp && sg->dl);)
@@ -209,28 +210,55 @@ static void dl_fire(struct gtimer *t, int64_t now)
     } else {
         /* A semaphore or notify-list wait (sema.c): its cancel locks
          * what the G waits on and checks it is still queued there.
-         * Relaxed dl_at: as above. */
-        struct dlwait *w = load_seqcst(&gp->dlsync);
-        if (w && load_relaxed(&gp->dl_at) <= now)
+         * Relaxed at: as above. */
+        struct dlwait *w = load_seqcst(&dl->sync);
+        if (w && load_relaxed(&dl->at) <= now)
             w->cancel(gp, w);
     }
     /* Release: our reads of the channel or the record before the G
      * frees or leaves it. */
-    store_rel(&gp->dlbusy, 0);
+    store_rel(&dl->busy, 0);
 }
 
 /* The G's wait with a deadline is over: no firing may look at its
  * channel any more. */
 static void dl_done(struct g *gp)
 {
-    store_seqcst(&gp->dlc, NULL);
-    while (load_seqcst(&gp->dlbusy))
+    store_seqcst(&gp->dl->c, NULL);
+    while (load_seqcst(&gp->dl->busy))
         gort__cpu_relax();
+}
+
+struct gdl *gort__gdl(struct g *gp)
+{
+    struct gdl *dl = gp->dl;
+    if (GORT_LIKELY(dl))
+        return dl;
+    if (!(dl = gort__calloc(1, sizeof *dl)))
+        return NULL;
+    gort__lock_init(&dl->t.mu, LOCKRANK_TIMER);
+    dl->t.idx = -1;
+    dl->t.f = dl_fire;
+    dl->t.arg = gp;
+    dl->t.selfonly = true; /* only its G starts it; nobody stops it */
+    gp->dl = dl;
+    return dl;
+}
+
+void gort__gdl_free(struct g *gp)
+{
+    struct gdl *dl = gp->dl;
+    if (!dl)
+        return;
+    if (dl->sel)
+        gort__timer_discard(dl->sel);
+    gort__free(dl);
+    gp->dl = NULL;
 }
 
 /* Make the G's deadline timer come due at at (its channel waits here,
  * its semaphore and notify-list waits in sema.c).  While it is pending
- * at dl_key or earlier, a deadline at or after dl_key is pushed to it
+ * at dl->key or earlier, a deadline at or after it is pushed to it
  * without locks (gort__gtimer_push): a loop of waits whose deadlines move
  * on costs no lock for the timer.  Otherwise it is started again.  0 or
  * -ENOMEM. */
@@ -238,25 +266,18 @@ int gort__dl_arm(struct g *gp, int64_t at, const char *who)
 {
     if (GORT_UNLIKELY(gp->foreign))
         gort__fatal_no_goroutine(who);
-    struct gtimer *t = gp->dlt;
-    if (!t) {
-        if (!(t = gort__calloc(1, sizeof *t)))
-            return -ENOMEM;
-        gort__lock_init(&t->mu, LOCKRANK_TIMER);
-        t->idx = -1;
-        t->f = dl_fire;
-        t->arg = gp;
-        t->selfonly = true; /* only its G starts it; nobody stops it */
-        gp->dlt = t;
-    }
+    struct gdl *dl = gort__gdl(gp);
+    if (!dl)
+        return -ENOMEM;
+    struct gtimer *t = &dl->t;
     /* Relaxed: dl_fire reads it after the timer's locks. */
-    store_relaxed(&gp->dl_at, at);
-    if (at < gp->dl_key || !gort__gtimer_push(t, at)) {
+    store_relaxed(&dl->at, at);
+    if (at < dl->key || !gort__gtimer_push(t, at)) {
         /* Seq-cst: after a firing's exchange (which then leaves it). */
         store_seqcst(&t->later, 0);
         gort__gtimer_reset(t, at);
     }
-    gp->dl_key = at;
+    dl->key = at;
     return 0;
 }
 
@@ -277,13 +298,13 @@ chan_block(struct m *mp, struct gort_chan *c, struct waitq *q, void *ep,
     gp->param = NULL;
     gp->waitobj = c;
     if (timedout) {
-        /* c first, then the clock.  A firing that reads dlc before this
+        /* c first, then the clock.  A firing that reads dl->c before this
          * store found nothing to wake, but it read the clock before, so
          * the clock read here shows the deadline passed, and the G does
          * not park.  One that reads c waits for c's lock, held until the
          * G is parked (or has left).  Seq-cst: dl_fire's load. */
-        store_seqcst(&gp->dlc, c);
-        if (gort_nanotime() >= load_relaxed(&gp->dl_at)) {
+        store_seqcst(&gp->dl->c, c);
+        if (gort_nanotime() >= load_relaxed(&gp->dl->at)) {
             gort__spinunlock_m(mp, &c->lock);
             gp->waiting = NULL;
             gp->waitobj = NULL;

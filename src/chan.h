@@ -147,11 +147,16 @@ GORT_HIDDEN int gort__chanrecv_until(struct gort_chan *c, void *ep, bool *ok,
 /* Push the G's deadline timer to at (an absolute gort_nanotime()): 0, or
  * -ENOMEM when the timer, made on the G's first wait with a deadline,
  * cannot be made.  Channel waits (chan.c) and semaphore and notify-list
- * waits (sema.c, through sync.c) share it; g->dlc or g->dlsync says
+ * waits (sema.c, through sync.c) share it; dl->c or dl->sync says
  * which wait it ends.  The G of a thread gort did not create has no P
  * for the timer: the fatal error of a goroutine-only call, who (the
  * public function's name). */
 GORT_HIDDEN int gort__dl_arm(struct g *gp, int64_t at, const char *who);
+/* The G's record of waits with a deadline (struct gdl), made on the first
+ * call: NULL when out of memory.  Owner G only.  gdl_free discards it at
+ * shutdown, its channel timer too. */
+GORT_HIDDEN struct gdl *gort__gdl(struct g *gp);
+GORT_HIDDEN void gort__gdl_free(struct g *gp);
 
 /* gort_select over cases and one case more, extra, as the last (select.c;
  * the caller has checked cases and ncases): the index of the case taken,

@@ -36,21 +36,23 @@ static bool forever(gort_deadline d)
  * timer cannot be made. */
 static gort_chan *arm(int64_t at)
 {
-    struct g *gp = gort__getg();
+    struct gdl *dl = gort__gdl(gort__getg());
+    if (!dl)
+        return NULL;
     int64_t ns = at - gort_nanotime();
-    if (!gp->dltimer) {
-        if (gort_timer_make(&gp->dltimer, ns, NULL, NULL) < 0)
+    if (!dl->sel) {
+        if (gort_timer_make(&dl->sel, ns, NULL, NULL) < 0)
             return NULL;
     } else {
-        gort_timer_reset(gp->dltimer, ns);
+        gort_timer_reset(dl->sel, ns);
     }
-    return gort_timer_chan(gp->dltimer);
+    return gort_timer_chan(dl->sel);
 }
 
 /* Stop the calling G's timer: the channel is empty after. */
 static void disarm(void)
 {
-    gort_timer_stop(gort__getg()->dltimer);
+    gort_timer_stop(gort__getg()->dl->sel);
 }
 
 int gort_select_until(gort_case *cases, int ncases, gort_deadline d)

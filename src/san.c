@@ -281,17 +281,20 @@ void gort__san_hook_enter(struct g *gp)
         __tsan_set_fiber_name(gp->tsan_hook_fiber, "gort-hook call");
     }
     /* The G runs on the second fiber until the call ends: a park inside
-     * it resumes there. */
-    gp->tsan_outer_fiber = gp->tsan_fiber;
+     * it resumes there.  The two swap places, the outer one kept in the
+     * hook's slot until the call ends. */
+    void *outer = gp->tsan_fiber;
     gp->tsan_fiber = gp->tsan_hook_fiber;
+    gp->tsan_hook_fiber = outer;
     __tsan_switch_to_fiber(gp->tsan_fiber, 0);
 }
 
 void gort__san_hook_leave(struct g *gp)
 {
     int e = errno; /* the call's result, whatever the switch does */
-    gp->tsan_fiber = gp->tsan_outer_fiber;
-    gp->tsan_outer_fiber = NULL;
+    void *hook = gp->tsan_fiber;
+    gp->tsan_fiber = gp->tsan_hook_fiber;
+    gp->tsan_hook_fiber = hook;
     __tsan_switch_to_fiber(gp->tsan_fiber, 0);
     errno = e;
 }
@@ -319,14 +322,11 @@ void gort__san_g_teardown(struct g *gp)
 {
     if (!(gort__san & GORT_SAN_TSAN))
         return;
-    if (gp->tsan_outer_fiber) {
-        /* Discarded inside a gort-hook call (only with libgort
-         * instrumented: no ignores on either fiber). */
-        __tsan_destroy_fiber(gp->tsan_outer_fiber);
-        gp->tsan_outer_fiber = NULL;
-    } else if (gp->tsan_hook_fiber) {
+    /* Inside a gort-hook call (discarded there: only with libgort
+     * instrumented, no ignores on either fiber) the slot holds the outer
+     * fiber; either way the one not running goes. */
+    if (gp->tsan_hook_fiber)
         __tsan_destroy_fiber(gp->tsan_hook_fiber);
-    }
     gp->tsan_hook_fiber = NULL;
     /* The fiber shares its word with ASan's fake-stack slot. */
     if (!gp->tsan_fiber)

@@ -274,20 +274,8 @@ struct g {
     struct sudog *waiting;  /* sudogs of the select/chan op it is parked
                                in, linked by waitlink; owner only */
     struct gort_defer_rec *defers; /* LIFO cleanup handlers; owner only */
-    struct gort_timer *dltimer; /* channel timer of its selects with a
-                               deadline (deadline.c), kept with the G;
-                               owner only */
-    /* Its channel waits with a deadline (chan.c, chan_block_until). */
-    struct gtimer *dlt;     /* their timer, made on the first, kept */
-    int64_t dl_at;          /* atomic: the last wait's deadline */
-    int64_t dl_key;         /* dlt is pending at this time or earlier,
-                               if at all; owner only */
-    struct gort_chan *dlc;  /* atomic: the channel it waits on, or NULL;
-                               set under that channel's lock */
-    struct dlwait *dlsync;  /* atomic: its semaphore or notify list wait
-                               (sema.c), or NULL; set under that lock */
-    uint32_t dlbusy;        /* atomic: the timer's function looks at dlc
-                               or dlsync */
+    struct gdl *dl;         /* its waits with a deadline: made on the
+                               first, kept with the G; owner writes */
     struct m *lockedm;      /* M it is wired to (LockOSThread), or NULL;
                                owner writes, schedulers read */
     uint32_t selectdone;    /* atomic: a select case already won */
@@ -325,12 +313,13 @@ struct g {
     uintptr_t gopc;         /* return address of the gort_go call */
     union {                 /* one sanitizer at a time (san.c) */
         void *asan_fake_stack; /* AddressSanitizer fake-stack save slot */
-        void *tsan_fiber;      /* ThreadSanitizer fiber, or NULL */
+        struct {
+            void *tsan_fiber;  /* ThreadSanitizer fiber, or NULL */
+            void *tsan_hook_fiber; /* the fiber its gort-hook calls run
+                                  on, or NULL; while one runs, the two
+                                  swap places (gort__san_hook_enter) */
+        };
     };
-    void *tsan_hook_fiber;  /* ThreadSanitizer: the fiber its gort-hook
-                               calls run on, or NULL (san.c,
-                               gort__san_hook_enter) */
-    void *tsan_outer_fiber; /* ... and tsan_fiber while one runs */
     /* For dumps (traceback.c); owner writes, dumps read racily. */
     int64_t parentgoid;     /* goid of the goroutine that created it, or 0 */
     /* A G is in a syscall or asynchronously preempted, never both: the
@@ -514,6 +503,26 @@ struct gtimer {
                               under mu while off the heap */
     void (*f)(struct gtimer *t, int64_t now);
     void *arg;
+};
+/* A G's waits with a deadline (chan.c, "Waiting with a deadline"; sema.c;
+ * deadline.c): made on its first such wait and kept with the G, which
+ * the next goroutine on the G uses too.  Most goroutines never wait with
+ * a deadline, so struct g holds only the pointer. */
+struct gdl {
+    struct gtimer t;        /* ends its channel, semaphore and notify-list
+                               waits (dl_fire); t.arg is the G */
+    int64_t at;             /* atomic: the last wait's deadline */
+    int64_t key;            /* t is pending at this time or earlier, if at
+                               all; owner only */
+    struct gort_chan *c;    /* atomic: the channel it waits on, or NULL;
+                               set under that channel's lock */
+    struct dlwait *sync;    /* atomic: its semaphore or notify-list wait
+                               (sema.c), or NULL; set under that lock */
+    uint32_t busy;          /* atomic: the timer's function looks at c or
+                               sync */
+    struct gort_timer *sel; /* the channel timer of its selects with a
+                               deadline (deadline.c), or NULL; owner
+                               only */
 };
 struct timerwhen {
     int64_t when;

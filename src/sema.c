@@ -492,8 +492,8 @@ static void sema_dl_cancel(struct g *gp, struct dlwait *w)
  * looks at the record (the Dekker pair of chan.c's dl_done). */
 static void dlsync_done(struct g *gp)
 {
-    store_seqcst(&gp->dlsync, NULL);
-    while (load_seqcst(&gp->dlbusy))
+    store_seqcst(&gp->dl->sync, NULL);
+    while (load_seqcst(&gp->dl->busy))
         gort__cpu_relax();
 }
 
@@ -526,7 +526,7 @@ bool gort__semacquire_until(uint32_t *addr, bool lifo, uint32_t reason,
          * record read a clock that this read follows, so the deadline
          * shows passed here; one that finds it waits for the lock.
          * Seq-cst: against the timer's load (chan.c, dl_fire). */
-        store_seqcst(&gp->dlsync, &s.dl);
+        store_seqcst(&gp->dl->sync, &s.dl);
         if (gort_nanotime() >= at) {
             sema_leave_locked(root, &s);
             gort__unlock(&root->lock);
@@ -909,7 +909,7 @@ bool gort__notifylistwait_until(gort_cond *c, uint32_t t, int64_t at,
         c->tail = &s;
         s.queued = true;
         /* The record first, then the clock (as semacquire_until). */
-        store_seqcst(&gp->dlsync, &s.dl);
+        store_seqcst(&gp->dl->sync, &s.dl);
         if (gort_nanotime() >= at) {
             notify_leave(&s, &dead);
             gort__spinunlock(l);

@@ -22,9 +22,10 @@ GORT_HIDDEN void *gort__semrelease(uint32_t *addr, bool handoff);
 GORT_HIDDEN void gort__semafini(void);
 
 /* Waits with a deadline.  The caller has pushed the G's deadline timer
- * (chan.c's, gort__dl_arm) to at; the wait publishes itself in
- * g->dlsync, and the timer's function calls its cancel, which takes the
- * waiter out of its queue and readies it unless a wake-up came first.
+ * (chan.c's, gort__dl_arm) to at; the wait publishes itself in the G's
+ * struct gdl (its sync), and the timer's function calls its cancel, which
+ * takes the waiter out of its queue and readies it unless a wake-up came
+ * first.
  * semacquire_until returns whether it took a unit (false: at passed
  * first); notifylistwait_until whether it was notified, and takes the
  * tombstone a timed-out waiter may leave (made by notifytomb_alloc before
