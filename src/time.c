@@ -155,19 +155,23 @@ static void heap_delete(struct timers *ts, uint32_t i)
  * Running due timers.
  * ------------------------------------------------------------------------- */
 
-/* Run pp's due timers.  now == 0: read the clock if anything is pending.
- * Returns the earliest remaining when (0: none).  The caller's M holds a
- * P (not necessarily pp).  Mirrors timers.check. */
 /* Queue the Gs that sleep timers woke.  The first (the earliest
  * deadline) goes to runnext, so that it runs when the G now on this P
  * yields, within a time slice of its timer, not behind the work queued
  * here (a G already in runnext moves to the ring's tail; sysmon asks the
- * running G to yield when a timer is due).  The rest go to
- * the timer-woken region at the head of the global queue, in deadline
- * order: ahead of Gs that have not started or that yielded, behind
- * sleepers woken earlier.  Go readies each into runnext instead; with
- * thousands of sleepers that starves the ones pushed out of the ring
- * (Go's p99 lateness on 10,000 sleepers is tens of milliseconds). */
+ * running G to yield when a timer is due).  The rest go to the
+ * timer-woken region at the head of the global queue, in deadline order:
+ * ahead of Gs that have not started or that yielded, behind sleepers
+ * woken earlier.  Go readies each into runnext instead; with thousands
+ * of sleepers that starves the ones pushed out of the ring (Go's p99
+ * lateness on 10,000 sleepers is tens of milliseconds).
+ *
+ * The region itself is taken from only on the global queue's turns and
+ * when this P's queue runs dry, so a stream of wake-ups, each going
+ * ahead through runnext, would leave it waiting.  Once more than
+ * GORT_WOKEN_AHEAD_MAX wait there, the newly woken queue behind them
+ * and the region's oldest takes runnext: when sleepers outrun the P,
+ * they run in deadline order. */
 static void flush_woken(struct m *mp)
 {
     int32_t n = mp->nwoken;
@@ -177,11 +181,21 @@ static void flush_woken(struct m *mp)
     mp->woken.head = mp->woken.tail = NULL;
     mp->nwoken = 0;
     mp->locks++;
-    struct g *first = gort__gqueue_pop(&q);
-    if (n > 1) {
+    struct g *first;
+    /* Relaxed: a hint, which a stale count only makes take the other
+     * way once. */
+    if (load_relaxed(&gort__sched.nwoken) > GORT_WOKEN_AHEAD_MAX) {
         gort__lock_m(mp, &gort__sched.lock);
-        gort__globrunqputwoken_locked(&q, n - 1);
+        gort__globrunqputwoken_locked(&q, n);
+        first = gort__globrunqget_locked(mp->p, 1);
         gort__unlock_m(mp, &gort__sched.lock);
+    } else {
+        first = gort__gqueue_pop(&q);
+        if (n > 1) {
+            gort__lock_m(mp, &gort__sched.lock);
+            gort__globrunqputwoken_locked(&q, n - 1);
+            gort__unlock_m(mp, &gort__sched.lock);
+        }
     }
     gort__runqput(mp->p, first, true);
     /* It will run from runnext, inheriting the time slice: count its
@@ -193,6 +207,9 @@ static void flush_woken(struct m *mp)
     mp->locks--;
 }
 
+/* Run pp's due timers.  now == 0: read the clock if anything is pending.
+ * Returns the earliest remaining when (0: none).  The caller's M holds a
+ * P (not necessarily pp).  Mirrors timers.check. */
 int64_t gort__timers_check(struct p *pp, int64_t now)
 {
     struct timers *ts = &pp->timers;

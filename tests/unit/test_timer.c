@@ -1067,6 +1067,70 @@ TEST_WITH(woken_no_starve, TEST_SERIAL)
     CHECK_LT(wns_elapsed, (SANITIZED ? 90 : 4) * 1000000000LL);
 }
 
+static int64_t wio_deadline; /* when the batch's sleeps end */
+static int64_t wio_sleeps;   /* the chain's sleeps done */
+static int64_t wio_at_last;  /* ... when the last of the batch ran */
+static int wio_left = 400;   /* the batch's goroutines yet to wake */
+static gort_waitgroup wio_wg = GORT_WAITGROUP_INIT;
+
+static void wio_batch(void *arg)
+{
+    (void)arg;
+    gort_sleep(wio_deadline - gort_nanotime());
+    int64_t seen = __atomic_load_n(&wio_sleeps, __ATOMIC_RELAXED);
+    if (__atomic_sub_fetch(&wio_left, 1, __ATOMIC_RELAXED) == 0)
+        wio_at_last = seen;
+    gort_waitgroup_done(&wio_wg);
+}
+
+static void wio_chain(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 20000 && __atomic_load_n(&wio_left, __ATOMIC_RELAXED);
+         i++) {
+        gort_sleep(1);
+        __atomic_add_fetch(&wio_sleeps, 1, __ATOMIC_RELAXED);
+    }
+    gort_waitgroup_done(&wio_wg);
+}
+
+static void wio_main(void *arg)
+{
+    (void)arg;
+    wio_deadline = gort_nanotime() + 20 * MS;
+    gort_waitgroup_add(&wio_wg, 401);
+    for (int i = 0; i < 400; i++)
+        CHECK_GT(gort_go(wio_batch, NULL), 0);
+    /* They all start and sleep while main does. */
+    gort_sleep(5 * MS);
+    /* Main keeps the P past their deadline: the first look at the timers
+     * after it finds all 100 due, one batch. */
+    gort_preempt_disable();
+    while (gort_nanotime() < wio_deadline + 2 * MS)
+        ;
+    CHECK_GT(gort_go(wio_chain, NULL), 0);
+    gort_preempt_enable();
+    gort_waitgroup_wait(&wio_wg);
+}
+
+/* Woken in one batch, 400 goroutines go to runnext (the first) and the
+ * global queue's woken region (the rest), from which the P's ring takes
+ * 128 at a time.  On 1 P a goroutine that sleeps 1 ns in a loop is woken
+ * again at every schedule.  Past GORT_WOKEN_AHEAD_MAX goroutines waiting
+ * in the region it queues behind them, so the whole batch runs before it
+ * has slept a few times.  Going ahead through runnext every time, it
+ * would take turns with the batch, one of its sleeps for each of them. */
+TEST(woken_in_order)
+{
+    setenv("GORTMAXPROCS", "1", 1);
+    run_main(wio_main, NULL);
+    say("the last of 400 goroutines woken together ran after %lld sleeps "
+        "of a goroutine woken at every schedule\n",
+        (long long)wio_at_last);
+    CHECK_EQ(wio_left, 0);
+    CHECK_LT(wio_at_last, 2 * GORT_WOKEN_AHEAD_MAX + 10);
+}
+
 /* ---------------------------------------------------------------------------
  * Tickers.
  * ------------------------------------------------------------------------- */
