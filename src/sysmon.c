@@ -367,11 +367,14 @@ static void resignal_marked(int64_t now)
     }
 }
 
-/* A sum of every P's scheduling and syscall ticks: it moves whenever any
- * goroutine was scheduled or entered a syscall since the last look. */
+/* A sum of every P's scheduling and syscall ticks and of the goroutines
+ * the poller readied: it moves whenever any goroutine was scheduled,
+ * entered a syscall or was woken by its descriptor since the last look
+ * (a G readied into runnext runs in the slice it inherits, without a
+ * tick). */
 static uint64_t activity(void)
 {
-    uint64_t sum = 0;
+    uint64_t sum = gort__netpoll_wakeups();
     gort__lock(&gort__allplock);
     int32_t n = load_acq(&gort__gomaxprocs);
     for (int32_t i = 0; i < n; i++)
@@ -526,6 +529,15 @@ bool gort__crowd_on(const struct gort__crowd *c)
     return c->one;
 }
 
+/* Whether the meter is at work: its windows wait for CPUs, or it runs or
+ * favors one loop.  Its trials compare windows a sysmon round or so
+ * long, so the rounds stay short meanwhile (sysmon's idle rounds would
+ * stretch a window over many of the load's changes). */
+static bool crowd_busy(void)
+{
+    return crowd.crowded || crowd.one || crowd.favor;
+}
+
 static void crowd_meter(int64_t now)
 {
     /* Relaxed: a knob tests change while sysmon runs. */
@@ -597,11 +609,12 @@ static void *sysmon(void *arg)
         if (delay_us > GORT_SYSMON_MAX_US)
             delay_us = GORT_SYSMON_MAX_US;
         int64_t sleep_us = quick ? GORT_SYSMON_MIN_US : delay_us;
-        if (sawidle && !quick && delay_us >= GORT_SYSMON_MAX_US) {
+        if (sawidle && !quick && delay_us >= GORT_SYSMON_MAX_US &&
+            !crowd_busy()) {
             /* No G to watch now: each such round in a row sleeps twice
              * as long as the last, up to sysmonidle, unless the rounds
-             * have had to act lately ("sysmon's idle rounds" in
-             * docs/design.md). */
+             * have had to act lately or the crowd meter is at work
+             * ("sysmon's idle rounds" in docs/design.md). */
             sleep_us = allidle_us;
             int64_t most =
                 (int64_t)load_relaxed(&gort__debug.sysmonidle) * 1000;
@@ -734,8 +747,9 @@ static void *sysmon(void *arg)
         /* Idle rounds lengthen only while nothing called for a closer
          * watch: no P retaken nor G asked to yield for a while (a program
          * with long-running Gs keeps its 30 ms bound on the first one
-         * after an idle spell), no hooked park waiting for its re-arm. */
-        if (hookwait ||
+         * after an idle spell), no hooked park waiting for its re-arm,
+         * the crowd meter at rest. */
+        if (hookwait || crowd_busy() ||
             (lastacted != 0 && now - lastacted < GORT_SYSMON_CALM_NS))
             allidle_us = GORT_SYSMON_ALLIDLE_US;
         if (lastscavenge + 1000000000 <= now) {
