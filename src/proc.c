@@ -321,8 +321,9 @@ pick_fast(struct m *mp, struct p *pp, bool *inherit, bool *locked,
      * before the 61-tick turn, which the next pick then takes: taken
      * first, the turn would make it wait out a whole time slice of the
      * global queue's head. */
-    if (global && (global_turn || pp->globowed ||
-                   pp->schedtick % GORT_GLOBAL_CHECK_TICKS == 0)) {
+    if (GORT_UNLIKELY(global &&
+                      (global_turn || pp->globowed ||
+                       pp->schedtick % GORT_GLOBAL_CHECK_TICKS == 0))) {
         if (!global_turn && !pp->globowed && load_relaxed(&pp->runnext)) {
             pp->globowed = true;
         } else {
