@@ -106,8 +106,9 @@ _Static_assert(GORT_RUNQ_SIZE >= 2 &&
 #define GORT_GLOBAL_CHECK_TICKS 61
 /* Timer-woken Gs that may wait in the global queue's woken region while
  * newly woken ones go ahead of them through runnext; past this, the
- * newly woken queue behind (time.c, flush_woken).  A G left in the
- * region below it waits at most this many of the global queue's turns. */
+ * newly woken queue behind (time.c, flush_woken).  Those left below it
+ * run at the global queue's turns, which the region shares with the
+ * plain part. */
 #define GORT_WOKEN_AHEAD_MAX 16
 /* Steal passes over all Ps (stealTries in proc.go). */
 #define GORT_STEAL_TRIES 4
@@ -280,7 +281,8 @@ struct g {
                                in, linked by waitlink; owner only */
     struct gort_defer_rec *defers; /* LIFO cleanup handlers; owner only */
     struct gdl *dl;         /* its waits with a deadline: made on the
-                               first, kept with the G; owner writes */
+                               first, kept with the G; owner only (the
+                               timer finds the record from itself) */
     struct m *lockedm;      /* M it is wired to (LockOSThread), or NULL;
                                owner writes, schedulers read */
     uint32_t selectdone;    /* atomic: a select case already won */

@@ -25,9 +25,8 @@ GORT_HIDDEN void gort__semafini(void);
  * (chan.c's, gort__dl_arm) to at; the wait publishes itself in the G's
  * struct gdl (its sync), and the timer's function calls its cancel, which
  * takes the waiter out of its queue and readies it unless a wake-up came
- * first.
- * semacquire_until returns whether it took a unit (false: at passed
- * first); notifylistwait_until whether it was notified, and takes the
+ * first.  semacquire_until returns whether it took a unit (false: at
+ * passed first); notifylistwait_until whether it was notified, and takes the
  * tombstone a timed-out waiter may leave (made by notifytomb_alloc before
  * the ticket is taken; freed or kept by the wait, see sema.c). */
 struct g;

@@ -551,8 +551,20 @@ static void crowd_meter(int64_t now)
         store_relaxed(&gort__sched.crowded, mode == 2 ? 1u : 0u);
         return;
     }
-    if (load_relaxed(&gort__sched.npidle) >= procs)
-        return; /* every P idle: the window goes on */
+    if (load_relaxed(&gort__sched.npidle) >= procs) {
+        /* Every P idle: the window goes on, unless it has lasted so long
+         * without its wake-ups that the load is light (as below), which
+         * a process idle at nearly every round would otherwise never
+         * find, and keep short rounds for a meter at rest (crowd_busy). */
+        if (crowd_began != 0 && now - crowd_began >= GORT_CROWD_MAX_NS &&
+            gort__netpoll_wakeups() - crowd_wake0 < GORT_CROWD_MIN_WAKEUPS) {
+            crowd = (struct gort__crowd){0};
+            crowd_began = 0;
+            /* Relaxed: as below. */
+            store_relaxed(&gort__sched.crowded, 0u);
+        }
+        return;
+    }
     if (crowd_began == 0) {
         crowd_read(); /* the Ms' waits so far: the window's start */
         crowd_began = now;

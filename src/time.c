@@ -163,8 +163,7 @@ static void heap_delete(struct timers *ts, uint32_t i)
  * timer-woken region at the head of the global queue, in deadline order:
  * ahead of Gs that have not started or that yielded, behind sleepers
  * woken earlier.  Go readies each into runnext instead; with thousands
- * of sleepers that starves the ones pushed out of the ring (Go's p99
- * lateness on 10,000 sleepers is tens of milliseconds).
+ * of sleepers that starves the ones pushed out of the ring.
  *
  * The region itself is taken from only on the global queue's turns and
  * when this P's queue runs dry, so a stream of wake-ups, each going
