@@ -1071,11 +1071,13 @@ static int64_t wio_deadline; /* when the batch's sleeps end */
 static int64_t wio_sleeps;   /* the chain's sleeps done */
 static int64_t wio_at_last;  /* ... when the last of the batch ran */
 static int wio_left = 400;   /* the batch's goroutines yet to wake */
+static int wio_asleep;       /* ... that have gone to sleep */
 static gort_waitgroup wio_wg = GORT_WAITGROUP_INIT;
 
 static void wio_batch(void *arg)
 {
     (void)arg;
+    __atomic_add_fetch(&wio_asleep, 1, __ATOMIC_RELAXED);
     gort_sleep(wio_deadline - gort_nanotime());
     int64_t seen = __atomic_load_n(&wio_sleeps, __ATOMIC_RELAXED);
     if (__atomic_sub_fetch(&wio_left, 1, __ATOMIC_RELAXED) == 0)
@@ -1097,14 +1099,19 @@ static void wio_chain(void *arg)
 static void wio_main(void *arg)
 {
     (void)arg;
-    wio_deadline = gort_nanotime() + 20 * MS;
+    /* Far enough ahead for a sanitizer's slow starts. */
+    wio_deadline = gort_nanotime() + (SANITIZED ? 3000 : 300) * MS;
     gort_waitgroup_add(&wio_wg, 401);
     for (int i = 0; i < 400; i++)
         CHECK_GT(gort_go(wio_batch, NULL), 0);
-    /* They all start and sleep while main does. */
-    gort_sleep(5 * MS);
+    /* They all start and sleep while main does: on 1 P, main runs again
+     * only once the last has parked, or been preempted just before. */
+    while (__atomic_load_n(&wio_asleep, __ATOMIC_RELAXED) < 400)
+        gort_sleep(MS);
+    gort_sleep(MS);
+    CHECK_LT(gort_nanotime(), wio_deadline);
     /* Main keeps the P past their deadline: the first look at the timers
-     * after it finds all 100 due, one batch. */
+     * after it finds all 400 due, one batch. */
     gort_preempt_disable();
     while (gort_nanotime() < wio_deadline + 2 * MS)
         ;
