@@ -552,10 +552,11 @@ static void crowd_meter(int64_t now)
         return;
     }
     if (load_relaxed(&gort__sched.npidle) >= procs) {
-        /* Every P idle: the window goes on, unless it has lasted so long
-         * without its wake-ups that the load is light (as below), which
-         * a process idle at nearly every round would otherwise never
-         * find, and keep short rounds for a meter at rest (crowd_busy). */
+        /* Every P idle: the window goes on.  But one that has gone
+         * GORT_CROWD_MAX_NS without its wake-ups is a light load here
+         * too (as below): a process idle at nearly every round would
+         * otherwise never close it, and crowd_busy would keep its
+         * rounds short. */
         if (crowd_began != 0 && now - crowd_began >= GORT_CROWD_MAX_NS &&
             gort__netpoll_wakeups() - crowd_wake0 < GORT_CROWD_MIN_WAKEUPS) {
             crowd = (struct gort__crowd){0};
