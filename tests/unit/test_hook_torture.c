@@ -611,6 +611,15 @@ static void connect_reused_main(void *arg)
          * (put there behind the hooks' back too). */
         int s = socket(AF_INET, SOCK_STREAM, 0);
         CHECK_GE(s, 0);
+        if (s == a) {
+            /* The lowest free number was a itself: the socket is there,
+             * and the hooks saw it made.  Move it away and back behind
+             * their back. */
+            int t = (int)syscall(SYS_fcntl, s, F_DUPFD, a + 1);
+            CHECK_GT(t, a);
+            CHECK_EQ(syscall(SYS_close, s), 0);
+            s = t;
+        }
         int fd = (int)syscall(SYS_dup3, s, a, 0);
         CHECK_EQ(fd, a);
         CHECK_EQ(syscall(SYS_close, s), 0);
