@@ -393,24 +393,23 @@ TEST(twice)
 
 static char exit_path[256];
 
-/* How many of the two goroutines below have started. */
-static int32_t exit_started;
+/* Whether the spinning goroutine below has yielded once. */
+static int32_t exit_yielded;
 
 static void trace_forever_blocked(void *arg)
 {
-    __atomic_fetch_add(&exit_started, 1, __ATOMIC_RELAXED);
     gort_waitgroup_wait(arg); /* nobody ever calls done */
 }
 
 static void trace_forever_spinning(void *arg)
 {
     int64_t *stop = arg;
-    __atomic_fetch_add(&exit_started, 1, __ATOMIC_RELAXED);
     /* Yields with short sleeps between: a bare yield loop makes events
      * faster than the trace's writer drains them on a busy machine, and
      * the case allows no drop. */
     while (!__atomic_load_n(stop, __ATOMIC_RELAXED)) {
         gort_gosched();
+        __atomic_store_n(&exit_yielded, 1, __ATOMIC_RELAXED);
         gort_sleep(10 * 1000);
     }
 }
@@ -420,17 +419,22 @@ static int64_t exit_stop;
 static void exit_main(void *arg)
 {
     (void)arg;
-    __atomic_store_n(&exit_started, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&exit_yielded, 0, __ATOMIC_RELAXED);
     CHECK_EQ(gort_trace_start(exit_path), 0);
     static gort_waitgroup never;
     gort_waitgroup_add(&never, 1);
     gort_go(trace_forever_blocked, &never);
     gort_go(trace_forever_spinning, &exit_stop);
-    /* Both must have run for the trace to show them.  Not a fixed sleep:
-     * a thread that stole one of them can be held off the CPU for
-     * milliseconds (under qemu, about one run in fifty). */
-    gort_sleep(5 * MS);
-    for (int i = 0; __atomic_load_n(&exit_started, __ATOMIC_RELAXED) < 2;
+    /* The trace must show the yield and the wait, so wait for both to
+     * have happened: the spinner's first yield, and the waiter counted in
+     * the WaitGroup (from there to its park it runs in gort's code, which
+     * signal preemption leaves alone).  Not a fixed sleep: a thread that
+     * stole one of them can be held off the CPU for milliseconds, or be
+     * preempted just after it started (under qemu, about one run in
+     * fifty). */
+    for (int i = 0; !__atomic_load_n(&exit_yielded, __ATOMIC_RELAXED) ||
+                    (__atomic_load_n(&never.state, __ATOMIC_RELAXED) &
+                     0xffffffffu) == 0;
          i++) {
         CHECK(i < 5000); /* 5 s */
         gort_sleep(MS);
