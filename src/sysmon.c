@@ -538,6 +538,16 @@ static bool crowd_busy(void)
     return crowd.crowded || crowd.one || crowd.favor;
 }
 
+/* Start the meter over, with no window open; crowded: the hint the Ms
+ * get meanwhile (GORTDEBUG=cpucrowd=2 keeps one loop). */
+static void crowd_reset(bool crowded)
+{
+    crowd = (struct gort__crowd){0};
+    crowd_began = 0;
+    /* Relaxed: a hint, read where Ms choose how to find work. */
+    store_relaxed(&gort__sched.crowded, crowded ? 1u : 0u);
+}
+
 static void crowd_meter(int64_t now)
 {
     /* Relaxed: a knob tests change while sysmon runs. */
@@ -545,10 +555,7 @@ static void crowd_meter(int64_t now)
     int32_t procs = load_relaxed(&gort__gomaxprocs);
     if (mode != 1 || procs < 2 || gort__netpoll_waiters() == 0 ||
         gort__sim_on()) {
-        crowd = (struct gort__crowd){0};
-        crowd_began = 0;
-        /* Relaxed: a hint, read where Ms choose how to find work. */
-        store_relaxed(&gort__sched.crowded, mode == 2 ? 1u : 0u);
+        crowd_reset(mode == 2);
         return;
     }
     if (load_relaxed(&gort__sched.npidle) >= procs) {
@@ -558,12 +565,8 @@ static void crowd_meter(int64_t now)
          * otherwise never close it, and crowd_busy would keep its
          * rounds short. */
         if (crowd_began != 0 && now - crowd_began >= GORT_CROWD_MAX_NS &&
-            gort__netpoll_wakeups() - crowd_wake0 < GORT_CROWD_MIN_WAKEUPS) {
-            crowd = (struct gort__crowd){0};
-            crowd_began = 0;
-            /* Relaxed: as below. */
-            store_relaxed(&gort__sched.crowded, 0u);
-        }
+            gort__netpoll_wakeups() - crowd_wake0 < GORT_CROWD_MIN_WAKEUPS)
+            crowd_reset(false);
         return;
     }
     if (crowd_began == 0) {
@@ -587,7 +590,7 @@ static void crowd_meter(int64_t now)
     }
     crowd_began = now;
     crowd_wake0 = wakeups;
-    /* Relaxed: as above. */
+    /* Relaxed: as in crowd_reset. */
     store_relaxed(&gort__sched.crowded, gort__crowd_on(&crowd) ? 1u : 0u);
 }
 
