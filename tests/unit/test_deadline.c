@@ -685,6 +685,11 @@ static void cvs_main(void *arg)
         CHECK_GT(gort_go(cvs_consumer, (void *)(intptr_t)((i % 3 + 1) *
                                                            20000)),
                  0);
+    /* Nothing produced yet: the consumers' deadlines pass.  Waiting for
+     * the first timeout makes one certain; the race below may add more. */
+    for (int i = 0; i < 10000 && ATOMIC_LOAD(&cvs_timeouts) == 0; i++)
+        gort_sleep(MS);
+    CHECK_GT(ATOMIC_LOAD(&cvs_timeouts), 0);
     for (int i = 0; i < CVS_ITEMS; i++) {
         gort_mutex_lock(&cvs_mu);
         cvs_items++;
@@ -697,7 +702,6 @@ static void cvs_main(void *arg)
     gort_waitgroup_wait(&cvs_wg);
     CHECK_EQ(cvs_taken, CVS_ITEMS);
     CHECK_EQ(cvs_items, 0);
-    CHECK_GT(ATOMIC_LOAD(&cvs_timeouts), 0);
     /* Every waiter gone: no tombstone left (ASan would also report one
      * as a leak). */
     CHECK(cvs.head == NULL && cvs.tail == NULL && cvs.wait == cvs.notify);
