@@ -355,7 +355,8 @@ static uintptr_t preemptstk_map(void)
 
 void gort__preemptstk_free(struct g *gp)
 {
-    if (gp->preemptstk) {
+    /* Under ThreadSanitizer the word is the hook fiber's (struct g). */
+    if (!(gort__san & GORT_SAN_TSAN) && gp->preemptstk) {
         munmap((void *)gp->preemptstk, GORT_PREEMPT_STK);
         gp->preemptstk = 0;
     }

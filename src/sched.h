@@ -266,7 +266,15 @@ struct g {
     void *sched_sp;
     struct gstack stack;
     uint32_t atomicstatus;  /* enum gstatus; changed only by casgstatus */
-    uint32_t waitreason;    /* enum waitreason while WAITING; owner writes */
+    /* Bytes, to keep struct g at 224 bytes: a spawn on one P of a G that
+     * ran and ended on another takes every line the G spans from the
+     * other CPU's cache, so each line less shows in spawn -procs 2. */
+    uint8_t waitreason;     /* enum waitreason while WAITING; owner writes */
+    uint8_t selectdone;     /* atomic: a select case already won */
+    uint8_t preempt;        /* preemption requested: sysmon writes, the G
+                               reads at runtime entries (relaxed: a late
+                               read only delays preemption) */
+    bool is_main;           /* the main goroutine (goid 1) */
     int64_t goid;           /* 0 until it first runs; a dead G keeps
                                its last one (dumps show it, as Go's) */
     struct m *m;            /* M running it, or NULL; owner M writes */
@@ -285,10 +293,6 @@ struct g {
                                timer finds the record from itself) */
     struct m *lockedm;      /* M it is wired to (LockOSThread), or NULL;
                                owner writes, schedulers read */
-    uint32_t selectdone;    /* atomic: a select case already won */
-    uint32_t preempt;       /* preemption requested: sysmon writes, the G
-                               reads at runtime entries (relaxed: a late
-                               read only delays preemption) */
     uint32_t preemptoff;    /* gort_preempt_disable depth: no async
                                preemption while > 0; owner only (the
                                signal handler reads it on the same thread) */
@@ -302,7 +306,6 @@ struct g {
     bool tracking;          /* this scheduling round is being timed */
     bool runtiming;         /* ... and then how long it runs (its P's
                                runstamp) */
-    bool is_main;           /* the main goroutine (goid 1) */
     bool foreign;           /* stands for a thread gort did not create
                                (extra M): parks on the M's note */
     bool tsan_stale;        /* its last goroutine ended in gort_goexit:
@@ -320,12 +323,7 @@ struct g {
     uintptr_t gopc;         /* return address of the gort_go call */
     union {                 /* one sanitizer at a time (san.c) */
         void *asan_fake_stack; /* AddressSanitizer fake-stack save slot */
-        struct {
-            void *tsan_fiber;  /* ThreadSanitizer fiber, or NULL */
-            void *tsan_hook_fiber; /* the fiber its gort-hook calls run
-                                  on, or NULL; while one runs, the two
-                                  swap places (gort__san_hook_enter) */
-        };
+        void *tsan_fiber;  /* ThreadSanitizer fiber, or NULL */
     };
     /* For dumps (traceback.c); owner writes, dumps read racily. */
     int64_t parentgoid;     /* goid of the goroutine that created it, or 0 */
@@ -349,10 +347,18 @@ struct g {
                                    asynchronous preemption (a ucontext_t),
                                    while preempted, or 0 */
     };
-    /* A stack of its own for preemptions that find it too deep in its
-     * stack for the preemption's frames (preempt.c): GORT_PREEMPT_STK
-     * bytes from here, or 0.  Kept while the G struct lives. */
-    uintptr_t preemptstk;
+    union {
+        /* A stack of its own for preemptions that find it too deep in
+         * its stack for the preemption's frames (preempt.c):
+         * GORT_PREEMPT_STK bytes from here, or 0.  Kept while the G
+         * struct lives. */
+        uintptr_t preemptstk;
+        /* Under ThreadSanitizer, which turns asynchronous preemption off
+         * (preempt.c), so that no preemption stack is ever made: the
+         * fiber its gort-hook calls run on, or NULL; while one runs, the
+         * two fibers swap places (gort__san_hook_enter). */
+        void *tsan_hook_fiber;
+    };
 };
 /* The size of a G's preemption stack (gp->preemptstk). */
 #if defined(GORT_ASAN)
