@@ -360,6 +360,10 @@ struct g {
         void *tsan_hook_fiber;
     };
 };
+/* 3.5 cache lines on 64-bit targets: see the byte fields above. */
+_Static_assert(sizeof(void *) != 8 || sizeof(struct g) <= 224,
+               "struct g is over 224 bytes");
+_Static_assert(WAIT_NREASONS <= 256, "g.waitreason is a byte");
 /* The size of a G's preemption stack (gp->preemptstk). */
 #if defined(GORT_ASAN)
 #define GORT_PREEMPT_STK (128 * 1024)
