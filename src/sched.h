@@ -104,12 +104,6 @@ _Static_assert(GORT_RUNQ_SIZE >= 2 &&
 /* Every 61st schedule looks at the global queue first (proc.go): a prime,
  * so that it does not fall into step with periodic user patterns. */
 #define GORT_GLOBAL_CHECK_TICKS 61
-/* Timer-woken Gs that may wait in the global queue's woken region while
- * newly woken ones go ahead of them through runnext; past this, the
- * newly woken queue behind (time.c, flush_woken).  Those left below it
- * run at the global queue's turns, which the region shares with the
- * plain part. */
-#define GORT_WOKEN_AHEAD_MAX 16
 /* Steal passes over all Ps (stealTries in proc.go). */
 #define GORT_STEAL_TRIES 4
 /* Work readied together that would take less than this in all is run by

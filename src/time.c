@@ -167,10 +167,11 @@ static void heap_delete(struct timers *ts, uint32_t i)
  *
  * The region itself is taken from only on the global queue's turns and
  * when this P's queue runs dry, so a stream of wake-ups, each going
- * ahead through runnext, would leave it waiting.  Once more than
- * GORT_WOKEN_AHEAD_MAX wait there, the newly woken queue behind them
- * and the region's oldest takes runnext: when sleepers outrun the P,
- * they run in deadline order. */
+ * ahead through runnext, would leave it waiting.  So while any wait
+ * there, the newly woken queue behind them, and the region's oldest
+ * takes runnext unless this P's ring holds Gs (taken from the region
+ * before, so older still): when sleepers outrun the Ps, they run in
+ * deadline order. */
 static void flush_woken(struct m *mp)
 {
     int32_t n = mp->nwoken;
@@ -183,11 +184,20 @@ static void flush_woken(struct m *mp)
     struct g *first;
     /* Relaxed: a hint, which a stale count only makes take the other
      * way once. */
-    if (load_relaxed(&gort__sched.nwoken) > GORT_WOKEN_AHEAD_MAX) {
+    if (load_relaxed(&gort__sched.nwoken) > 0) {
         gort__lock_m(mp, &gort__sched.lock);
         gort__globrunqputwoken_locked(&q, n);
-        first = gort__globrunqget_locked(mp->p, 1);
+        /* Gs in our ring came from the region before (older): none goes
+         * ahead of them. */
+        first = gort__runqlen(mp->p) == 0
+                    ? gort__globrunqget_locked(mp->p, 1)
+                    : NULL;
         gort__unlock_m(mp, &gort__sched.lock);
+        if (!first) {
+            gort__wakep();
+            mp->locks--;
+            return;
+        }
     } else {
         first = gort__gqueue_pop(&q);
         if (n > 1) {
