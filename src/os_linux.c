@@ -396,9 +396,7 @@ static const char *overflow_kind(struct m *mp, struct g *gp, uintptr_t addr,
     if (gort__stack_is_guard(gp, addr))
         return "in its guard";
     bool on_g0 = sp >= mp->g0->stack.lo && sp < mp->g0->stack.hi;
-    /* No preemption stack under ThreadSanitizer: the word is its hook
-     * fiber's (struct g). */
-    uintptr_t pstk = (gort__san & GORT_SAN_TSAN) ? 0 : gp->preemptstk;
+    uintptr_t pstk = gort__preemptstk(gp);
     bool on_pstk = pstk && sp >= pstk && sp < pstk + GORT_PREEMPT_STK;
     if (sp < gp->stack.lo && sp + OVERFLOW_SP_SLACK > gp->stack.lo &&
         !on_g0 && !on_pstk)

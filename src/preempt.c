@@ -355,8 +355,7 @@ static uintptr_t preemptstk_map(void)
 
 void gort__preemptstk_free(struct g *gp)
 {
-    /* Under ThreadSanitizer the word is the hook fiber's (struct g). */
-    if (!(gort__san & GORT_SAN_TSAN) && gp->preemptstk) {
+    if (gort__preemptstk(gp)) {
         munmap((void *)gp->preemptstk, GORT_PREEMPT_STK);
         gp->preemptstk = 0;
     }

@@ -1324,8 +1324,8 @@ void gort__preempt_yield(struct m *mp, struct g *gp)
     /* A GOMAXPROCS that the CPUs available call for (sysmon asked for this
      * check to apply it: maxprocs_ask, execute_prep): the stop-the-world
      * parks this G, which is the yield.  When another G took the value
-     * first, yield as asked.  Relaxed look; the exchange in gort__maxprocs_apply takes the value
-     * with acquire. */
+     * first, yield as asked.  Relaxed look; the exchange in
+     * gort__maxprocs_apply takes the value with acquire. */
     if (GORT_UNLIKELY(load_relaxed(&gort__maxprocs_want) > 0) &&
         gort__maxprocs_apply())
         return;

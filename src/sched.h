@@ -84,6 +84,7 @@
 #include "defs.h"
 #include "fatal.h"
 #include "lock_futex.h"
+#include "san.h"
 #include "tracehooks.h"
 
 /* ---------------------------------------------------------------------------
@@ -260,9 +261,9 @@ struct g {
     void *sched_sp;
     struct gstack stack;
     uint32_t atomicstatus;  /* enum gstatus; changed only by casgstatus */
-    /* Bytes, to keep struct g at 224 bytes: a spawn on one P of a G that
-     * ran and ended on another takes every line the G spans from the
-     * other CPU's cache, so each line less shows in spawn -procs 2. */
+    /* Bytes, to keep struct g within 224 bytes: a G reused on one P
+     * after it ran and ended on another comes line by line from the
+     * other CPU's cache, so every line it spans costs each spawn. */
     uint8_t waitreason;     /* enum waitreason while WAITING; owner writes */
     uint8_t selectdone;     /* atomic: a select case already won */
     uint8_t preempt;        /* preemption requested: sysmon writes, the G
@@ -358,6 +359,13 @@ struct g {
 _Static_assert(sizeof(void *) != 8 || sizeof(struct g) <= 224,
                "struct g is over 224 bytes");
 _Static_assert(WAIT_NREASONS <= 256, "g.waitreason is a byte");
+/* gp's preemption stack, or 0.  Under ThreadSanitizer, which turns
+ * asynchronous preemption off, there is none: the word is the hook
+ * fiber's (struct g). */
+static inline uintptr_t gort__preemptstk(const struct g *gp)
+{
+    return (gort__san & GORT_SAN_TSAN) ? 0 : gp->preemptstk;
+}
 /* The size of a G's preemption stack (gp->preemptstk). */
 #if defined(GORT_ASAN)
 #define GORT_PREEMPT_STK (128 * 1024)

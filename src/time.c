@@ -193,11 +193,6 @@ static void flush_woken(struct m *mp)
                     ? gort__globrunqget_locked(mp->p, 1)
                     : NULL;
         gort__unlock_m(mp, &gort__sched.lock);
-        if (!first) {
-            gort__wakep();
-            mp->locks--;
-            return;
-        }
     } else {
         first = gort__gqueue_pop(&q);
         if (n > 1) {
@@ -206,12 +201,14 @@ static void flush_woken(struct m *mp)
             gort__unlock_m(mp, &gort__sched.lock);
         }
     }
-    gort__runqput(mp->p, first, true);
-    /* It will run from runnext, inheriting the time slice: count its
-     * schedule here, or a stream of wake-ups would stop the ticks and
-     * with them the 61-tick turn of the global queue (relaxed: sysmon
-     * reads it). */
-    store_relaxed(&mp->p->schedtick, mp->p->schedtick + 1);
+    if (first) {
+        gort__runqput(mp->p, first, true);
+        /* It will run from runnext, inheriting the time slice: count its
+         * schedule here, or a stream of wake-ups would stop the ticks and
+         * with them the 61-tick turn of the global queue (relaxed: sysmon
+         * reads it). */
+        store_relaxed(&mp->p->schedtick, mp->p->schedtick + 1);
+    }
     gort__wakep();
     mp->locks--;
 }

@@ -430,8 +430,7 @@ static void exit_main(void *arg)
      * the WaitGroup (from there to its park it runs in gort's code, which
      * signal preemption leaves alone).  Not a fixed sleep: a thread that
      * stole one of them can be held off the CPU for milliseconds, or be
-     * preempted just after it started (under qemu, about one run in
-     * fifty). */
+     * preempted just after it started (under an emulator). */
     for (int i = 0; !__atomic_load_n(&exit_yielded, __ATOMIC_RELAXED) ||
                     (__atomic_load_n(&never.state, __ATOMIC_RELAXED) &
                      0xffffffffu) == 0;
